@@ -1,0 +1,36 @@
+/**
+ * The one catalog of error codes on the wire. Every non-2xx response and every
+ * watch `error` event carries one of these codes; the HTTP status and the
+ * default message live here too, so server, SDK and docs can't disagree.
+ */
+export const ERRORS = {
+  bad_request: { status: 400, message: 'The request is malformed.' },
+  validation_failed: { status: 400, message: 'The request does not match the schema.' },
+  unauthorized: { status: 401, message: 'A valid bearer token is required.' },
+  forbidden: { status: 403, message: 'This token may not do that.' },
+  not_found: { status: 404, message: 'Not found.' },
+  conflict: { status: 409, message: 'The request conflicts with the current state.' },
+  field_owned_elsewhere: { status: 409, message: 'This field is owned by another endpoint.' },
+  revision_compacted: { status: 410, message: 'The requested revision has been compacted; list again from 0.' },
+  precondition_failed: { status: 412, message: 'If-Match does not match the current revision.' },
+  payload_too_large: { status: 413, message: 'The request body is too large.' },
+  too_many_requests: { status: 429, message: 'Too many requests.' },
+  internal: { status: 500, message: 'Internal server error.' },
+  agent_error: { status: 502, message: 'The agent answered with an error.' },
+  unavailable: { status: 503, message: 'The service is unavailable; retry.' },
+  agent_not_connected: { status: 504, message: 'The agent did not connect in time.' },
+  slow_consumer: { status: 503, message: 'The watcher could not keep up; resume from your last revision.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
+
+/** Body of every non-2xx response. */
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; details?: Record<string, unknown> };
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERRORS, value);
+}

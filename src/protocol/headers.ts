@@ -1,0 +1,28 @@
+/** HTTP header names and media types used on the wire. */
+export const HEADERS = {
+  authorization: 'authorization',
+  revision: 'x-fleetplane-revision',
+  etag: 'etag',
+  ifNoneMatch: 'if-none-match',
+  ifMatch: 'if-match',
+  contentType: 'content-type',
+} as const;
+
+export const MEDIA = {
+  json: 'application/json',
+  watch: 'application/json;stream=watch',
+} as const;
+
+/** `"<revision>"`: the ETag and If-Match form of a revision. */
+export function formatEtag(revision: number): string {
+  return `"${revision}"`;
+}
+
+/** Parses `"<revision>"` (or `W/"<revision>"`, or a bare number); undefined when it isn't one. */
+export function parseEtag(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const m = /^(?:W\/)?"?(\d{1,16})"?$/.exec(value.trim());
+  if (!m || m[1] === undefined) return undefined;
+  const n = Number(m[1]);
+  return Number.isSafeInteger(n) ? n : undefined;
+}

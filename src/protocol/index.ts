@@ -1,0 +1,18 @@
+/**
+ * The wire contract shared by server, SDK, agent, CLI and tests
+ * (../shared/PROTOCOL.md). Browser-safe: no Node built-ins.
+ */
+export * from './errors.js';
+export * from './headers.js';
+export * from './paths.js';
+export * from './ip.js';
+export * from './formats.js';
+export * from './watch.js';
+export * from './tunnel.js';
+export * from './bus.js';
+export * from './schemas/common.js';
+export * from './schemas/organization.js';
+export * from './schemas/device.js';
+export * from './schemas/security-group.js';
+export * from './schemas/credentials.js';
+export * from './schemas/fleet.js';

@@ -1,0 +1,48 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+export const Uuid = Type.String({ format: 'uuid', description: 'Lower-case UUID.' });
+export const Revision = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+export const Timestamp = Type.String({ format: 'date-time' });
+export const Cidr = Type.String({ format: 'cidr' });
+export const Ip = Type.String({ format: 'ip' });
+
+/** Objects on the wire reject fields they don't define. */
+export const strict = { additionalProperties: false } as const;
+
+export const OrgParams = Type.Object({ org: Uuid }, strict);
+export const OrgIdParams = Type.Object({ org: Uuid, id: Uuid }, strict);
+
+export const Tombstone = Type.Object(
+  { id: Uuid, revision: Revision, deleted: Type.Literal(true) },
+  { description: 'An item deleted after the requested revision.' },
+);
+
+/** `{items, next?}` — the list envelope (PROTOCOL.md "Lists"). */
+export function ListOf<T extends TSchema>(item: T) {
+  return Type.Object({
+    items: Type.Array(item),
+    next: Type.Optional(Type.String({ description: 'Cursor for the next page; absent on the last page.' })),
+  });
+}
+
+/** Lists with `gt_revision` or a cursor may carry tombstones. */
+export function ChangeListOf<T extends TSchema>(item: T) {
+  return ListOf(Type.Union([item, Tombstone]));
+}
+
+export const ListQuery = Type.Object(
+  {
+    gt_revision: Type.Optional(Revision),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    after: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  strict,
+);
+
+export const ErrorResponse = Type.Object({
+  error: Type.Object({
+    code: Type.String(),
+    message: Type.String(),
+    details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  }),
+});

@@ -1,0 +1,64 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Timestamp, Uuid, strict } from './common.js';
+
+export const TOKEN_ROLES = ['admin', 'read'] as const;
+export type TokenRole = (typeof TOKEN_ROLES)[number];
+
+export const OrgToken = Type.Object({
+  id: Uuid,
+  organization_id: Uuid,
+  role: Type.Union(TOKEN_ROLES.map((r) => Type.Literal(r))),
+  description: Type.String(),
+  expires_at: Type.Union([Timestamp, Type.Null()]),
+  created_at: Timestamp,
+});
+
+export const OrgTokenCreate = Type.Object(
+  {
+    role: Type.Union(TOKEN_ROLES.map((r) => Type.Literal(r))),
+    description: Type.Optional(Type.String({ maxLength: 1024 })),
+    expires_at: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+  },
+  strict,
+);
+
+export const CreatedOrgToken = Type.Composite([OrgToken, Type.Object({ token: Type.String({ description: 'Shown once.' }) })]);
+
+export const RegistrationKey = Type.Object({
+  id: Uuid,
+  organization_id: Uuid,
+  description: Type.String(),
+  single_use: Type.Boolean(),
+  expires_at: Type.Union([Timestamp, Type.Null()]),
+  used: Type.Boolean(),
+  created_at: Timestamp,
+});
+
+export const RegistrationKeyCreate = Type.Object(
+  {
+    description: Type.Optional(Type.String({ maxLength: 1024 })),
+    single_use: Type.Optional(Type.Boolean()),
+    expires_at: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+  },
+  strict,
+);
+
+export const CreatedRegistrationKey = Type.Composite([
+  RegistrationKey,
+  Type.Object({ key: Type.String({ description: 'Shown once.' }) }),
+]);
+
+export type OrgToken = Static<typeof OrgToken>;
+export type OrgTokenCreate = Static<typeof OrgTokenCreate>;
+export type CreatedOrgToken = Static<typeof CreatedOrgToken>;
+export type RegistrationKey = Static<typeof RegistrationKey>;
+export type RegistrationKeyCreate = Static<typeof RegistrationKeyCreate>;
+export type CreatedRegistrationKey = Static<typeof CreatedRegistrationKey>;
+
+/** Prefixes make a leaked secret recognisable in logs and secret scanners. */
+export const SECRET_PREFIX = {
+  admin: 'fpa_',
+  orgToken: 'fpt_',
+  deviceToken: 'fpd_',
+  registrationKey: 'fpr_',
+} as const;

@@ -1,0 +1,116 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Cidr, Revision, Timestamp, Uuid, strict } from './common.js';
+
+export const Endpoint = Type.Object(
+  {
+    source: Type.Union([Type.Literal('local'), Type.Literal('stun'), Type.Literal('manual')]),
+    address: Type.String({ format: 'endpoint', description: 'ip:port or [ipv6]:port' }),
+  },
+  strict,
+);
+
+export const DeviceStatus = Type.Object({
+  online: Type.Boolean(),
+  last_seen: Type.Union([Timestamp, Type.Null()]),
+  applied_revision: Type.Union([Revision, Type.Null()]),
+  apply_error: Type.Union([Type.String(), Type.Null()]),
+  local_endpoints: Type.Array(Type.String()),
+  os: Type.Union([Type.String(), Type.Null()]),
+  agent_version: Type.Union([Type.String(), Type.Null()]),
+});
+
+/** What a device PUTs to `.../status`. The server records its own clock as `last_seen`. */
+export const DeviceStatusInput = Type.Object(
+  {
+    online: Type.Optional(Type.Boolean()),
+    last_seen: Type.Optional(Timestamp),
+    applied_revision: Type.Union([Revision, Type.Null()]),
+    apply_error: Type.Union([Type.String({ maxLength: 4096 }), Type.Null()]),
+    local_endpoints: Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 }),
+    os: Type.Union([Type.String({ maxLength: 256 }), Type.Null()]),
+    agent_version: Type.Union([Type.String({ maxLength: 64 }), Type.Null()]),
+  },
+  strict,
+);
+
+const Hostname = Type.String({ minLength: 1, maxLength: 253 });
+const PublicKey = Type.String({ format: 'wireguard-key', description: 'WireGuard public key: 32 bytes, base64.' });
+const AdvertiseCidrs = Type.Array(Cidr, { maxItems: 256 });
+const Endpoints = Type.Array(Endpoint, { maxItems: 32 });
+const SecurityGroupRef = Type.Union([Uuid, Type.Null()]);
+
+/** A device as the watch stream carries it: spec and server-assigned fields, no status. */
+export const DeviceObject = Type.Object({
+  id: Uuid,
+  organization_id: Uuid,
+  hostname: Type.String(),
+  public_key: Type.String(),
+  advertise_cidrs: Type.Array(Type.String()),
+  endpoints: Type.Array(Endpoint),
+  relay: Type.Boolean(),
+  symmetric_nat: Type.Boolean(),
+  security_group_id: SecurityGroupRef,
+  tunnel_ip: Type.String(),
+  revision: Revision,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+/** A device as REST returns it: the watch form plus its observed `status`. */
+export const Device = Type.Composite([DeviceObject, Type.Object({ status: DeviceStatus })]);
+
+export const DeviceCreate = Type.Object(
+  {
+    hostname: Hostname,
+    public_key: PublicKey,
+    advertise_cidrs: Type.Optional(AdvertiseCidrs),
+    endpoints: Type.Optional(Endpoints),
+    relay: Type.Optional(Type.Boolean()),
+    symmetric_nat: Type.Optional(Type.Boolean()),
+    security_group_id: Type.Optional(SecurityGroupRef),
+  },
+  strict,
+);
+
+export const DevicePatch = Type.Partial(DeviceCreate, strict);
+
+/** Fields a device token may PATCH on its own device. */
+export const DEVICE_SELF_FIELDS = ['endpoints', 'hostname', 'symmetric_nat'] as const;
+
+/**
+ * Fields a device request must not set, and the endpoint that owns each
+ * (PROTOCOL.md "Field ownership"). `{org}` and `{id}` are filled in.
+ */
+export const DEVICE_OWNED_FIELDS: Readonly<Record<string, string>> = {
+  tunnel_ip: 'the server (assigned from PATCH /api/organizations/{org} network.ipv4_cidr)',
+  organization_id: 'the server (the organization in the path)',
+  revision: 'the server (revisions are assigned on write)',
+  mtu: 'PATCH /api/organizations/{org} (network.mtu)',
+  resolvers: 'PATCH /api/organizations/{org} (network.resolvers)',
+  routes: 'PATCH /api/organizations/{org} (network.routes)',
+  status: 'PUT /api/organizations/{org}/devices/{id}/status',
+};
+
+export const EnrolledDevice = Type.Composite([
+  Device,
+  Type.Object({ device_token: Type.String({ description: 'Shown once.' }) }),
+]);
+
+export type Endpoint = Static<typeof Endpoint>;
+export type DeviceStatus = Static<typeof DeviceStatus>;
+export type DeviceStatusInput = Static<typeof DeviceStatusInput>;
+export type DeviceObject = Static<typeof DeviceObject>;
+export type Device = Static<typeof Device>;
+export type DeviceCreate = Static<typeof DeviceCreate>;
+export type DevicePatch = Static<typeof DevicePatch>;
+export type EnrolledDevice = Static<typeof EnrolledDevice>;
+
+export const EMPTY_STATUS: DeviceStatus = {
+  online: false,
+  last_seen: null,
+  applied_revision: null,
+  apply_error: null,
+  local_endpoints: [],
+  os: null,
+  agent_version: null,
+};

@@ -1,0 +1,47 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Cidr, Ip, Revision, Timestamp, Uuid, strict } from './common.js';
+
+export const Route = Type.Object({ destination: Cidr, via: Type.Optional(Ip) }, strict);
+
+export const Network = Type.Object(
+  {
+    ipv4_cidr: Type.String({ format: 'ipv4-pool', description: 'Pool tunnel IPs are assigned from (/8../30).' }),
+    mtu: Type.Integer({ minimum: 576, maximum: 9000 }),
+    resolvers: Type.Array(Ip, { maxItems: 16 }),
+    routes: Type.Array(Route, { maxItems: 1024 }),
+  },
+  strict,
+);
+
+export const NetworkInput = Type.Partial(Network, strict);
+
+export const Organization = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  description: Type.String(),
+  network: Network,
+  revision: Revision,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+const Name = Type.String({ minLength: 1, maxLength: 128 });
+const Description = Type.String({ maxLength: 1024 });
+
+export const OrganizationCreate = Type.Object(
+  { name: Name, description: Type.Optional(Description), network: Type.Optional(NetworkInput) },
+  strict,
+);
+
+export const OrganizationPatch = Type.Object(
+  { name: Type.Optional(Name), description: Type.Optional(Description), network: Type.Optional(NetworkInput) },
+  strict,
+);
+
+export type Route = Static<typeof Route>;
+export type Network = Static<typeof Network>;
+export type Organization = Static<typeof Organization>;
+export type OrganizationCreate = Static<typeof OrganizationCreate>;
+export type OrganizationPatch = Static<typeof OrganizationPatch>;
+
+export const DEFAULT_NETWORK: Network = { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [] };

@@ -1,0 +1,43 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Revision, Timestamp, Uuid, strict } from './common.js';
+
+export const IP_PROTOCOLS = ['tcp', 'udp', 'icmp', 'icmpv6', 'any'] as const;
+
+const Port = Type.Integer({ minimum: 0, maximum: 65535 });
+
+/** `from_port = to_port = 0` means all ports; otherwise `from_port ≤ to_port` (checked by the server). */
+export const Rule = Type.Object(
+  {
+    ip_protocol: Type.Union(IP_PROTOCOLS.map((p) => Type.Literal(p))),
+    from_port: Port,
+    to_port: Port,
+    ip_ranges: Type.Array(Type.String({ format: 'ip-range', description: 'CIDR, IP, or IP-IP' }), { maxItems: 256 }),
+  },
+  strict,
+);
+
+const Rules = Type.Array(Rule, { maxItems: 512 });
+const Description = Type.String({ maxLength: 1024 });
+
+export const SecurityGroup = Type.Object({
+  id: Uuid,
+  organization_id: Uuid,
+  description: Type.String(),
+  inbound_rules: Type.Array(Rule),
+  outbound_rules: Type.Array(Rule),
+  revision: Revision,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const SecurityGroupCreate = Type.Object(
+  { description: Type.Optional(Description), inbound_rules: Type.Optional(Rules), outbound_rules: Type.Optional(Rules) },
+  strict,
+);
+
+export const SecurityGroupPatch = SecurityGroupCreate;
+
+export type Rule = Static<typeof Rule>;
+export type SecurityGroup = Static<typeof SecurityGroup>;
+export type SecurityGroupCreate = Static<typeof SecurityGroupCreate>;
+export type SecurityGroupPatch = Static<typeof SecurityGroupPatch>;

@@ -1,0 +1,3 @@
+export type { SignalBus, Subscription } from './signal-bus.js';
+export { LocalSubscriptions } from './local-subscriptions.js';
+export { MemoryBus } from './memory-bus.js';

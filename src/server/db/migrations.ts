@@ -1,0 +1,131 @@
+import type { Database } from './database.js';
+
+/**
+ * Schema migrations, applied in order at start on PGlite and PostgreSQL alike.
+ * Append only: a released migration never changes.
+ */
+export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'initial',
+    sql: `
+CREATE TABLE orgs (
+  id uuid PRIMARY KEY,
+  head_revision bigint NOT NULL DEFAULT 0,
+  compacted_revision bigint NOT NULL DEFAULT 0,
+  deleted_at timestamptz
+);
+
+-- Every watchable object of every kind, live or tombstone, at its latest revision.
+CREATE TABLE objects (
+  id uuid PRIMARY KEY,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  kind text NOT NULL,
+  revision bigint NOT NULL,
+  deleted boolean NOT NULL DEFAULT false,
+  value jsonb NOT NULL,
+  changed_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX objects_org_revision ON objects (org_id, revision);
+CREATE INDEX objects_org_kind_revision ON objects (org_id, kind, revision);
+CREATE INDEX objects_tombstones ON objects (changed_at) WHERE deleted;
+CREATE UNIQUE INDEX objects_org_name ON objects ((value->>'name')) WHERE kind = 'organization' AND NOT deleted;
+CREATE UNIQUE INDEX objects_device_public_key ON objects (org_id, (value->>'public_key')) WHERE kind = 'device' AND NOT deleted;
+CREATE INDEX objects_device_group ON objects (org_id, (value->>'security_group_id')) WHERE kind = 'device' AND NOT deleted;
+
+CREATE TABLE device_ips (
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  ip bigint NOT NULL,
+  device_id uuid NOT NULL UNIQUE,
+  PRIMARY KEY (org_id, ip)
+);
+
+-- Observed state: written by agents, never revisioned (PROTOCOL.md "Device").
+CREATE TABLE device_status (
+  device_id uuid PRIMARY KEY,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  status jsonb NOT NULL,
+  last_seen timestamptz
+);
+CREATE INDEX device_status_org ON device_status (org_id);
+
+CREATE TABLE tokens (
+  id uuid PRIMARY KEY,
+  secret_hash text NOT NULL UNIQUE,
+  kind text NOT NULL CHECK (kind IN ('org', 'device')),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  device_id uuid,
+  role text NOT NULL CHECK (role IN ('admin', 'read', 'device')),
+  description text NOT NULL DEFAULT '',
+  expires_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  revoked_at timestamptz
+);
+CREATE INDEX tokens_org ON tokens (org_id) WHERE revoked_at IS NULL;
+CREATE INDEX tokens_device ON tokens (device_id) WHERE device_id IS NOT NULL;
+CREATE INDEX tokens_revoked ON tokens (revoked_at) WHERE revoked_at IS NOT NULL;
+
+CREATE TABLE registration_keys (
+  id uuid PRIMARY KEY,
+  secret_hash text NOT NULL UNIQUE,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  description text NOT NULL DEFAULT '',
+  single_use boolean NOT NULL DEFAULT false,
+  expires_at timestamptz,
+  used_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX registration_keys_org ON registration_keys (org_id);
+
+CREATE TABLE settings (
+  key text PRIMARY KEY,
+  value text NOT NULL
+);
+
+CREATE TABLE replicas (
+  id text PRIMARY KEY,
+  private_url text,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  lease_expires_at timestamptz NOT NULL
+);
+`,
+  },
+];
+
+/** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */
+const MIGRATION_LOCK = 7_317_420_031;
+
+/**
+ * Applies pending migrations in one transaction under an advisory lock, so
+ * replicas starting together apply each migration exactly once.
+ * Returns the versions it applied.
+ */
+export async function migrate(db: Database): Promise<number[]> {
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await tx.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
+    const rows = await tx.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const done = new Set(rows.map((r) => Number(r.version)));
+    const applied: number[] = [];
+    for (const m of MIGRATIONS) {
+      if (done.has(m.version)) continue;
+      for (const statement of splitStatements(m.sql)) await tx.query(statement);
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      applied.push(m.version);
+    }
+    return applied;
+  });
+}
+
+/** Latest migration version this build knows. */
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
+
+function splitStatements(sql: string): string[] {
+  // Migrations contain no semicolons inside literals or bodies, so a plain split is exact.
+  return sql
+    .split(';')
+    .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
+    .filter((s) => s.length > 0);
+}

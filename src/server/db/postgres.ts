@@ -1,0 +1,47 @@
+import postgres from 'postgres';
+import type { Database, ListenHandlers, Listener, Queryable, Row } from './database.js';
+
+export interface PostgresOptions {
+  /** Pool size for queries; LISTEN uses a connection of its own on top. */
+  max?: number;
+  onNotice?: (message: string) => void;
+}
+
+type Params = Parameters<postgres.Sql['unsafe']>[1];
+
+/** A real PostgreSQL through a postgres.js pool. */
+export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Database> {
+  const sql = postgres(url, {
+    max: options.max ?? 10,
+    onnotice: (n) => options.onNotice?.(String(n['message'] ?? '')),
+    // Revisions are bigint; they stay below 2^53 (PROTOCOL.md), so numbers are exact.
+    types: {
+      int8: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+    },
+    transform: { undefined: null },
+  });
+  const wrap = (q: postgres.Sql | postgres.TransactionSql): Queryable => ({
+    async query<R extends Row = Row>(text: string, params?: readonly unknown[]): Promise<R[]> {
+      const rows = await q.unsafe(text, (params ?? []) as Params);
+      return rows as unknown as R[];
+    },
+  });
+  // Fail fast on a bad URL instead of on the first request.
+  await sql`select 1`;
+  const base = wrap(sql);
+  return {
+    kind: 'postgres',
+    query: base.query,
+    transaction: async <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> => {
+      const result = await sql.begin((tx) => fn(wrap(tx)));
+      return result as T;
+    },
+    async listen(channel: string, handlers: ListenHandlers): Promise<Listener> {
+      // postgres.js keeps LISTEN on a dedicated connection, reconnects it by itself
+      // and calls onlisten after every (re)connect.
+      const meta = await sql.listen(channel, (payload) => handlers.onMessage(payload), () => handlers.onConnect());
+      return { close: () => meta.unlisten() };
+    },
+    close: () => sql.end({ timeout: 5 }),
+  };
+}
