@@ -1,0 +1,229 @@
+/**
+ * The desired dataplane of one device, computed from the organization's
+ * objects. Pure and deterministic: the same inputs (in any order) give a
+ * structurally identical result, so renderings and diffs are stable.
+ */
+import type { DeviceObject, Endpoint, Organization, SecurityGroup } from '../../protocol/index.js';
+import { canonicalCidr, canonicalEndpoint, canonicalIp, compareCidrs, hostCidr, parseIp } from './addresses.js';
+import { desiredFirewall, type DesiredFirewall, type SkippedItem } from './desired-firewall.js';
+import { isWireGuardKey } from './keys.js';
+
+export type { DesiredFirewall, FirewallRule, FirewallProtocol, PortRange, SkippedItem } from './desired-firewall.js';
+
+/** Default keepalive for peers with an endpoint, so NAT mappings stay open. */
+export const DEFAULT_PERSISTENT_KEEPALIVE = 25;
+export const DEFAULT_LISTEN_PORT = 51820;
+
+export interface DesiredStateInput {
+  deviceId: string;
+  /** Linux interface name: 1..15 of `A-Z a-z 0-9 _ . -`. */
+  interfaceName: string;
+  privateKey: string;
+  listenPort: number;
+  organization: Organization;
+  devices: readonly DeviceObject[];
+  securityGroups: readonly SecurityGroup[];
+  /** Seconds; 0 turns keepalives off. Default DEFAULT_PERSISTENT_KEEPALIVE. */
+  persistentKeepalive?: number;
+}
+
+export interface DesiredInterface {
+  name: string;
+  /** Secret: never log or report it. */
+  private_key: string;
+  /** The device's tunnel IP with the organization pool's prefix length, e.g. `100.64.0.2/16`. */
+  address: string;
+  mtu: number;
+  listen_port: number;
+  /** DNS servers of the organization, canonical text, in the organization's order. */
+  resolvers: string[];
+}
+
+export interface DesiredPeer {
+  device_id: string;
+  hostname: string;
+  public_key: string;
+  /** Canonical CIDRs: the tunnel IP /32 first, then advertised CIDRs sorted. */
+  allowed_ips: string[];
+  /** Canonical `ip:port`/`[v6]:port`, or null when the device has no usable endpoint. */
+  endpoint: string | null;
+  /** Seconds, 0 = off. Only set for peers with an endpoint. */
+  persistent_keepalive: number;
+}
+
+/** A route via the tunnel interface; `via` optional gateway. Destination is canonical. */
+export interface DesiredRoute {
+  destination: string;
+  via: string | null;
+}
+
+export interface DesiredDataplane {
+  device_id: string;
+  interface: DesiredInterface;
+  /** One per other device, sorted by device id. */
+  peers: DesiredPeer[];
+  /** Sorted by destination. */
+  routes: DesiredRoute[];
+  firewall: DesiredFirewall;
+  /** Inputs left out (invalid or conflicting), sorted; for logs and status. */
+  skipped: SkippedItem[];
+}
+
+export class DesiredStateError extends Error {
+  override name = 'DesiredStateError';
+}
+
+const INTERFACE_NAME = /^[A-Za-z0-9_.-]{1,15}$/;
+const ENDPOINT_PREFERENCE: readonly Endpoint['source'][] = ['manual', 'stun', 'local'];
+
+export function isInterfaceName(text: string): boolean {
+  return INTERFACE_NAME.test(text) && text !== '.' && text !== '..';
+}
+
+function chooseEndpoint(device: DeviceObject, skipped: SkippedItem[]): string | null {
+  for (const source of ENDPOINT_PREFERENCE) {
+    for (const ep of device.endpoints) {
+      if (ep.source !== source) continue;
+      const canonical = canonicalEndpoint(ep.address);
+      if (canonical) return canonical;
+      skipped.push({ kind: 'endpoint', subject: `${device.id} ${ep.address}`, reason: 'not ip:port' });
+    }
+  }
+  return null;
+}
+
+function byText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function computePeers(
+  self: DeviceObject,
+  devices: readonly DeviceObject[],
+  keepalive: number,
+  skipped: SkippedItem[],
+): DesiredPeer[] {
+  const others = devices.filter((d) => d.id !== self.id).sort((a, b) => byText(a.id, b.id));
+  const usable: { device: DeviceObject; tunnel: string }[] = [];
+  const keys = new Set<string>([self.public_key]);
+  for (const device of others) {
+    const tunnel = hostCidr(device.tunnel_ip);
+    if (!isWireGuardKey(device.public_key)) {
+      skipped.push({ kind: 'peer', subject: device.id, reason: 'public_key is not a WireGuard key' });
+    } else if (keys.has(device.public_key)) {
+      skipped.push({ kind: 'peer', subject: device.id, reason: 'public_key already used by another device' });
+    } else if (!tunnel || parseIp(device.tunnel_ip)?.family !== 4) {
+      skipped.push({ kind: 'peer', subject: device.id, reason: 'tunnel_ip is not an IPv4 address' });
+    } else {
+      keys.add(device.public_key);
+      usable.push({ device, tunnel });
+    }
+  }
+  // WireGuard routes each allowed IP to exactly one peer; a CIDR claimed twice would flap
+  // between peers on every apply. Tunnel IPs win, then the lowest device id.
+  const owner = new Map<string, string>();
+  for (const { device, tunnel } of usable) owner.set(tunnel, device.id);
+  const ownTunnel = hostCidr(self.tunnel_ip);
+  if (ownTunnel) owner.set(ownTunnel, self.id);
+  const peers: DesiredPeer[] = [];
+  for (const { device, tunnel } of usable) {
+    const advertised = new Set<string>();
+    for (const cidr of device.advertise_cidrs) {
+      const canonical = canonicalCidr(cidr);
+      if (!canonical) {
+        skipped.push({ kind: 'allowed-ip', subject: `${device.id} ${cidr}`, reason: 'not a CIDR' });
+        continue;
+      }
+      const claimedBy = owner.get(canonical);
+      if (claimedBy !== undefined && claimedBy !== device.id) {
+        skipped.push({ kind: 'allowed-ip', subject: `${device.id} ${canonical}`, reason: `already routed to ${claimedBy}` });
+        continue;
+      }
+      owner.set(canonical, device.id);
+      if (canonical !== tunnel) advertised.add(canonical);
+    }
+    const endpoint = chooseEndpoint(device, skipped);
+    peers.push({
+      device_id: device.id,
+      hostname: device.hostname,
+      public_key: device.public_key,
+      allowed_ips: [tunnel, ...[...advertised].sort(compareCidrs)],
+      endpoint,
+      persistent_keepalive: endpoint === null ? 0 : keepalive,
+    });
+  }
+  return peers;
+}
+
+function computeRoutes(organization: Organization, pool: string, skipped: SkippedItem[]): DesiredRoute[] {
+  const routes = new Map<string, DesiredRoute>();
+  for (const route of organization.network.routes) {
+    const destination = canonicalCidr(route.destination);
+    const via = route.via === undefined ? null : canonicalIp(route.via);
+    if (!destination) {
+      skipped.push({ kind: 'route', subject: route.destination, reason: 'destination is not a CIDR' });
+    } else if (via === undefined) {
+      skipped.push({ kind: 'route', subject: route.destination, reason: 'via is not an IP address' });
+    } else if (via !== null && parseIp(via)?.family !== parseIp(destination.split('/')[0] ?? '')?.family) {
+      skipped.push({ kind: 'route', subject: route.destination, reason: 'via is of another address family' });
+    } else if (destination === pool) {
+      // The interface address already routes the pool; replacing that kernel route would break the tunnel.
+      skipped.push({ kind: 'route', subject: route.destination, reason: 'is the tunnel pool itself' });
+    } else if (routes.has(destination)) {
+      skipped.push({ kind: 'route', subject: route.destination, reason: 'duplicate destination' });
+    } else {
+      routes.set(destination, { destination, via });
+    }
+  }
+  return [...routes.values()].sort((a, b) => compareCidrs(a.destination, b.destination));
+}
+
+function compareSkipped(a: SkippedItem, b: SkippedItem): number {
+  return byText(a.kind, b.kind) || byText(a.subject, b.subject) || byText(a.reason, b.reason);
+}
+
+/**
+ * Computes the dataplane `input.deviceId` should have. Throws
+ * DesiredStateError when the device itself is missing or unusable (bad
+ * interface name, tunnel IP, pool or listen port); problems with other
+ * objects only leave them out (listed in `skipped`).
+ */
+export function computeDesiredState(input: DesiredStateInput): DesiredDataplane {
+  if (!isInterfaceName(input.interfaceName)) {
+    throw new DesiredStateError(`invalid interface name ${JSON.stringify(input.interfaceName)}`);
+  }
+  if (!Number.isInteger(input.listenPort) || input.listenPort < 1 || input.listenPort > 65535) {
+    throw new DesiredStateError(`invalid listen port ${input.listenPort}`);
+  }
+  const self = input.devices.find((d) => d.id === input.deviceId);
+  if (!self) throw new DesiredStateError(`device ${input.deviceId} is not in the organization's device list`);
+  const pool = canonicalCidr(input.organization.network.ipv4_cidr);
+  const tunnel = canonicalIp(self.tunnel_ip);
+  if (!pool || !tunnel || parseIp(tunnel)?.family !== 4) {
+    throw new DesiredStateError(`device ${self.id} has no usable tunnel IP (${self.tunnel_ip} in ${input.organization.network.ipv4_cidr})`);
+  }
+  const skipped: SkippedItem[] = [];
+  const keepalive = input.persistentKeepalive ?? DEFAULT_PERSISTENT_KEEPALIVE;
+  const resolvers: string[] = [];
+  for (const r of input.organization.network.resolvers) {
+    const ip = canonicalIp(r);
+    if (ip) resolvers.push(ip);
+    else skipped.push({ kind: 'resolver', subject: r, reason: 'not an IP address' });
+  }
+  const result: DesiredDataplane = {
+    device_id: self.id,
+    interface: {
+      name: input.interfaceName,
+      private_key: input.privateKey,
+      address: `${tunnel}/${pool.split('/')[1] ?? '32'}`,
+      mtu: input.organization.network.mtu,
+      listen_port: input.listenPort,
+      resolvers,
+    },
+    peers: computePeers(self, input.devices, keepalive, skipped),
+    routes: computeRoutes(input.organization, pool, skipped),
+    firewall: desiredFirewall(self.security_group_id, input.securityGroups, skipped),
+    skipped,
+  };
+  skipped.sort(compareSkipped);
+  return result;
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+/** The `fleetplane` command: serve | agent | ctl. */
+const USAGE = `Usage: fleetplane <command> [options]
+
+Commands:
+  serve     run the control-plane server (fleetplane serve --help)
+  agent     run the agent on a machine of the fleet (fleetplane agent --help)
+  ctl       operate the control plane from the command line (fleetplane ctl --help)
+`;
+
+async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return (await import('./serve.js')).runServe(rest);
+    case undefined:
+    case '--help':
+    case '-h':
+    case 'help':
+      process.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`fleetplane: unknown command "${command}"\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`fleetplane: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

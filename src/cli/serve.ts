@@ -1,0 +1,57 @@
+import { parseSettings, SettingsError, SETTING_SPECS, startServer } from '../server/index.js';
+
+export function serveHelp(): string {
+  const lines = SETTING_SPECS.map((s) => `  --${s.flag.padEnd(26)} ${s.env ? `[${s.env}] ` : ''}${s.help}`);
+  return `Usage: fleetplane serve [settings]\n\nSettings (flags win over environment variables):\n${lines.join('\n')}\n`;
+}
+
+/** `fleetplane serve`: runs until SIGTERM/SIGINT, then drains and exits 0. */
+export async function runServe(argv: readonly string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(serveHelp());
+    return 0;
+  }
+  let settings;
+  try {
+    settings = parseSettings(argv);
+  } catch (err) {
+    if (err instanceof SettingsError) {
+      process.stderr.write(`fleetplane serve: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (settings.workers > 1) {
+    const { runWorkers } = await import('./workers.js');
+    return runWorkers(settings, argv);
+  }
+  const server = await startServer(settings);
+  const token = server.adminToken.token;
+  process.stdout.write(
+    [
+      `fleetplane is listening on ${server.url ?? '(not listening)'}`,
+      token
+        ? `admin token: ${token}${server.adminToken.source === 'data-dir' || server.adminToken.source === 'generated' ? '' : ''}`
+        : 'admin token: kept in the database as a hash (shown only when it was generated; set --admin-token to choose one)',
+      `try: curl -H "Authorization: Bearer ${token ?? '<admin token>'}" ${server.url ?? ''}/api/organizations`,
+      '',
+    ].join('\n'),
+  );
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (sig: string): void => {
+      if (stopping) return;
+      stopping = true;
+      server.ctx.logger.info({ signal: sig }, 'shutting down');
+      server.close().then(
+        () => resolve(0),
+        (err: unknown) => {
+          server.ctx.logger.error({ err }, 'shutdown failed');
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}

@@ -1,0 +1,73 @@
+import {
+  paths,
+  type CreatedOrgToken,
+  type CreatedRegistrationKey,
+  type OrgToken,
+  type OrgTokenCreate,
+  type RegistrationKey,
+  type RegistrationKeyCreate,
+} from '../protocol/index.js';
+import type { CallOptions } from './collection.js';
+import { isRecord, listOf } from './guards.js';
+import type { HttpTransport } from './http-transport.js';
+
+function withSecret<T>(field: string): (v: unknown) => v is T {
+  return (v: unknown): v is T => isRecord(v) && typeof v['id'] === 'string' && typeof v[field] === 'string';
+}
+
+function hasId<T>(): (v: unknown) => v is T {
+  return (v: unknown): v is T => isRecord(v) && typeof v['id'] === 'string';
+}
+
+/** `/api/organizations/{org}/registration_keys[/{id}]`. The key itself is returned once, by `create`. */
+export class RegistrationKeysApi {
+  constructor(private readonly transport: HttpTransport) {}
+
+  create(org: string, body: RegistrationKeyCreate = {}, opts: CallOptions = {}): Promise<CreatedRegistrationKey> {
+    return this.transport.json(
+      { method: 'POST', path: paths.registrationKeys(org), body, signal: opts.signal },
+      withSecret<CreatedRegistrationKey>('key'),
+      'the created registration key',
+    );
+  }
+
+  async list(org: string, opts: CallOptions = {}): Promise<RegistrationKey[]> {
+    const body = await this.transport.json(
+      { method: 'GET', path: paths.registrationKeys(org), signal: opts.signal },
+      listOf(hasId<RegistrationKey>()),
+      'a list of registration keys',
+    );
+    return body.items;
+  }
+
+  async delete(org: string, id: string, opts: CallOptions = {}): Promise<void> {
+    await this.transport.empty({ method: 'DELETE', path: paths.registrationKey(org, id), signal: opts.signal });
+  }
+}
+
+/** `/api/organizations/{org}/tokens[/{id}]`. The token itself is returned once, by `create`, in `token`. */
+export class TokensApi {
+  constructor(private readonly transport: HttpTransport) {}
+
+  create(org: string, body: OrgTokenCreate, opts: CallOptions = {}): Promise<CreatedOrgToken> {
+    return this.transport.json(
+      { method: 'POST', path: paths.tokens(org), body, signal: opts.signal },
+      withSecret<CreatedOrgToken>('token'),
+      'the created token',
+    );
+  }
+
+  async list(org: string, opts: CallOptions = {}): Promise<OrgToken[]> {
+    const body = await this.transport.json(
+      { method: 'GET', path: paths.tokens(org), signal: opts.signal },
+      listOf(hasId<OrgToken>()),
+      'a list of tokens',
+    );
+    return body.items;
+  }
+
+  /** Revokes the token; watch streams opened with it end with a `forbidden` error. */
+  async delete(org: string, id: string, opts: CallOptions = {}): Promise<void> {
+    await this.transport.empty({ method: 'DELETE', path: paths.token(org, id), signal: opts.signal });
+  }
+}

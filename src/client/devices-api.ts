@@ -1,0 +1,96 @@
+import {
+  QUERY,
+  paths,
+  type Device,
+  type DeviceCreate,
+  type DevicePatch,
+  type DeviceStatus,
+  type DeviceStatusInput,
+  type EnrolledDevice,
+} from '../protocol/index.js';
+import { Collection, type CallOptions, type ListPage, type NotModified, type PageOptions, type WriteOptions } from './collection.js';
+import { isIdentified, isObject, isRecord, type Tombstone } from './guards.js';
+import type { HttpTransport } from './http-transport.js';
+
+export interface RpcOptions extends CallOptions {
+  /** Seconds the server waits for the device to connect if it isn't (server default 20, max 120). */
+  wait?: number | undefined;
+}
+
+function isEnrolled(v: unknown): v is EnrolledDevice {
+  return isIdentified(v) && isRecord(v) && typeof v['device_token'] === 'string';
+}
+
+const anyJson = (v: unknown): v is unknown => v !== undefined;
+
+/** `/api/organizations/{org}/devices[/{id}]`, enrollment, status and RPC to agents. */
+export class DevicesApi {
+  readonly #transport: HttpTransport;
+
+  constructor(transport: HttpTransport) {
+    this.#transport = transport;
+  }
+
+  #c(org: string): Collection<Device, DeviceCreate, DevicePatch> {
+    return new Collection(this.#transport, paths.devices(org), (id) => paths.device(org, id), 'device');
+  }
+
+  list(org: string, opts?: CallOptions): Promise<ListPage<Device>> {
+    return this.#c(org).list(opts);
+  }
+  page(org: string, opts?: PageOptions): Promise<ListPage<Device | Tombstone>> {
+    return this.#c(org).page(opts);
+  }
+  pages(org: string, opts?: PageOptions): AsyncGenerator<ListPage<Device | Tombstone>, void, undefined> {
+    return this.#c(org).pages(opts);
+  }
+  items(org: string, opts?: PageOptions): AsyncGenerator<Device | Tombstone, void, undefined> {
+    return this.#c(org).items(opts);
+  }
+  poll(org: string, etag: string | number, opts?: CallOptions): Promise<ListPage<Device> | NotModified> {
+    return this.#c(org).poll(etag, opts);
+  }
+  get(org: string, id: string, opts?: CallOptions): Promise<Device> {
+    return this.#c(org).get(id, opts);
+  }
+  /** Creates a device with the client's (admin) token. */
+  create(org: string, body: DeviceCreate, opts?: CallOptions): Promise<Device> {
+    return this.#c(org).create(body, opts);
+  }
+  /**
+   * Enrolls with a registration key as the bearer token: the answer carries
+   * `device_token`, shown this once.
+   */
+  enroll(org: string, registrationKey: string, body: DeviceCreate, opts: CallOptions = {}): Promise<EnrolledDevice> {
+    return this.#c(org).createAs(body, isEnrolled, { ...opts, token: registrationKey });
+  }
+  /** Setting a field owned elsewhere (tunnel_ip, mtu, status, ...) fails with ConflictError `field_owned_elsewhere`. */
+  update(org: string, id: string, patch: DevicePatch, opts?: WriteOptions): Promise<Device> {
+    return this.#c(org).update(id, patch, opts);
+  }
+  delete(org: string, id: string, opts?: WriteOptions): Promise<void> {
+    return this.#c(org).delete(id, opts);
+  }
+
+  /** The device's own report (device token). Changes no revision and emits no watch event. */
+  putStatus(org: string, id: string, status: DeviceStatusInput, opts: CallOptions = {}): Promise<DeviceStatus> {
+    return this.#transport.json(
+      { method: 'PUT', path: paths.deviceStatus(org, id), body: status, signal: opts.signal },
+      isObject<DeviceStatus>(),
+      'the device status',
+    );
+  }
+
+  /**
+   * Calls `method` on the device's agent through the server. Resolves to the
+   * agent's result; AgentError `agent_not_connected` (504) when it didn't
+   * connect within `wait`, `agent_error` (502) when it answered with an error.
+   */
+  rpc(org: string, id: string, method: string, params: Record<string, unknown> = {}, opts: RpcOptions = {}): Promise<unknown> {
+    return this.#transport.json(
+      { method: 'POST', path: paths.deviceRpc(org, id, method), query: { [QUERY.wait]: opts.wait }, body: params, signal: opts.signal },
+      anyJson,
+      'the agent result',
+    );
+  }
+}

@@ -1,0 +1,92 @@
+import type { ErrorCode } from '../protocol/index.js';
+
+/**
+ * Codes the SDK raises itself, for failures that never reached (or never came
+ * back from) the server in the protocol's error form.
+ * - `network_error`: fetch failed or the connection broke mid-body.
+ * - `stream_idle`: a watch stream sent nothing (not even a bookmark) for too long.
+ * - `invalid_response`: a body or a watch line that isn't what PROTOCOL.md says.
+ * - `line_too_long`: a watch line exceeded the reader's buffer limit.
+ */
+export type ClientErrorCode = 'network_error' | 'stream_idle' | 'invalid_response' | 'line_too_long';
+
+export type FleetplaneErrorCode = ErrorCode | ClientErrorCode;
+
+export interface FleetplaneErrorInit {
+  code: FleetplaneErrorCode;
+  message: string;
+  /** HTTP status; 0 when no response was received. */
+  status?: number;
+  details?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+/**
+ * Base of every error the SDK throws (aborts excepted: those rethrow the
+ * signal's reason). `code` is the wire error code (or a ClientErrorCode),
+ * `status` the HTTP status (0 without a response), `details` the server's
+ * `error.details`, `cause` the underlying error when there is one.
+ */
+export class FleetplaneError extends Error {
+  override name = 'FleetplaneError';
+  readonly code: FleetplaneErrorCode;
+  readonly status: number;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(init: FleetplaneErrorInit) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.code = init.code;
+    this.status = init.status ?? 0;
+    this.details = init.details;
+  }
+}
+
+/** `unauthorized` (401) and `forbidden` (403, also a watch stream's revoked token). */
+export class AuthError extends FleetplaneError {
+  override name = 'AuthError';
+}
+
+/** `not_found` (404): also what a token gets for things it may not see. */
+export class NotFoundError extends FleetplaneError {
+  override name = 'NotFoundError';
+}
+
+/** `conflict`, `field_owned_elsewhere` (409) and `precondition_failed` (412, If-Match). */
+export class ConflictError extends FleetplaneError {
+  override name = 'ConflictError';
+}
+
+/** `bad_request`, `validation_failed` (400) and `payload_too_large` (413). */
+export class ValidationError extends FleetplaneError {
+  override name = 'ValidationError';
+}
+
+/** `revision_compacted` (410 or a watch `error` event): list again from revision 0. */
+export class CompactedError extends FleetplaneError {
+  override name = 'CompactedError';
+}
+
+/** `unavailable`, `too_many_requests`, `slow_consumer`: retry later (or elsewhere). */
+export class UnavailableError extends FleetplaneError {
+  override name = 'UnavailableError';
+}
+
+/** `agent_error` (502: the agent answered with an error) and `agent_not_connected` (504). */
+export class AgentError extends FleetplaneError {
+  override name = 'AgentError';
+}
+
+/** `internal` (500), and any other server failure without a known code. */
+export class ServerError extends FleetplaneError {
+  override name = 'ServerError';
+}
+
+/** `network_error` and `stream_idle`: the request or the stream didn't get through. */
+export class TransportError extends FleetplaneError {
+  override name = 'TransportError';
+}
+
+/** `invalid_response` and `line_too_long`: the server said something the protocol doesn't allow. */
+export class ProtocolError extends FleetplaneError {
+  override name = 'ProtocolError';
+}

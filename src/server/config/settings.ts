@@ -1,0 +1,212 @@
+/**
+ * Every setting of `fleetplane serve`. Each is a flag and (where named) an
+ * environment variable; flags win over the environment, which wins over the
+ * default. Durations are in seconds on the command line and here.
+ */
+export interface Settings {
+  host: string;
+  port: number;
+  /** PGlite data directory; ignored with `memory` or `databaseUrl`. */
+  dataDir: string;
+  /** PGlite in memory: nothing written to disk. */
+  memory: boolean;
+  /** Use this PostgreSQL instead of PGlite. */
+  databaseUrl: string | undefined;
+  adminToken: string | undefined;
+  tombstoneRetention: number;
+  compactionInterval: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  bookmarkInterval: number;
+  tailCacheSize: number;
+  /** Bytes a watcher may have queued in its socket before it stops being written to. */
+  watchBufferLimit: number;
+  slowConsumerTimeout: number;
+  /** How often cached organizations' head revisions are re-read (the lost-signal safety net). */
+  safetyCheckInterval: number;
+  /** How often revoked tokens are looked up to end their streams. */
+  revocationCheckInterval: number;
+  bodyLimit: number;
+  /** A device not seen for longer than this counts as stale in /convergence. */
+  staleAfter: number;
+  bus: 'memory' | 'postgres' | 'redis';
+  redisUrl: string | undefined;
+  busHelloInterval: number;
+  busGapDelay: number;
+  workers: number;
+  privatePort: number | undefined;
+  privateHost: string;
+  privateSecret: string | undefined;
+  advertisePrivateUrl: string | undefined;
+  replicaLeaseTtl: number;
+}
+
+export const DEFAULT_SETTINGS: Settings = {
+  host: '0.0.0.0',
+  port: 8080,
+  dataDir: './data',
+  memory: false,
+  databaseUrl: undefined,
+  adminToken: undefined,
+  tombstoneRetention: 86_400,
+  compactionInterval: 60,
+  logLevel: 'info',
+  bookmarkInterval: 15,
+  tailCacheSize: 1024,
+  watchBufferLimit: 4 * 1024 * 1024,
+  slowConsumerTimeout: 30,
+  safetyCheckInterval: 5,
+  revocationCheckInterval: 2,
+  bodyLimit: 1024 * 1024,
+  staleAfter: 90,
+  bus: 'memory',
+  redisUrl: undefined,
+  busHelloInterval: 5,
+  busGapDelay: 0.2,
+  workers: 1,
+  privatePort: undefined,
+  privateHost: '127.0.0.1',
+  privateSecret: undefined,
+  advertisePrivateUrl: undefined,
+  replicaLeaseTtl: 15,
+};
+
+type Kind = 'string' | 'int' | 'seconds' | 'bool' | 'bytes';
+
+interface SettingSpec {
+  key: keyof Settings;
+  flag: string;
+  env?: string;
+  kind: Kind;
+  help: string;
+  choices?: readonly string[];
+  min?: number;
+  max?: number;
+}
+
+/** The table `serve --help`, the README and the parser are made from. */
+export const SETTING_SPECS: readonly SettingSpec[] = [
+  { key: 'host', flag: 'host', env: 'FLEETPLANE_HOST', kind: 'string', help: 'Address to listen on.' },
+  { key: 'port', flag: 'port', env: 'FLEETPLANE_PORT', kind: 'int', min: 0, max: 65535, help: 'Port to listen on (0: any free port).' },
+  { key: 'dataDir', flag: 'data-dir', env: 'FLEETPLANE_DATA_DIR', kind: 'string', help: 'PGlite data directory (embedded storage).' },
+  { key: 'memory', flag: 'memory', env: 'FLEETPLANE_MEMORY', kind: 'bool', help: 'Keep PGlite in memory; nothing is written to disk.' },
+  { key: 'databaseUrl', flag: 'database-url', env: 'DATABASE_URL', kind: 'string', help: 'PostgreSQL URL; replaces PGlite.' },
+  { key: 'adminToken', flag: 'admin-token', env: 'FLEETPLANE_ADMIN_TOKEN', kind: 'string', help: 'Bootstrap admin token (else generated once and kept).' },
+  { key: 'tombstoneRetention', flag: 'tombstone-retention', env: 'FLEETPLANE_TOMBSTONE_RETENTION', kind: 'seconds', min: 1, help: 'How long deletes are remembered for resuming watchers.' },
+  { key: 'compactionInterval', flag: 'compaction-interval', env: 'FLEETPLANE_COMPACTION_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often expired tombstones are compacted (default: min(60, retention/2)).' },
+  { key: 'logLevel', flag: 'log-level', env: 'FLEETPLANE_LOG_LEVEL', kind: 'string', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], help: 'Log level.' },
+  { key: 'bookmarkInterval', flag: 'bookmark-interval', env: 'FLEETPLANE_BOOKMARK_INTERVAL', kind: 'seconds', min: 0.05, help: 'Longest silence on a watch stream before a bookmark.' },
+  { key: 'tailCacheSize', flag: 'tail-cache-size', env: 'FLEETPLANE_TAIL_CACHE_SIZE', kind: 'int', min: 0, max: 1_000_000, help: 'Encoded events kept per organization (0 disables the cache).' },
+  { key: 'watchBufferLimit', flag: 'watch-buffer-limit', env: 'FLEETPLANE_WATCH_BUFFER_LIMIT', kind: 'bytes', min: 1024, help: 'Bytes queued per watcher before writing to it pauses.' },
+  { key: 'slowConsumerTimeout', flag: 'slow-consumer-timeout', env: 'FLEETPLANE_SLOW_CONSUMER_TIMEOUT', kind: 'seconds', min: 0.05, help: 'How long a watcher may stay over its buffer limit before it is closed.' },
+  { key: 'safetyCheckInterval', flag: 'safety-check-interval', env: 'FLEETPLANE_SAFETY_CHECK_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often cached head revisions are re-read from the database.' },
+  { key: 'revocationCheckInterval', flag: 'revocation-check-interval', env: 'FLEETPLANE_REVOCATION_CHECK_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often revoked tokens are looked up to end their streams.' },
+  { key: 'bodyLimit', flag: 'body-limit', env: 'FLEETPLANE_BODY_LIMIT', kind: 'bytes', min: 1024, help: 'Largest accepted request body.' },
+  { key: 'staleAfter', flag: 'stale-after', env: 'FLEETPLANE_STALE_AFTER', kind: 'seconds', min: 1, help: 'Devices not seen for this long count as stale.' },
+  { key: 'bus', flag: 'bus', env: 'FLEETPLANE_BUS', kind: 'string', choices: ['memory', 'postgres', 'redis'], help: 'Signal bus (default: postgres with --database-url, else memory).' },
+  { key: 'redisUrl', flag: 'redis-url', env: 'REDIS_URL', kind: 'string', help: 'Redis URL (agent registry; bus with --bus redis).' },
+  { key: 'busHelloInterval', flag: 'bus-hello-interval', env: 'FLEETPLANE_BUS_HELLO_INTERVAL', kind: 'seconds', min: 0.05, help: 'Idle time after which a bus publisher sends a hello.' },
+  { key: 'busGapDelay', flag: 'bus-gap-delay', env: 'FLEETPLANE_BUS_GAP_DELAY', kind: 'seconds', min: 0, help: 'How long a sequence gap waits for the missing message.' },
+  { key: 'workers', flag: 'workers', env: 'FLEETPLANE_WORKERS', kind: 'int', min: 1, max: 64, help: 'Server processes sharing the port (PostgreSQL only).' },
+  { key: 'privatePort', flag: 'private-port', env: 'FLEETPLANE_PRIVATE_PORT', kind: 'int', min: 0, max: 65535, help: 'Port of the replica-to-replica listener.' },
+  { key: 'privateHost', flag: 'private-host', env: 'FLEETPLANE_PRIVATE_HOST', kind: 'string', help: 'Address of the replica-to-replica listener.' },
+  { key: 'privateSecret', flag: 'private-secret', env: 'FLEETPLANE_PRIVATE_SECRET', kind: 'string', help: 'Shared HS256 secret of the replicas.' },
+  { key: 'advertisePrivateUrl', flag: 'advertise-private-url', env: 'FLEETPLANE_ADVERTISE_PRIVATE_URL', kind: 'string', help: 'URL other replicas use to reach this one.' },
+  { key: 'replicaLeaseTtl', flag: 'replica-lease-ttl', env: 'FLEETPLANE_REPLICA_LEASE_TTL', kind: 'seconds', min: 1, help: 'Lifetime of a replica lease in the replicas table.' },
+];
+
+/** A setting that can't be used; the message names the setting. */
+export class SettingsError extends Error {
+  override readonly name = 'SettingsError';
+}
+
+function convert(spec: SettingSpec, raw: string, source: string): string | number | boolean {
+  const where = `${source} ${source === 'flag' ? `--${spec.flag}` : spec.env ?? ''}`.trim();
+  if (spec.kind === 'bool') {
+    if (['1', 'true', 'yes', ''].includes(raw)) return true;
+    if (['0', 'false', 'no'].includes(raw)) return false;
+    throw new SettingsError(`invalid ${where}: "${raw}" is not a boolean`);
+  }
+  if (spec.kind === 'string') {
+    if (spec.choices && !spec.choices.includes(raw)) {
+      throw new SettingsError(`invalid ${where}: "${raw}" is not one of ${spec.choices.join(', ')}`);
+    }
+    return raw;
+  }
+  let n: number;
+  if (spec.kind === 'bytes') {
+    const m = /^(\d+(?:\.\d+)?)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?$/i.exec(raw.trim());
+    if (!m) throw new SettingsError(`invalid ${where}: "${raw}" is not a size (e.g. 4MiB)`);
+    const unit = (m[2] ?? 'b').toLowerCase()[0];
+    const mult = unit === 'k' ? 1024 : unit === 'm' ? 1024 ** 2 : unit === 'g' ? 1024 ** 3 : 1;
+    n = Math.floor(Number(m[1]) * mult);
+  } else {
+    if (!/^\d+(\.\d+)?$/.test(raw.trim())) throw new SettingsError(`invalid ${where}: "${raw}" is not a number`);
+    n = Number(raw);
+    if (spec.kind === 'int' && !Number.isInteger(n)) throw new SettingsError(`invalid ${where}: "${raw}" is not an integer`);
+  }
+  if (spec.min !== undefined && n < spec.min) throw new SettingsError(`invalid ${where}: ${raw} is below ${spec.min}`);
+  if (spec.max !== undefined && n > spec.max) throw new SettingsError(`invalid ${where}: ${raw} is above ${spec.max}`);
+  return n;
+}
+
+/**
+ * Builds settings from command-line arguments (after the subcommand) and the
+ * environment. Throws SettingsError naming the first unknown or malformed one.
+ */
+export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Settings {
+  const out: Record<string, unknown> = { ...DEFAULT_SETTINGS };
+  const given = new Set<keyof Settings>();
+  for (const spec of SETTING_SPECS) {
+    const raw = spec.env ? env[spec.env] : undefined;
+    if (raw !== undefined && raw !== '') {
+      out[spec.key] = convert(spec, raw, 'environment variable');
+      given.add(spec.key);
+    }
+  }
+  const byFlag = new Map(SETTING_SPECS.map((s) => [s.flag, s]));
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (!arg.startsWith('--')) throw new SettingsError(`unexpected argument "${arg}"`);
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq < 0 ? undefined : eq);
+    const spec = byFlag.get(name);
+    if (!spec) throw new SettingsError(`unknown setting --${name}`);
+    let value: string;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else if (spec.kind === 'bool') value = 'true';
+    else {
+      const next = argv[i + 1];
+      if (next === undefined) throw new SettingsError(`setting --${name} needs a value`);
+      value = next;
+      i++;
+    }
+    out[spec.key] = convert(spec, value, 'flag');
+    given.add(spec.key);
+  }
+  const settings = out as unknown as Settings;
+  if (!given.has('compactionInterval')) {
+    settings.compactionInterval = Math.min(60, settings.tombstoneRetention / 2);
+  }
+  if (!given.has('bus')) settings.bus = settings.databaseUrl ? 'postgres' : 'memory';
+  validateSettings(settings);
+  return settings;
+}
+
+/** Cross-setting checks, shared by the parser and programmatic callers. */
+export function validateSettings(s: Settings): void {
+  if (s.bus === 'postgres' && !s.databaseUrl) throw new SettingsError('invalid --bus: postgres needs --database-url');
+  if (s.bus === 'redis' && !s.redisUrl) throw new SettingsError('invalid --bus: redis needs --redis-url');
+  if (s.workers > 1 && !s.databaseUrl) {
+    throw new SettingsError('invalid --workers: more than one worker needs --database-url (PGlite is one process only)');
+  }
+  if (s.workers > 1 && s.bus === 'memory') throw new SettingsError('invalid --workers: more than one worker needs --bus postgres or redis');
+}
+
+/** Settings for programmatic use (tests, embedding): defaults plus overrides, checked. */
+export function makeSettings(overrides: Partial<Settings> = {}): Settings {
+  const s: Settings = { ...DEFAULT_SETTINGS, ...overrides };
+  if (overrides.compactionInterval === undefined) s.compactionInterval = Math.min(60, s.tombstoneRetention / 2);
+  if (overrides.bus === undefined) s.bus = s.databaseUrl ? 'postgres' : 'memory';
+  validateSettings(s);
+  return s;
+}

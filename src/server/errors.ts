@@ -1,0 +1,30 @@
+import { ERRORS, type ErrorBody, type ErrorCode } from '../protocol/index.js';
+
+/**
+ * The server's one error type. Routes and the store throw it; the HTTP error
+ * handler turns it into the catalog's status and body.
+ */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  readonly status: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message?: string,
+    readonly details?: Record<string, unknown>,
+    options?: { cause?: unknown },
+  ) {
+    super(message ?? ERRORS[code].message, options);
+    this.status = ERRORS[code].status;
+  }
+
+  toBody(): ErrorBody {
+    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
+  }
+}
+
+export const notFound = (what: string): ApiError => new ApiError('not_found', `${what} not found`);
+
+export function validationFailed(path: string, expected: string): ApiError {
+  return new ApiError('validation_failed', `${path || '/'}: ${expected}`, { path, expected });
+}

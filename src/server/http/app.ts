@@ -1,0 +1,72 @@
+import Fastify, { LogController, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { Logger } from 'pino';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { FORMATS } from '../../protocol/index.js';
+import { ApiError } from '../errors.js';
+import { errorHandler } from './error-handler.js';
+import type { RouteModule, ServerContext } from './context.js';
+import { registerSystemRoutes } from './routes/system.js';
+import { registerOrganizationRoutes } from './routes/organizations.js';
+import { registerDeviceRoutes } from './routes/devices.js';
+import { registerSecurityGroupRoutes } from './routes/security-groups.js';
+import { registerCredentialRoutes } from './routes/credentials.js';
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  Logger,
+  TypeBoxTypeProvider
+>;
+
+/**
+ * Builds the HTTP API. Validation uses the protocol's TypeBox schemas (unknown
+ * fields rejected, formats enforced), and the same schemas feed the OpenAPI
+ * document, so the two can't drift.
+ */
+export async function buildApp(ctx: ServerContext, modules: readonly RouteModule[] = []): Promise<App> {
+  const app = Fastify({
+    loggerInstance: ctx.logger,
+    bodyLimit: ctx.settings.bodyLimit,
+    // Per-request lines would dominate the log at fleet scale; metrics count requests instead.
+    logController: new LogController({ disableRequestLogging: true }),
+    forceCloseConnections: false,
+    return503OnClosing: true,
+    ajv: {
+      customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: false, allErrors: false, formats: { ...FORMATS } },
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Response schemas document the API; bodies are serialized as they are.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((req, reply) => {
+    const err = new ApiError('not_found', `no route ${req.method} ${req.url.split('?')[0] ?? ''}`);
+    void reply.status(err.status).send(err.toBody());
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    ctx.metrics.httpRequests.inc({ method: req.method, route, status: String(reply.statusCode) });
+    ctx.metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'fleetplane API', version: '1', description: 'See PROTOCOL.md for the contract.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  registerSystemRoutes(app, ctx);
+  registerOrganizationRoutes(app, ctx);
+  registerDeviceRoutes(app, ctx);
+  registerSecurityGroupRoutes(app, ctx);
+  registerCredentialRoutes(app, ctx);
+  for (const m of modules) m.register(app, ctx);
+  await app.ready();
+  return app;
+}

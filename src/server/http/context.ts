@@ -1,0 +1,23 @@
+import type { Logger } from 'pino';
+import type { Settings } from '../config/settings.js';
+import type { Store } from '../store/index.js';
+import type { SignalBus } from '../bus/index.js';
+import type { Metrics } from '../metrics.js';
+
+/** Optional parts that later layers attach (the watch engine, the agent gateway, ...). */
+export interface RouteModule {
+  /** Registers this module's routes on the app. */
+  register(app: import('./app.js').App, ctx: ServerContext): void;
+}
+
+/** Everything a route needs, built once per server. */
+export interface ServerContext {
+  readonly settings: Settings;
+  readonly store: Store;
+  readonly bus: SignalBus;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly adminHash: string;
+  /** True once migrations ran and until shutdown began. */
+  isReady(): Promise<boolean>;
+}

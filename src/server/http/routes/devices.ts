@@ -1,0 +1,167 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import {
+  ChangeListOf,
+  DEVICE_OWNED_FIELDS,
+  DEVICE_SELF_FIELDS,
+  Device,
+  DeviceCreate,
+  DevicePatch,
+  DeviceStatus,
+  DeviceStatusInput,
+  EMPTY_STATUS,
+  EnrolledDevice,
+  ErrorResponse,
+  ListQuery,
+  OrgIdParams,
+  OrgParams,
+  ROUTES,
+  type DeviceObject,
+} from '../../../protocol/index.js';
+import type { App } from '../app.js';
+import type { ServerContext } from '../context.js';
+import { ApiError, notFound } from '../../errors.js';
+import { requireOrgAccess } from '../auth.js';
+import { ifMatchOf, notModified, principalOf, sendList, wantsConditional, withEtag } from './shared.js';
+
+const tags = ['devices'];
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
+
+/**
+ * Field ownership (PROTOCOL.md): fields the server or another endpoint owns
+ * are refused with 409 naming that owner, before schema validation would
+ * call them merely unknown.
+ */
+async function refuseOwnedFields(req: FastifyRequest): Promise<void> {
+  const body = req.body;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+  const params = req.params as { org?: string; id?: string };
+  for (const field of Object.keys(body)) {
+    const owner = DEVICE_OWNED_FIELDS[field];
+    if (owner === undefined) continue;
+    const named = owner.replace('{org}', params.org ?? '{org}').replace('{id}', params.id ?? '{id}');
+    throw new ApiError('field_owned_elsewhere', `"${field}" is owned by ${named}`, { path: `/${field}`, owner: named });
+  }
+}
+
+export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
+  app.get(
+    ROUTES.devices,
+    {
+      schema: {
+        tags,
+        summary: 'List devices (also the polling API: ETag / If-None-Match, gt_revision, paging by revision)',
+        params: OrgParams,
+        querystring: ListQuery,
+        response: { 200: ChangeListOf(Device), 304: Type.Null(), 410: ErrorResponse, ...errors },
+      },
+    },
+    async (req, reply) => {
+      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
+      const plain = req.query.gt_revision === undefined && req.query.limit === undefined && req.query.after === undefined;
+      if (plain && wantsConditional(req)) {
+        const heads = await ctx.store.readHeads([req.params.org]);
+        const head = heads.get(req.params.org);
+        if (head && notModified(req, reply, head.head)) return reply;
+      }
+      const page = await ctx.store.list(req.params.org, 'device', req.query);
+      const statuses = await ctx.store.statusesOf(page.rows.filter((r) => !r.deleted).map((r) => r.id));
+      return sendList(reply, page, (row) => ({ ...(row.value as unknown as DeviceObject), status: statuses.get(row.id) ?? EMPTY_STATUS }));
+    },
+  );
+
+  app.post(
+    ROUTES.devices,
+    {
+      preValidation: refuseOwnedFields,
+      schema: {
+        tags,
+        summary: 'Create a device; with a registration key as the bearer token, enroll one (returns device_token once)',
+        params: OrgParams,
+        body: DeviceCreate,
+        response: { 201: EnrolledDevice, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const p = await principalOf(req, ctx);
+      let keyId: string | undefined;
+      if (p.type === 'registration') {
+        if (p.orgId !== req.params.org) throw notFound('organization');
+        keyId = p.keyId;
+      } else requireOrgAccess(p, req.params.org, 'write');
+      const { device, deviceToken } = await ctx.store.createDevice(req.params.org, req.body, keyId);
+      return reply.status(201).send({ ...withEtag(reply, device), device_token: deviceToken });
+    },
+  );
+
+  app.get(
+    ROUTES.device,
+    { schema: { tags, summary: 'Get a device with its status', params: OrgIdParams, response: { 200: Device, ...errors } } },
+    async (req, reply) => {
+      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
+      const device = await ctx.store.getDevice(req.params.org, req.params.id);
+      if (!device) throw notFound('device');
+      return withEtag(reply, device);
+    },
+  );
+
+  app.patch(
+    ROUTES.device,
+    {
+      preValidation: refuseOwnedFields,
+      schema: {
+        tags,
+        summary: 'Change a device (a device token may change only its own endpoints, hostname and symmetric_nat)',
+        params: OrgIdParams,
+        body: DevicePatch,
+        response: { 200: Device, 412: ErrorResponse, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const p = await principalOf(req, ctx);
+      if (p.type === 'device') {
+        requireOrgAccess(p, req.params.org, 'read');
+        if (p.deviceId !== req.params.id) throw new ApiError('forbidden', 'a device token may change only its own device');
+        const allowed: readonly string[] = DEVICE_SELF_FIELDS;
+        const other = Object.keys(req.body).find((k) => !allowed.includes(k));
+        if (other !== undefined) {
+          throw new ApiError('forbidden', `a device may change only ${DEVICE_SELF_FIELDS.join(', ')}; "${other}" needs an organization admin`, {
+            path: `/${other}`,
+          });
+        }
+      } else requireOrgAccess(p, req.params.org, 'write');
+      return withEtag(reply, await ctx.store.patchDevice(req.params.org, req.params.id, req.body, ifMatchOf(req)));
+    },
+  );
+
+  app.delete(
+    ROUTES.device,
+    { schema: { tags, summary: 'Delete a device (frees its tunnel IP, revokes its token)', params: OrgIdParams, response: { 204: Type.Null(), 412: ErrorResponse, ...errors } } },
+    async (req, reply) => {
+      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
+      await ctx.store.deleteDevice(req.params.org, req.params.id, ifMatchOf(req));
+      return reply.status(204).send(null);
+    },
+  );
+
+  app.put(
+    ROUTES.deviceStatus,
+    {
+      schema: {
+        tags,
+        summary: "Report a device's observed state (device token only; changes no revision)",
+        params: OrgIdParams,
+        body: DeviceStatusInput,
+        response: { 200: DeviceStatus, ...errors },
+      },
+    },
+    async (req) => {
+      const p = await principalOf(req, ctx);
+      requireOrgAccess(p, req.params.org, 'read');
+      if (p.type !== 'device' || p.deviceId !== req.params.id) {
+        throw new ApiError('forbidden', 'only the device itself may write its status');
+      }
+      return ctx.store.putDeviceStatus(req.params.org, req.params.id, req.body);
+    },
+  );
+}

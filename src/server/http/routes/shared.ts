@@ -1,0 +1,50 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { formatEtag, HEADERS, parseEtag } from '../../../protocol/index.js';
+import type { ChangeRow, ListPage } from '../../store/index.js';
+import type { Principal } from '../../store/index.js';
+import type { ServerContext } from '../context.js';
+import { authenticate } from '../auth.js';
+
+/** Authenticates and remembers the principal on the request. */
+export async function principalOf(req: FastifyRequest, ctx: ServerContext): Promise<Principal> {
+  return authenticate(req, ctx.store, ctx.adminHash);
+}
+
+export function ifMatchOf(req: FastifyRequest): string | undefined {
+  const v = req.headers[HEADERS.ifMatch];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** True (and the 304 sent) when the client's If-None-Match names `revision`. */
+export function notModified(req: FastifyRequest, reply: FastifyReply, revision: number): boolean {
+  const header = req.headers[HEADERS.ifNoneMatch];
+  if (typeof header !== 'string') return false;
+  const matches = header.split(',').some((part) => parseEtag(part) === revision || part.trim() === '*');
+  if (!matches) return false;
+  void reply.header(HEADERS.etag, formatEtag(revision)).status(304).send();
+  return true;
+}
+
+export function wantsConditional(req: FastifyRequest): boolean {
+  return typeof req.headers[HEADERS.ifNoneMatch] === 'string';
+}
+
+export type TombstoneItem = { id: string; revision: number; deleted: true };
+
+/** The list envelope with the revision headers (PROTOCOL.md "Lists"). */
+export function sendList<T, R extends FastifyReply>(reply: R, page: ListPage, live: (row: ChangeRow) => T): R {
+  const items: (T | TombstoneItem)[] = page.rows.map((row) =>
+    row.deleted ? { id: row.id, revision: row.revision, deleted: true as const } : live(row),
+  );
+  void reply.header(HEADERS.revision, String(page.revision)).header(HEADERS.etag, formatEtag(page.revision));
+  void reply.send(page.next !== undefined ? { items, next: page.next } : { items });
+  return reply;
+}
+
+export function withEtag<T extends { revision: number }>(reply: FastifyReply, value: T): T {
+  void reply.header(HEADERS.etag, formatEtag(value.revision));
+  return value;
+}
+
+/** Standard error responses for the OpenAPI document. */
+export { ErrorResponse } from '../../../protocol/index.js';

@@ -1,0 +1,53 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * The server's Prometheus metrics, on a registry of its own so several
+ * servers can live in one process (tests).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly httpRequests = new Counter({
+    name: 'fleetplane_http_requests_total',
+    help: 'HTTP requests by method, route and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'fleetplane_http_request_duration_seconds',
+    help: 'HTTP request latency by route (until the response, or the stream, ends).',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  readonly dbQueries = new Counter({
+    name: 'fleetplane_db_queries_total',
+    help: 'Database queries by statement kind and outcome.',
+    labelNames: ['statement', 'ok'] as const,
+    registers: [this.registry],
+  });
+  readonly dbDuration = new Histogram({
+    name: 'fleetplane_db_query_duration_seconds',
+    help: 'Database query latency.',
+    labelNames: ['statement'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+  readonly compactedTombstones = new Counter({
+    name: 'fleetplane_compacted_tombstones_total',
+    help: 'Tombstones removed by compaction.',
+    registers: [this.registry],
+  });
+  readonly up = new Gauge({ name: 'fleetplane_up', help: '1 while the server runs.', registers: [this.registry] });
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'fleetplane_' });
+    this.up.set(1);
+  }
+
+  /** Total queries so far (for tests and benchmarks that count, not time). */
+  async queryCount(): Promise<number> {
+    const m = await this.dbQueries.get();
+    return m.values.reduce((sum, v) => sum + v.value, 0);
+  }
+}

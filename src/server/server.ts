@@ -1,0 +1,123 @@
+import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import pino, { type Logger } from 'pino';
+import { instrument, migrate, openPglite, openPostgres, type Database } from './db/index.js';
+import { MemoryBus, type SignalBus } from './bus/index.js';
+import { Store, resolveAdminToken, type AdminToken } from './store/index.js';
+import { Metrics } from './metrics.js';
+import { buildApp, type App } from './http/app.js';
+import type { RouteModule, ServerContext } from './http/context.js';
+import { makeSettings, type Settings } from './config/settings.js';
+import { runPeriodically } from '../util/periodic.js';
+
+/** A running server. `close()` stops accepting, drains, closes the database. */
+export interface FleetServer {
+  readonly app: App;
+  readonly ctx: ServerContext;
+  readonly db: Database;
+  readonly adminToken: AdminToken;
+  /** Base URL once listening (`listen: true`), else undefined. */
+  readonly url: string | undefined;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Listen on settings.host/port (default true). Tests using `app.inject` pass false. */
+  listen?: boolean;
+  logger?: Logger;
+  /** A bus to use instead of building one from the settings. */
+  bus?: SignalBus;
+  /** Extra route modules (watch engine, agent gateway). */
+  modules?: readonly RouteModule[];
+}
+
+async function openDatabase(settings: Settings, logger: Logger): Promise<Database> {
+  if (settings.databaseUrl) {
+    return openPostgres(settings.databaseUrl, { onNotice: (message) => logger.debug({ message }, 'postgres notice') });
+  }
+  if (settings.memory) return openPglite(undefined);
+  const dir = join(settings.dataDir, 'pgdata');
+  mkdirSync(dir, { recursive: true });
+  return openPglite(dir);
+}
+
+/** Builds and (by default) starts a server from settings. */
+export async function startServer(overrides: Partial<Settings> | Settings, opts: StartOptions = {}): Promise<FleetServer> {
+  const settings = makeSettings(overrides);
+  const logger = opts.logger ?? pino({ level: settings.logLevel, base: { service: 'fleetplane' } });
+  const metrics = new Metrics({ processMetrics: opts.listen !== false });
+  const raw = await openDatabase(settings, logger);
+  const db = instrument(raw, ({ durationMs, ok, label }) => {
+    metrics.dbQueries.inc({ statement: label, ok: ok ? 'true' : 'false' });
+    metrics.dbDuration.observe({ statement: label }, durationMs / 1000);
+  });
+  const applied = await migrate(db);
+  if (applied.length > 0) logger.info({ applied }, 'schema migrations applied');
+  const adminToken = await resolveAdminToken(db, {
+    configured: settings.adminToken,
+    dataDir: settings.databaseUrl || settings.memory ? undefined : settings.dataDir,
+  });
+  const bus = opts.bus ?? new MemoryBus();
+  const store = new Store(db, bus);
+  let closing = false;
+  const stop = new AbortController();
+  const ctx: ServerContext = {
+    settings,
+    store,
+    bus,
+    metrics,
+    logger,
+    adminHash: adminToken.hash,
+    async isReady() {
+      if (closing) return false;
+      try {
+        await db.query('SELECT 1');
+        return true;
+      } catch (err) {
+        logger.warn({ err }, 'readiness check: database unreachable');
+        return false;
+      }
+    },
+  };
+  const app = await buildApp(ctx, opts.modules ?? []);
+
+  const compaction = runPeriodically(
+    settings.compactionInterval * 1000,
+    stop.signal,
+    async () => {
+      const res = await store.compact(settings.tombstoneRetention);
+      if (res.tombstones > 0) {
+        metrics.compactedTombstones.inc(res.tombstones);
+        logger.info(res, 'compacted tombstones');
+      }
+    },
+    (err) => logger.error({ err }, 'compaction failed'),
+  );
+
+  let url: string | undefined;
+  if (opts.listen !== false) {
+    await app.listen({ host: settings.host, port: settings.port });
+    const addr = app.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : settings.port;
+    const host = settings.host === '0.0.0.0' || settings.host === '::' ? '127.0.0.1' : settings.host;
+    url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  }
+
+  return {
+    app,
+    ctx,
+    db,
+    adminToken,
+    url,
+    async close() {
+      if (closing) return;
+      closing = true;
+      stop.abort();
+      await app.close();
+      await compaction;
+      await bus.close();
+      await db.close();
+      metrics.up.set(0);
+    },
+  };
+}

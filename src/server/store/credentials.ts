@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/index.js';
+import {
+  SECRET_PREFIX,
+  type CreatedOrgToken,
+  type CreatedRegistrationKey,
+  type OrgToken,
+  type OrgTokenCreate,
+  type RegistrationKey,
+  type RegistrationKeyCreate,
+  type TokenRole,
+} from '../../protocol/index.js';
+import { notFound } from '../errors.js';
+import { requireOrg } from './org-write.js';
+import { hashSecret, newSecret, sameHash } from './secrets.js';
+
+/** Who a bearer secret belongs to. */
+export type Principal =
+  | { type: 'admin' }
+  | { type: 'org'; tokenId: string; orgId: string; role: TokenRole }
+  | { type: 'device'; tokenId: string; orgId: string; deviceId: string }
+  | { type: 'registration'; keyId: string; orgId: string };
+
+const iso = (v: unknown): string | null => (v === null || v === undefined ? null : new Date(v as string).toISOString());
+
+function toOrgToken(r: Record<string, unknown>): OrgToken {
+  return {
+    id: r['id'] as string,
+    organization_id: r['org_id'] as string,
+    role: r['role'] as TokenRole,
+    description: r['description'] as string,
+    expires_at: iso(r['expires_at']),
+    created_at: iso(r['created_at']) ?? '',
+  };
+}
+
+function toRegistrationKey(r: Record<string, unknown>): RegistrationKey {
+  return {
+    id: r['id'] as string,
+    organization_id: r['org_id'] as string,
+    description: r['description'] as string,
+    single_use: r['single_use'] === true,
+    expires_at: iso(r['expires_at']),
+    used: r['used_at'] !== null && r['used_at'] !== undefined,
+    created_at: iso(r['created_at']) ?? '',
+  };
+}
+
+/**
+ * Resolves a bearer secret. One indexed lookup; expired and revoked
+ * credentials resolve to nothing. `adminHash` is the bootstrap admin token's hash.
+ */
+export async function authenticate(q: Queryable, secret: string, adminHash: string): Promise<Principal | undefined> {
+  const hash = hashSecret(secret);
+  if (sameHash(hash, adminHash)) return { type: 'admin' };
+  if (secret.startsWith(SECRET_PREFIX.registrationKey)) {
+    const rows = await q.query<{ id: string; org_id: string }>(
+      `SELECT k.id, k.org_id FROM registration_keys k JOIN orgs g ON g.id = k.org_id
+        WHERE k.secret_hash = $1 AND g.deleted_at IS NULL`,
+      [hash],
+    );
+    const row = rows[0];
+    return row ? { type: 'registration', keyId: row.id, orgId: row.org_id } : undefined;
+  }
+  const rows = await q.query<{ id: string; kind: string; org_id: string; device_id: string | null; role: string }>(
+    `SELECT id, kind, org_id, device_id, role FROM tokens
+      WHERE secret_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
+    [hash],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  if (row.kind === 'device' && row.device_id) return { type: 'device', tokenId: row.id, orgId: row.org_id, deviceId: row.device_id };
+  return { type: 'org', tokenId: row.id, orgId: row.org_id, role: row.role as TokenRole };
+}
+
+export async function createOrgToken(q: Queryable, orgId: string, input: OrgTokenCreate): Promise<CreatedOrgToken> {
+  await requireOrg(q, orgId);
+  const token = newSecret(SECRET_PREFIX.orgToken);
+  const rows = await q.query(
+    `INSERT INTO tokens (id, secret_hash, kind, org_id, role, description, expires_at)
+     VALUES ($1, $2, 'org', $3, $4, $5, $6) RETURNING *`,
+    [randomUUID(), hashSecret(token), orgId, input.role, input.description ?? '', input.expires_at ?? null],
+  );
+  return { ...toOrgToken(rows[0] ?? {}), token };
+}
+
+export async function listOrgTokens(q: Queryable, orgId: string): Promise<OrgToken[]> {
+  await requireOrg(q, orgId);
+  const rows = await q.query(
+    `SELECT * FROM tokens WHERE org_id = $1 AND kind = 'org' AND revoked_at IS NULL ORDER BY created_at, id`,
+    [orgId],
+  );
+  return rows.map(toOrgToken);
+}
+
+/** Revokes a token; its open streams end at the next revocation check. */
+export async function revokeOrgToken(q: Queryable, orgId: string, id: string): Promise<void> {
+  const rows = await q.query(
+    `UPDATE tokens SET revoked_at = now() WHERE id = $1 AND org_id = $2 AND kind = 'org' AND revoked_at IS NULL RETURNING id`,
+    [id, orgId],
+  );
+  if (rows.length === 0) throw notFound('token');
+}
+
+/** Ids of tokens revoked at or after `since` (for ending their streams). */
+export async function revokedTokensSince(q: Queryable, since: Date): Promise<{ ids: string[]; now: Date }> {
+  const rows = await q.query<{ id: string | null; now: Date }>(
+    `SELECT t.id, n.now FROM (SELECT now() AS now) n LEFT JOIN tokens t ON t.revoked_at >= $1`,
+    [since.toISOString()],
+  );
+  const now = rows[0]?.now ? new Date(rows[0].now) : new Date();
+  return { ids: rows.flatMap((r) => (r.id ? [r.id] : [])), now };
+}
+
+export async function createRegistrationKey(q: Queryable, orgId: string, input: RegistrationKeyCreate): Promise<CreatedRegistrationKey> {
+  await requireOrg(q, orgId);
+  const key = newSecret(SECRET_PREFIX.registrationKey);
+  const rows = await q.query(
+    `INSERT INTO registration_keys (id, secret_hash, org_id, description, single_use, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+    [randomUUID(), hashSecret(key), orgId, input.description ?? '', input.single_use ?? false, input.expires_at ?? null],
+  );
+  return { ...toRegistrationKey(rows[0] ?? {}), key };
+}
+
+export async function listRegistrationKeys(q: Queryable, orgId: string): Promise<RegistrationKey[]> {
+  await requireOrg(q, orgId);
+  const rows = await q.query('SELECT * FROM registration_keys WHERE org_id = $1 ORDER BY created_at, id', [orgId]);
+  return rows.map(toRegistrationKey);
+}
+
+export async function getRegistrationKey(q: Queryable, orgId: string, id: string): Promise<RegistrationKey | undefined> {
+  const rows = await q.query('SELECT * FROM registration_keys WHERE id = $1 AND org_id = $2', [id, orgId]);
+  return rows[0] ? toRegistrationKey(rows[0]) : undefined;
+}
+
+export async function deleteRegistrationKey(q: Queryable, orgId: string, id: string): Promise<void> {
+  const rows = await q.query('DELETE FROM registration_keys WHERE id = $1 AND org_id = $2 RETURNING id', [id, orgId]);
+  if (rows.length === 0) throw notFound('registration key');
+}

@@ -1,0 +1,6 @@
+export { Store } from './store.js';
+export type { ChangeRow, StoredValue, ListParams, ListPage } from './objects.js';
+export type { ChangeBatch } from './changes.js';
+export type { Principal } from './credentials.js';
+export { resolveAdminToken, type AdminToken } from './admin-token.js';
+export { hashSecret } from './secrets.js';

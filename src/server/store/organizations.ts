@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import type { Database, Queryable } from '../db/index.js';
+import { pgErrorCode, UNIQUE_VIOLATION } from '../db/index.js';
+import type { SignalBus } from '../bus/index.js';
+import {
+  DEFAULT_NETWORK,
+  ipv4Pool,
+  type Network,
+  type Organization,
+  type OrganizationCreate,
+  type OrganizationPatch,
+} from '../../protocol/index.js';
+import { ApiError, notFound, validationFailed } from '../errors.js';
+import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject } from './objects.js';
+import { writeInOrg } from './org-write.js';
+import { sameJson } from './same-json.js';
+
+const KIND = 'organization' as const;
+
+function nameTaken(err: unknown, name: string): never {
+  if (pgErrorCode(err) === UNIQUE_VIOLATION) throw new ApiError('conflict', `an organization named "${name}" already exists`);
+  throw err;
+}
+
+function checkNetwork(network: Network): void {
+  if (!ipv4Pool(network.ipv4_cidr)) throw validationFailed('/network/ipv4_cidr', 'an IPv4 CIDR with prefix /8../30');
+}
+
+export async function createOrganization(db: Database, input: OrganizationCreate): Promise<Organization> {
+  const id = randomUUID();
+  const now = new Date().toISOString();
+  const network: Network = { ...DEFAULT_NETWORK, ...input.network };
+  checkNetwork(network);
+  try {
+    return await db.transaction(async (tx) => {
+      await tx.query('INSERT INTO orgs (id, head_revision) VALUES ($1, 1)', [id]);
+      const org: Organization = {
+        id,
+        name: input.name,
+        description: input.description ?? '',
+        network,
+        revision: 1,
+        created_at: now,
+        updated_at: now,
+      };
+      await insertObject(tx, id, KIND, org);
+      return org;
+    });
+  } catch (err) {
+    return nameTaken(err, input.name);
+  }
+}
+
+export async function getOrganization(q: Queryable, id: string): Promise<Organization | undefined> {
+  return getObject<Organization & { [k: string]: unknown }>(q, id, KIND, id);
+}
+
+/** Live organizations, by name; `only` restricts to one (organization-scoped tokens). */
+export async function listOrganizations(q: Queryable, only?: string): Promise<Organization[]> {
+  const rows = await q.query<{ value: Organization }>(
+    `SELECT o.value FROM objects o JOIN orgs g ON g.id = o.org_id
+      WHERE o.kind = 'organization' AND NOT o.deleted AND g.deleted_at IS NULL AND ($1::uuid IS NULL OR o.id = $1::uuid)
+      ORDER BY o.value->>'name'`,
+    [only ?? null],
+  );
+  return rows.map((r) => r.value);
+}
+
+export async function patchOrganization(
+  db: Database,
+  bus: SignalBus,
+  id: string,
+  patch: OrganizationPatch,
+  ifMatch?: string,
+): Promise<Organization> {
+  try {
+    return await writeInOrg(db, bus, id, async (w) => {
+      const current = await lockObject<Organization & { [k: string]: unknown }>(w.tx, id, KIND, id);
+      checkIfMatch(ifMatch, current.revision);
+      const network: Network = { ...current.network, ...patch.network };
+      checkNetwork(network);
+      const next = {
+        ...current,
+        name: patch.name ?? current.name,
+        description: patch.description ?? current.description,
+        network,
+      };
+      if (sameJson(next, current)) return current;
+      if (network.ipv4_cidr !== current.network.ipv4_cidr) {
+        const used = await w.tx.query('SELECT 1 FROM device_ips WHERE org_id = $1 LIMIT 1', [id]);
+        if (used.length > 0) {
+          throw new ApiError('conflict', 'network.ipv4_cidr cannot change while the organization has devices', {
+            path: '/network/ipv4_cidr',
+          });
+        }
+      }
+      const revision = await w.revision();
+      const updated = { ...next, revision, updated_at: new Date().toISOString() };
+      await updateObject(w.tx, updated);
+      return updated;
+    });
+  } catch (err) {
+    return nameTaken(err, patch.name ?? '');
+  }
+}
+
+/**
+ * Deletes an empty organization. Its tombstone tells its watchers; the
+ * organization row itself goes at compaction.
+ */
+export async function deleteOrganization(db: Database, bus: SignalBus, id: string, ifMatch?: string): Promise<void> {
+  await writeInOrg(db, bus, id, async (w) => {
+    const current = await lockObject<Organization & { [k: string]: unknown }>(w.tx, id, KIND, id);
+    checkIfMatch(ifMatch, current.revision);
+    const rows = await w.tx.query<{ kind: string; n: number }>(
+      `SELECT kind, count(*)::int AS n FROM objects WHERE org_id = $1 AND kind <> 'organization' AND NOT deleted GROUP BY kind`,
+      [id],
+    );
+    if (rows.length > 0) {
+      const what = rows.map((r) => `${Number(r.n)} ${r.kind}(s)`).join(', ');
+      throw new ApiError('conflict', `organization still has ${what}; delete them first`);
+    }
+    const revision = await w.revision();
+    await tombstoneObject(w.tx, current, revision);
+    await w.tx.query('UPDATE orgs SET deleted_at = now() WHERE id = $1', [id]);
+    await w.tx.query('UPDATE tokens SET revoked_at = now() WHERE org_id = $1 AND revoked_at IS NULL', [id]);
+  });
+}
+
+export { notFound };

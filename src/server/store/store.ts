@@ -1,0 +1,75 @@
+import type { Database } from '../db/index.js';
+import type { SignalBus } from '../bus/index.js';
+import type {
+  DeviceCreate,
+  DevicePatch,
+  DeviceStatusInput,
+  OrganizationCreate,
+  OrganizationPatch,
+  OrgTokenCreate,
+  RegistrationKeyCreate,
+  SecurityGroupCreate,
+  SecurityGroupPatch,
+  WatchKind,
+} from '../../protocol/index.js';
+import * as orgs from './organizations.js';
+import * as devices from './devices.js';
+import * as groups from './security-groups.js';
+import * as creds from './credentials.js';
+import { readChanges, readHeads } from './changes.js';
+import { compact } from './compaction.js';
+import { convergence } from './convergence.js';
+import { listKind, type ListParams } from './objects.js';
+
+/**
+ * The desired state of every organization, on PGlite or PostgreSQL. Every
+ * write takes its organization's next revision in the writing transaction and
+ * rings the bus; reads by revision serve lists and watch streams.
+ */
+export class Store {
+  constructor(
+    readonly db: Database,
+    readonly bus: SignalBus,
+  ) {}
+
+  createOrganization = (input: OrganizationCreate) => orgs.createOrganization(this.db, input);
+  getOrganization = (id: string) => orgs.getOrganization(this.db, id);
+  listOrganizations = (only?: string) => orgs.listOrganizations(this.db, only);
+  patchOrganization = (id: string, patch: OrganizationPatch, ifMatch?: string) =>
+    orgs.patchOrganization(this.db, this.bus, id, patch, ifMatch);
+  deleteOrganization = (id: string, ifMatch?: string) => orgs.deleteOrganization(this.db, this.bus, id, ifMatch);
+
+  list = (orgId: string, kind: WatchKind, params: ListParams) => listKind(this.db, orgId, kind, params);
+  statusesOf = (ids: readonly string[]) => devices.statusesOf(this.db, ids);
+
+  createDevice = (orgId: string, input: DeviceCreate, registrationKeyId?: string) =>
+    devices.createDevice(this.db, this.bus, orgId, input, registrationKeyId);
+  getDevice = (orgId: string, id: string) => devices.getDevice(this.db, orgId, id);
+  patchDevice = (orgId: string, id: string, patch: DevicePatch, ifMatch?: string) =>
+    devices.patchDevice(this.db, this.bus, orgId, id, patch, ifMatch);
+  deleteDevice = (orgId: string, id: string, ifMatch?: string) => devices.deleteDevice(this.db, this.bus, orgId, id, ifMatch);
+  putDeviceStatus = (orgId: string, id: string, input: DeviceStatusInput) => devices.putDeviceStatus(this.db, orgId, id, input);
+
+  createSecurityGroup = (orgId: string, input: SecurityGroupCreate) => groups.createSecurityGroup(this.db, this.bus, orgId, input);
+  getSecurityGroup = (orgId: string, id: string) => groups.getSecurityGroup(this.db, orgId, id);
+  patchSecurityGroup = (orgId: string, id: string, patch: SecurityGroupPatch, ifMatch?: string) =>
+    groups.patchSecurityGroup(this.db, this.bus, orgId, id, patch, ifMatch);
+  deleteSecurityGroup = (orgId: string, id: string, ifMatch?: string) =>
+    groups.deleteSecurityGroup(this.db, this.bus, orgId, id, ifMatch);
+
+  authenticate = (secret: string, adminHash: string) => creds.authenticate(this.db, secret, adminHash);
+  createOrgToken = (orgId: string, input: OrgTokenCreate) => creds.createOrgToken(this.db, orgId, input);
+  listOrgTokens = (orgId: string) => creds.listOrgTokens(this.db, orgId);
+  revokeOrgToken = (orgId: string, id: string) => creds.revokeOrgToken(this.db, orgId, id);
+  revokedTokensSince = (since: Date) => creds.revokedTokensSince(this.db, since);
+  createRegistrationKey = (orgId: string, input: RegistrationKeyCreate) => creds.createRegistrationKey(this.db, orgId, input);
+  listRegistrationKeys = (orgId: string) => creds.listRegistrationKeys(this.db, orgId);
+  getRegistrationKey = (orgId: string, id: string) => creds.getRegistrationKey(this.db, orgId, id);
+  deleteRegistrationKey = (orgId: string, id: string) => creds.deleteRegistrationKey(this.db, orgId, id);
+
+  readChanges = (orgId: string, after: number, limit: number, kinds?: readonly WatchKind[]) =>
+    readChanges(this.db, orgId, after, limit, kinds);
+  readHeads = (orgIds: readonly string[]) => readHeads(this.db, orgIds);
+  compact = (retentionSeconds: number) => compact(this.db, retentionSeconds);
+  convergence = (orgId: string, staleAfterSeconds: number) => convergence(this.db, orgId, staleAfterSeconds);
+}
