@@ -9,6 +9,7 @@ import { buildApp, type App } from './http/app.js';
 import type { RouteModule, ServerContext } from './http/context.js';
 import { makeSettings, type Settings } from './config/settings.js';
 import { runPeriodically } from '../util/periodic.js';
+import { WatchEngine, WatchMetrics, watchRoutes } from './watch/index.js';
 
 /** A running server. `close()` stops accepting, drains, closes the database. */
 export interface FleetServer {
@@ -16,6 +17,7 @@ export interface FleetServer {
   readonly ctx: ServerContext;
   readonly db: Database;
   readonly adminToken: AdminToken;
+  readonly watch: WatchEngine;
   /** Base URL once listening (`listen: true`), else undefined. */
   readonly url: string | undefined;
   close(): Promise<void>;
@@ -79,7 +81,9 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
       }
     },
   };
-  const app = await buildApp(ctx, opts.modules ?? []);
+  const watch = new WatchEngine(store, bus, settings, new WatchMetrics(metrics.registry), logger);
+  const app = await buildApp(ctx, [watchRoutes(watch), ...(opts.modules ?? [])]);
+  watch.start();
 
   const compaction = runPeriodically(
     settings.compactionInterval * 1000,
@@ -108,11 +112,14 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     ctx,
     db,
     adminToken,
+    watch,
     url,
     async close() {
       if (closing) return;
       closing = true;
       stop.abort();
+      // Streams first: the HTTP server's close waits for every connection to end.
+      await watch.shutdown();
       await app.close();
       await compaction;
       await bus.close();

@@ -96,7 +96,7 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'logLevel', flag: 'log-level', env: 'FLEETPLANE_LOG_LEVEL', kind: 'string', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], help: 'Log level.' },
   { key: 'bookmarkInterval', flag: 'bookmark-interval', env: 'FLEETPLANE_BOOKMARK_INTERVAL', kind: 'seconds', min: 0.05, help: 'Longest silence on a watch stream before a bookmark.' },
   { key: 'tailCacheSize', flag: 'tail-cache-size', env: 'FLEETPLANE_TAIL_CACHE_SIZE', kind: 'int', min: 0, max: 1_000_000, help: 'Encoded events kept per organization (0 disables the cache).' },
-  { key: 'watchBufferLimit', flag: 'watch-buffer-limit', env: 'FLEETPLANE_WATCH_BUFFER_LIMIT', kind: 'bytes', min: 1024, help: 'Bytes queued per watcher before writing to it pauses.' },
+  { key: 'watchBufferLimit', flag: 'watch-buffer-limit', env: 'FLEETPLANE_WATCH_BUFFER_LIMIT', kind: 'bytes', min: 16384, help: 'Bytes queued per watcher before writing to it pauses.' },
   { key: 'slowConsumerTimeout', flag: 'slow-consumer-timeout', env: 'FLEETPLANE_SLOW_CONSUMER_TIMEOUT', kind: 'seconds', min: 0.05, help: 'How long a watcher may stay over its buffer limit before it is closed.' },
   { key: 'safetyCheckInterval', flag: 'safety-check-interval', env: 'FLEETPLANE_SAFETY_CHECK_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often cached head revisions are re-read from the database.' },
   { key: 'revocationCheckInterval', flag: 'revocation-check-interval', env: 'FLEETPLANE_REVOCATION_CHECK_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often revoked tokens are looked up to end their streams.' },

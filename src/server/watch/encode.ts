@@ -1,0 +1,41 @@
+import type { ErrorCode, WatchKind } from '../../protocol/index.js';
+
+/**
+ * Watch events are encoded once, as complete HTTP/1.1 chunks
+ * (`<hex length>\r\n<json>\n\r\n`), so one buffer can be written unchanged to
+ * every watcher's socket (DESIGN.md principle 3).
+ */
+function chunk(json: string): Buffer {
+  const body = Buffer.from(`${json}\n`, 'utf8');
+  const head = Buffer.from(`${body.length.toString(16)}\r\n`, 'latin1');
+  return Buffer.concat([head, body, CRLF]);
+}
+
+const CRLF = Buffer.from('\r\n', 'latin1');
+
+/** The chunk that ends a chunked body. */
+export const LAST_CHUNK = Buffer.from('0\r\n\r\n', 'latin1');
+
+export function encodeObjectEvent(kind: WatchKind, type: 'change' | 'delete', value: unknown): Buffer {
+  return chunk(`{"kind":${JSON.stringify(kind)},"type":"${type}","value":${JSON.stringify(value)}}`);
+}
+
+export function encodeTail(kind: WatchKind, revision: number): Buffer {
+  return chunk(`{"kind":${JSON.stringify(kind)},"type":"tail","value":{"revision":${revision}}}`);
+}
+
+export function encodeBookmark(revision: number): Buffer {
+  return chunk(`{"type":"bookmark","value":{"revision":${revision}}}`);
+}
+
+export function encodeError(code: ErrorCode, message: string): Buffer {
+  return chunk(JSON.stringify({ type: 'error', value: { code, message } }));
+}
+
+/** Response head of a watch stream; the connection closes when the stream ends. */
+export function responseHead(contentType: string): Buffer {
+  return Buffer.from(
+    `HTTP/1.1 200 OK\r\nContent-Type: ${contentType}\r\nTransfer-Encoding: chunked\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n`,
+    'latin1',
+  );
+}

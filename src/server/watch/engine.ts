@@ -1,0 +1,195 @@
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { MEDIA, orgSignal, type Watch } from '../../protocol/index.js';
+import type { Store } from '../store/index.js';
+import type { SignalBus } from '../bus/index.js';
+import type { Settings } from '../config/settings.js';
+import { ApiError } from '../errors.js';
+import { runPeriodically } from '../../util/periodic.js';
+import { OrgFeed } from './org-feed.js';
+import { Watcher } from './watcher.js';
+import { responseHead } from './encode.js';
+import type { WatchMetrics } from './watch-metrics.js';
+
+/** Revocations are looked up with this much overlap, so one committed late isn't missed. */
+const REVOCATION_OVERLAP_MS = 60_000;
+
+export interface OpenStream {
+  orgId: string;
+  watches: readonly Watch[];
+  tokenId: string | undefined;
+  socket: Socket;
+}
+
+/**
+ * The watch engine of one replica: a tail cache per organization with
+ * watchers, filled on bus signals; periodic safety re-reads of head
+ * revisions, bookmarks on idle streams, and revocation checks.
+ */
+export class WatchEngine {
+  private readonly feeds = new Map<string, Promise<OrgFeed>>();
+  private readonly watchers = new Set<Watcher>();
+  private readonly byToken = new Map<string, Set<Watcher>>();
+  private readonly stop = new AbortController();
+  private loops: Promise<void>[] = [];
+  private closing = false;
+  private revokedCheckedAt: Date | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly bus: SignalBus,
+    private readonly settings: Settings,
+    private readonly metrics: WatchMetrics,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    const s = this.settings;
+    const onError = (what: string) => (err: unknown) => this.logger.error({ err }, `${what} failed`);
+    this.loops = [
+      runPeriodically(s.safetyCheckInterval * 1000, this.stop.signal, () => this.safetyCheck(), onError('watch safety check')),
+      runPeriodically(s.revocationCheckInterval * 1000, this.stop.signal, () => this.revocationCheck(), onError('revocation check')),
+      runPeriodically((s.bookmarkInterval * 1000) / 4, this.stop.signal, async () => this.bookmarks(), onError('bookmarks')),
+    ];
+  }
+
+  get watcherCount(): number {
+    return this.watchers.size;
+  }
+
+  /** Live watchers (tests and diagnostics). */
+  list(): readonly Watcher[] {
+    return [...this.watchers];
+  }
+
+  private feedFor(orgId: string): Promise<OrgFeed> {
+    let p = this.feeds.get(orgId);
+    if (!p) {
+      const feed = new OrgFeed(orgId, this.store, this.settings.tailCacheSize, this.metrics, this.logger);
+      p = feed.start((onWake) => this.bus.subscribe(orgSignal(orgId), onWake)).then(() => feed);
+      p.catch(() => this.feeds.delete(orgId));
+      this.feeds.set(orgId, p);
+      this.metrics.feeds.set(this.feeds.size);
+    }
+    return p;
+  }
+
+  /**
+   * Checks a watch request against the organization's feed; throws ApiError
+   * (404, 410, 503) before anything is streamed.
+   */
+  async prepare(orgId: string, watches: readonly Watch[]): Promise<OrgFeed> {
+    if (this.closing) throw new ApiError('unavailable', 'the server is shutting down');
+    const feed = await this.feedFor(orgId);
+    if (!feed.exists) {
+      this.release(feed);
+      throw new ApiError('not_found', 'organization not found');
+    }
+    for (const w of watches) {
+      const gt = w.gt_revision ?? 0;
+      if (gt > 0 && gt < feed.compacted) {
+        this.release(feed);
+        throw new ApiError('revision_compacted', `gt_revision ${gt} of kind ${w.kind} is older than the compacted revision ${feed.compacted}; list again from 0`, {
+          kind: w.kind,
+          compacted_revision: feed.compacted,
+        });
+      }
+    }
+    return feed;
+  }
+
+  /** Starts streaming on a socket whose request was validated and authorized. */
+  open(feed: OrgFeed, req: OpenStream): Watcher {
+    req.socket.setNoDelay(true);
+    req.socket.write(responseHead(MEDIA.watch));
+    const watcher = new Watcher({
+      socket: req.socket,
+      feed,
+      store: this.store,
+      watches: req.watches,
+      startHead: feed.head,
+      tokenId: req.tokenId,
+      bufferLimit: this.settings.watchBufferLimit,
+      slowConsumerTimeoutMs: this.settings.slowConsumerTimeout * 1000,
+      metrics: this.metrics,
+      logger: this.logger,
+      onClose: (w) => this.remove(w),
+    });
+    this.watchers.add(watcher);
+    feed.listeners.add(watcher);
+    if (req.tokenId !== undefined) {
+      let set = this.byToken.get(req.tokenId);
+      if (!set) this.byToken.set(req.tokenId, (set = new Set()));
+      set.add(watcher);
+    }
+    this.metrics.watchers.set(this.watchers.size);
+    watcher.pump();
+    return watcher;
+  }
+
+  private remove(w: Watcher): void {
+    this.watchers.delete(w);
+    w.feed.listeners.delete(w);
+    if (w.tokenId !== undefined) {
+      const set = this.byToken.get(w.tokenId);
+      set?.delete(w);
+      if (set?.size === 0) this.byToken.delete(w.tokenId);
+    }
+    this.metrics.watchers.set(this.watchers.size);
+    this.release(w.feed);
+  }
+
+  /** Drops an organization's cache once it has no watchers. */
+  private release(feed: OrgFeed): void {
+    if (feed.listeners.size > 0) return;
+    void this.feeds.get(feed.orgId)?.then((current) => {
+      if (current !== feed || feed.listeners.size > 0) return;
+      feed.close();
+      this.feeds.delete(feed.orgId);
+      this.metrics.feeds.set(this.feeds.size);
+    });
+  }
+
+  /** The last line of defence against lost signals: one query for every cached organization. */
+  async safetyCheck(): Promise<void> {
+    const feeds = await Promise.all(this.feeds.values());
+    if (feeds.length === 0) return;
+    const heads = await this.store.readHeads(feeds.map((f) => f.orgId));
+    for (const feed of feeds) {
+      const h = heads.get(feed.orgId);
+      if (!h || h.head > feed.head || h.compacted > feed.compacted) feed.signal();
+    }
+  }
+
+  async revocationCheck(): Promise<void> {
+    if (this.byToken.size === 0) {
+      this.revokedCheckedAt = undefined;
+      return;
+    }
+    const since = this.revokedCheckedAt ? new Date(this.revokedCheckedAt.getTime() - REVOCATION_OVERLAP_MS) : new Date(Date.now() - REVOCATION_OVERLAP_MS);
+    const { ids, now } = await this.store.revokedTokensSince(since);
+    this.revokedCheckedAt = now;
+    for (const id of ids) {
+      for (const w of [...(this.byToken.get(id) ?? [])]) w.close('forbidden', 'the token was revoked');
+    }
+  }
+
+  bookmarks(): void {
+    const idleMs = this.settings.bookmarkInterval * 1000 * 0.75;
+    const now = performance.now();
+    for (const w of this.watchers) {
+      if (!w.caughtUp || w.paused || w.closed || now - w.lastWriteAt < idleMs) continue;
+      w.write(w.feed.bookmarkBytes(w.position), false);
+    }
+  }
+
+  /** SIGTERM: every stream gets `unavailable` and closes; new streams are refused. */
+  async shutdown(): Promise<void> {
+    this.closing = true;
+    this.stop.abort();
+    for (const w of [...this.watchers]) w.close('unavailable', 'the server is shutting down; resume elsewhere');
+    await Promise.all(this.loops);
+    for (const p of this.feeds.values()) (await p.catch(() => undefined))?.close();
+    this.feeds.clear();
+  }
+}

@@ -1,0 +1,129 @@
+import type { Logger } from 'pino';
+import type { Store, ChangeRow } from '../store/index.js';
+import type { Subscription } from '../bus/index.js';
+import { EventRing, type CachedEvent } from './event-ring.js';
+import { encodeBookmark, encodeObjectEvent } from './encode.js';
+import type { WatchMetrics } from './watch-metrics.js';
+
+/** What a feed needs from a watcher: it is woken when new events are in the ring. */
+export interface FeedListener {
+  /** Called synchronously after events were appended (or the head moved). */
+  onFeed(): void;
+}
+
+/** Rows read per fill query; a fill that gets this many reads again. */
+export const FILL_PAGE = 1000;
+
+/**
+ * One organization's tail cache: the ring of its last events, filled by one
+ * query per signal however many watchers it has (single flight), and the
+ * watchers it wakes. Lives while the organization has watchers on this replica.
+ */
+export class OrgFeed {
+  ring: EventRing | undefined;
+  compacted = 0;
+  exists = true;
+  readonly listeners = new Set<FeedListener>();
+  private filling: Promise<void> | undefined;
+  private again = false;
+  private subscription: Subscription | undefined;
+  private bookmark: { revision: number; bytes: Buffer } | undefined;
+  /** When the first not-yet-filled signal arrived, for the fan-out latency. */
+  private signalledAt: number | undefined;
+
+  constructor(
+    readonly orgId: string,
+    private readonly store: Store,
+    private readonly capacity: number,
+    private readonly metrics: WatchMetrics,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Reads the head (one query) and starts listening. Called once, before use. */
+  async start(subscribe: (onWake: () => void) => Subscription): Promise<void> {
+    // Subscribe before reading the head, so a change committed in between still wakes us.
+    this.subscription = subscribe(() => this.signal());
+    const heads = await this.store.readHeads([this.orgId]);
+    const h = heads.get(this.orgId);
+    this.exists = h !== undefined;
+    this.ring = new EventRing(this.capacity, h?.head ?? 0);
+    this.compacted = h?.compacted ?? 0;
+  }
+
+  get head(): number {
+    return this.ring?.head ?? 0;
+  }
+
+  /** A signal arrived (or the safety check saw a newer head): fill once, however many signals. */
+  signal(): void {
+    this.signalledAt ??= performance.now();
+    void this.fill();
+  }
+
+  fill(): Promise<void> {
+    if (this.filling) {
+      this.again = true;
+      return this.filling;
+    }
+    this.filling = this.fillLoop().finally(() => {
+      this.filling = undefined;
+    });
+    return this.filling;
+  }
+
+  private async fillLoop(): Promise<void> {
+    do {
+      this.again = false;
+      const ring = this.ring;
+      if (!ring) return;
+      const since = this.signalledAt;
+      this.signalledAt = undefined;
+      let batch;
+      try {
+        batch = await this.store.readChanges(this.orgId, ring.head, FILL_PAGE);
+      } catch (err) {
+        this.logger.error({ err, org: this.orgId }, 'tail cache fill failed; the safety check will retry');
+        return;
+      }
+      this.metrics.fillQueries.inc();
+      this.exists = batch.exists;
+      this.compacted = batch.compacted;
+      for (const row of batch.rows) {
+        if (row.revision <= ring.head) continue;
+        ring.push(this.encode(row));
+        this.metrics.changes.inc();
+      }
+      const more = batch.rows.length === FILL_PAGE;
+      if (!more) ring.advance(batch.head);
+      else this.again = true;
+      this.wake();
+      if (since !== undefined) this.metrics.fanoutSeconds.observe((performance.now() - since) / 1000);
+    } while (this.again);
+  }
+
+  encode(row: ChangeRow): CachedEvent {
+    return {
+      revision: row.revision,
+      kind: row.kind,
+      deleted: row.deleted,
+      bytes: encodeObjectEvent(row.kind, row.deleted ? 'delete' : 'change', row.value),
+    };
+  }
+
+  /** The bookmark chunk for `revision`, shared by every watcher at that position. */
+  bookmarkBytes(revision: number): Buffer {
+    if (this.bookmark?.revision !== revision) this.bookmark = { revision, bytes: encodeBookmark(revision) };
+    return this.bookmark.bytes;
+  }
+
+  wake(): void {
+    for (const l of this.listeners) l.onFeed();
+  }
+
+  close(): void {
+    this.subscription?.close();
+    this.subscription = undefined;
+    this.ring = undefined;
+    this.listeners.clear();
+  }
+}

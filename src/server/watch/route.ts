@@ -1,0 +1,43 @@
+import { ErrorResponse, OrgParams, ROUTES, WatchRequest } from '../../protocol/index.js';
+import type { RouteModule } from '../http/context.js';
+import { requireOrgAccess } from '../http/auth.js';
+import { principalOf } from '../http/routes/shared.js';
+import { validationFailed } from '../errors.js';
+import type { WatchEngine } from './engine.js';
+
+/** `POST /api/organizations/{org}/events` (PROTOCOL.md "Watch"). */
+export function watchRoutes(engine: WatchEngine): RouteModule {
+  return {
+    register(app, ctx) {
+      app.post(
+        ROUTES.events,
+        {
+          schema: {
+            tags: ['watch'],
+            summary: 'List and watch: an NDJSON stream (application/json;stream=watch) of change, delete, tail, bookmark and error events',
+            params: OrgParams,
+            body: WatchRequest,
+            response: { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 410: ErrorResponse, 503: ErrorResponse },
+          },
+        },
+        async (req, reply) => {
+          const seen = new Set<string>();
+          req.body.forEach((w, i) => {
+            if (seen.has(w.kind)) throw validationFailed(`/${i}/kind`, `each kind at most once ("${w.kind}" repeats)`);
+            seen.add(w.kind);
+          });
+          const p = await principalOf(req, ctx);
+          requireOrgAccess(p, req.params.org, 'read');
+          const feed = await engine.prepare(req.params.org, req.body);
+          reply.hijack();
+          engine.open(feed, {
+            orgId: req.params.org,
+            watches: req.body,
+            tokenId: p.type === 'org' || p.type === 'device' ? p.tokenId : undefined,
+            socket: req.raw.socket,
+          });
+        },
+      );
+    },
+  };
+}

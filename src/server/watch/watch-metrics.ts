@@ -1,0 +1,51 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/** Metrics of the watch engine (registered on the server's registry). */
+export class WatchMetrics {
+  readonly watchers: Gauge;
+  readonly feeds: Gauge;
+  readonly eventsWritten: Counter;
+  readonly bytesWritten: Counter;
+  readonly fillQueries: Counter;
+  readonly catchUpQueries: Counter;
+  readonly changes: Counter;
+  readonly slowConsumerCloses: Counter;
+  readonly fanoutSeconds: Histogram;
+  readonly streamsEnded: Counter<'reason'>;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.watchers = new Gauge({ name: 'fleetplane_watchers', help: 'Open watch streams.', registers });
+    this.feeds = new Gauge({ name: 'fleetplane_watch_feeds', help: 'Organizations with a tail cache on this replica.', registers });
+    this.eventsWritten = new Counter({ name: 'fleetplane_watch_events_written_total', help: 'Events written to watch streams.', registers });
+    this.bytesWritten = new Counter({ name: 'fleetplane_watch_bytes_written_total', help: 'Bytes written to watch streams.', registers });
+    this.fillQueries = new Counter({
+      name: 'fleetplane_watch_fill_queries_total',
+      help: 'Tail cache fill queries (one per signal per organization, whatever the number of watchers).',
+      registers,
+    });
+    this.catchUpQueries = new Counter({
+      name: 'fleetplane_watch_catchup_queries_total',
+      help: 'Queries by watchers behind the tail cache (initial lists, resumes, slow watchers).',
+      registers,
+    });
+    this.changes = new Counter({ name: 'fleetplane_watch_changes_total', help: 'Changes appended to tail caches.', registers });
+    this.slowConsumerCloses = new Counter({
+      name: 'fleetplane_watch_slow_consumer_closes_total',
+      help: 'Watchers closed with slow_consumer.',
+      registers,
+    });
+    this.fanoutSeconds = new Histogram({
+      name: 'fleetplane_watch_fanout_seconds',
+      help: 'From the change signal (sent at commit) to the last socket write of its fan-out.',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    this.streamsEnded = new Counter({
+      name: 'fleetplane_watch_streams_ended_total',
+      help: 'Watch streams ended, by reason.',
+      labelNames: ['reason'] as const,
+      registers,
+    });
+  }
+}

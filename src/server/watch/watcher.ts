@@ -1,0 +1,224 @@
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import type { ErrorCode, Watch, WatchKind } from '../../protocol/index.js';
+import type { Store } from '../store/index.js';
+import type { CachedEvent, EventRing } from './event-ring.js';
+import type { FeedListener, OrgFeed } from './org-feed.js';
+import { encodeError, encodeObjectEvent, encodeTail, LAST_CHUNK } from './encode.js';
+import type { WatchMetrics } from './watch-metrics.js';
+
+/** Rows a watcher behind the tail cache reads per query. */
+export const CATCH_UP_PAGE = 500;
+
+interface KindState {
+  /** Events of this kind with revision ≤ gt are not sent. */
+  readonly gt: number;
+  /** Deletes with revision ≤ this are not sent: the client can't hold those objects. */
+  readonly deletesAfter: number;
+  tailPending: boolean;
+}
+
+export interface WatcherOptions {
+  socket: Socket;
+  feed: OrgFeed;
+  store: Store;
+  watches: readonly Watch[];
+  /** The organization's head when the stream started. */
+  startHead: number;
+  /** Token whose revocation ends this stream. */
+  tokenId: string | undefined;
+  bufferLimit: number;
+  slowConsumerTimeoutMs: number;
+  metrics: WatchMetrics;
+  logger: Logger;
+  onClose(w: Watcher): void;
+}
+
+type Row = Pick<CachedEvent, 'revision' | 'kind' | 'deleted'>;
+
+/**
+ * One watch stream. Its only state is its position: the revision up to which
+ * it has been sent everything it asked for. It is served from the shared
+ * ring when its position is inside it, else from the database page by page;
+ * when its socket can't take more it stops and resumes from its position on
+ * drain, so a stalled client costs at most its buffer limit.
+ */
+export class Watcher implements FeedListener {
+  position: number;
+  readonly tokenId: string | undefined;
+  readonly feed: OrgFeed;
+  /** All tails were sent: the stream is at the head and bookmarks may flow. */
+  caughtUp = false;
+  paused = false;
+  closed = false;
+  lastWriteAt = performance.now();
+  private readonly kinds = new Map<WatchKind, KindState>();
+  private readonly kindList: WatchKind[];
+  private reading = false;
+  private wakeAgain = false;
+  private slowTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly o: WatcherOptions) {
+    this.feed = o.feed;
+    this.tokenId = o.tokenId;
+    let position = Number.MAX_SAFE_INTEGER;
+    for (const w of o.watches) {
+      const gt = w.gt_revision ?? 0;
+      this.kinds.set(w.kind, { gt, deletesAfter: gt > 0 ? gt : o.startHead, tailPending: w.at_tail !== true });
+      position = Math.min(position, gt);
+    }
+    this.position = position;
+    this.kindList = [...this.kinds.keys()];
+    o.socket.on('close', () => this.finish('client_closed'));
+    o.socket.on('error', (err) => {
+      o.logger.debug({ err, org: this.feed.orgId }, 'watch socket error');
+      this.finish('socket_error');
+    });
+  }
+
+  onFeed(): void {
+    this.pump();
+  }
+
+  /** Sends what the watcher is missing; synchronous while it is inside the ring. */
+  pump(): void {
+    if (this.closed || this.paused) return;
+    if (this.reading) {
+      this.wakeAgain = true;
+      return;
+    }
+    const ring = this.feed.ring;
+    if (ring && ring.covers(this.position)) {
+      this.drainRing(ring);
+      return;
+    }
+    this.reading = true;
+    this.catchUp()
+      .catch((err: unknown) => {
+        this.o.logger.warn({ err, org: this.feed.orgId }, 'watch catch-up read failed; closing the stream');
+        this.close('unavailable', 'the server could not read changes; resume from your last revision');
+      })
+      .finally(() => {
+        this.reading = false;
+        if (this.wakeAgain) {
+          this.wakeAgain = false;
+          this.pump();
+        }
+      });
+  }
+
+  private wanted(e: Row): boolean {
+    const k = this.kinds.get(e.kind);
+    if (!k || e.revision <= k.gt) return false;
+    return !(e.deleted && e.revision <= k.deletesAfter);
+  }
+
+  private drainRing(ring: EventRing): void {
+    for (let i = ring.indexAfter(this.position); i < ring.size; i++) {
+      const e = ring.at(i);
+      if (this.wanted(e)) this.write(e.bytes, true);
+      this.position = e.revision;
+      if (this.overLimit()) return this.pause();
+    }
+    if (ring.head > this.position) this.position = ring.head;
+    this.reachedHead();
+  }
+
+  private async catchUp(): Promise<void> {
+    for (;;) {
+      if (this.closed || this.paused) return;
+      const ring = this.feed.ring;
+      if (ring && ring.covers(this.position)) return this.drainRing(ring);
+      const batch = await this.o.store.readChanges(this.feed.orgId, this.position, CATCH_UP_PAGE, this.kindList);
+      this.o.metrics.catchUpQueries.inc();
+      if (this.closed) return;
+      if (!batch.exists) return this.close(undefined, '');
+      for (const k of this.kinds.values()) {
+        if (batch.compacted > Math.max(this.position, k.deletesAfter)) {
+          return this.close(
+            'revision_compacted',
+            `deletes after revision ${Math.max(this.position, k.deletesAfter)} were compacted (compacted revision ${batch.compacted}); list again from 0`,
+          );
+        }
+      }
+      for (const row of batch.rows) {
+        if (this.wanted(row)) this.write(encodeObjectEvent(row.kind, row.deleted ? 'delete' : 'change', row.value), true);
+        this.position = row.revision;
+        if (this.overLimit()) return this.pause();
+      }
+      if (batch.rows.length < CATCH_UP_PAGE) {
+        this.position = Math.max(this.position, batch.head);
+        this.reachedHead();
+        // The ring may have moved past us while we read; loop until it covers us.
+        if (!ring || ring.covers(this.position) || ring.head <= this.position) {
+          if (ring && ring.covers(this.position)) this.drainRing(ring);
+          return;
+        }
+      }
+    }
+  }
+
+  private reachedHead(): void {
+    if (this.caughtUp) return;
+    for (const [kind, k] of this.kinds) {
+      if (!k.tailPending) continue;
+      k.tailPending = false;
+      this.write(encodeTail(kind, Math.max(this.position, k.gt)), false);
+    }
+    this.caughtUp = true;
+  }
+
+  write(bytes: Buffer, isEvent: boolean): void {
+    this.o.socket.write(bytes);
+    this.lastWriteAt = performance.now();
+    this.o.metrics.bytesWritten.inc(bytes.length);
+    if (isEvent) this.o.metrics.eventsWritten.inc();
+  }
+
+  /** Bytes written but not yet taken by the kernel. */
+  get buffered(): number {
+    return this.o.socket.writableLength;
+  }
+
+  private overLimit(): boolean {
+    return this.o.socket.writableLength > this.o.bufferLimit;
+  }
+
+  private pause(): void {
+    this.paused = true;
+    this.o.socket.once('drain', () => this.resume());
+    this.slowTimer = setTimeout(() => {
+      this.o.metrics.slowConsumerCloses.inc();
+      this.close('slow_consumer', 'the watcher could not keep up; resume from your last revision');
+    }, this.o.slowConsumerTimeoutMs);
+    this.slowTimer.unref();
+  }
+
+  private resume(): void {
+    if (this.closed) return;
+    clearTimeout(this.slowTimer);
+    this.slowTimer = undefined;
+    this.paused = false;
+    this.pump();
+  }
+
+  /** Ends the stream, with an `error` event first when `code` is given. */
+  close(code: ErrorCode | undefined, message: string): void {
+    if (this.closed) return;
+    const socket = this.o.socket;
+    if (code !== undefined) socket.write(encodeError(code, message));
+    socket.end(LAST_CHUNK);
+    // A client that doesn't read would keep the socket (and its buffer) forever.
+    const hard = setTimeout(() => socket.destroy(), code === 'slow_consumer' ? 0 : 5000);
+    hard.unref();
+    this.finish(code ?? 'ended');
+  }
+
+  private finish(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.slowTimer);
+    this.o.metrics.streamsEnded.inc({ reason });
+    this.o.onClose(this);
+  }
+}
