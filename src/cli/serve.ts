@@ -21,22 +21,31 @@ export async function runServe(argv: readonly string[]): Promise<number> {
     }
     throw err;
   }
-  if (settings.workers > 1) {
+  const cluster = (await import('node:cluster')).default;
+  if (settings.workers > 1 && cluster.isPrimary) {
     const { runWorkers } = await import('./workers.js');
     return runWorkers(settings, argv);
   }
   const server = await startServer(settings);
+  if (!cluster.isPrimary) {
+    process.send?.({ type: 'fleetplane:listening', url: server.url ?? '' });
+    return waitForSignal(server);
+  }
   const token = server.adminToken.token;
   process.stdout.write(
     [
       `fleetplane is listening on ${server.url ?? '(not listening)'}`,
       token
-        ? `admin token: ${token}${server.adminToken.source === 'data-dir' || server.adminToken.source === 'generated' ? '' : ''}`
+        ? `admin token: ${token}`
         : 'admin token: kept in the database as a hash (shown only when it was generated; set --admin-token to choose one)',
       `try: curl -H "Authorization: Bearer ${token ?? '<admin token>'}" ${server.url ?? ''}/api/organizations`,
       '',
     ].join('\n'),
   );
+  return waitForSignal(server);
+}
+
+function waitForSignal(server: Awaited<ReturnType<typeof startServer>>): Promise<number> {
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (sig: string): void => {

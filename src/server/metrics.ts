@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { BusStats } from './bus/index.js';
 
 /**
  * The server's Prometheus metrics, on a registry of its own so several
@@ -43,6 +44,22 @@ export class Metrics {
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'fleetplane_' });
     this.up.set(1);
+  }
+
+  /** Exposes a reliable bus driver's counters, read at scrape time. */
+  observeBus(stats: Readonly<BusStats>): void {
+    new Gauge({
+      name: 'fleetplane_bus_events',
+      help: 'Signal bus counters (messages sent/received, gaps, resyncs by reason, reconnects), cumulative except publishers.',
+      labelNames: ['counter'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [key, value] of Object.entries(stats)) {
+          if (typeof value === 'number') this.set({ counter: key }, value);
+          else for (const [reason, n] of Object.entries(value)) this.set({ counter: `resyncs_${reason}` }, n);
+        }
+      },
+    });
   }
 
   /** Total queries so far (for tests and benchmarks that count, not time). */

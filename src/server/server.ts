@@ -2,7 +2,9 @@ import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import { instrument, migrate, openPglite, openPostgres, type Database } from './db/index.js';
-import { MemoryBus, type SignalBus } from './bus/index.js';
+import { createBus, type BusStats, type ReliabilityOptions, type SignalBus } from './bus/index.js';
+import { ReplicaRegistry } from './replicas/index.js';
+import { replicaRoutes } from './http/routes/replicas.js';
 import { Store, resolveAdminToken, type AdminToken } from './store/index.js';
 import { Metrics } from './metrics.js';
 import { buildApp, type App } from './http/app.js';
@@ -18,6 +20,8 @@ export interface FleetServer {
   readonly db: Database;
   readonly adminToken: AdminToken;
   readonly watch: WatchEngine;
+  readonly bus: SignalBus;
+  readonly replica: ReplicaRegistry;
   /** Base URL once listening (`listen: true`), else undefined. */
   readonly url: string | undefined;
   close(): Promise<void>;
@@ -29,8 +33,10 @@ export interface StartOptions {
   logger?: Logger;
   /** A bus to use instead of building one from the settings. */
   bus?: SignalBus;
-  /** Extra route modules (watch engine, agent gateway). */
+  /** Extra route modules (the agent gateway). */
   modules?: readonly RouteModule[];
+  /** Test hooks of the reliable bus drivers (e.g. `dropEvery`). */
+  busOverrides?: Partial<Omit<ReliabilityOptions, 'logger'>>;
 }
 
 async function openDatabase(settings: Settings, logger: Logger): Promise<Database> {
@@ -59,7 +65,16 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     configured: settings.adminToken,
     dataDir: settings.databaseUrl || settings.memory ? undefined : settings.dataDir,
   });
-  const bus = opts.bus ?? new MemoryBus();
+  const bus = opts.bus ?? (await createBus(settings, db, logger, opts.busOverrides));
+  const busStats = (bus as { stats?: Readonly<BusStats> }).stats;
+  if (busStats) metrics.observeBus(busStats);
+  const replica = new ReplicaRegistry({
+    db,
+    privateUrl: settings.advertisePrivateUrl,
+    leaseTtlMs: settings.replicaLeaseTtl * 1000,
+    logger: logger.child({ component: 'replicas' }),
+  });
+  await replica.start();
   const store = new Store(db, bus);
   let closing = false;
   const stop = new AbortController();
@@ -82,7 +97,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     },
   };
   const watch = new WatchEngine(store, bus, settings, new WatchMetrics(metrics.registry), logger);
-  const app = await buildApp(ctx, [watchRoutes(watch), ...(opts.modules ?? [])]);
+  const app = await buildApp(ctx, [watchRoutes(watch), replicaRoutes(), ...(opts.modules ?? [])]);
   watch.start();
 
   const compaction = runPeriodically(
@@ -113,6 +128,8 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     db,
     adminToken,
     watch,
+    bus,
+    replica,
     url,
     async close() {
       if (closing) return;
@@ -122,6 +139,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
       await watch.shutdown();
       await app.close();
       await compaction;
+      await replica.stop();
       await bus.close();
       await db.close();
       metrics.up.set(0);

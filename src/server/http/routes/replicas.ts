@@ -1,0 +1,29 @@
+import { ReplicaList, ROUTES } from '../../../protocol/index.js';
+import type { RouteModule } from '../context.js';
+import { requireAdmin } from '../auth.js';
+import { principalOf } from './shared.js';
+import { listReplicas } from '../../replicas/index.js';
+
+/** `GET /api/replicas` (admin): the live replicas sharing this database. */
+export function replicaRoutes(): RouteModule {
+  return {
+    register(app, ctx) {
+      app.get(
+        ROUTES.replicas,
+        { schema: { tags: ['replicas'], summary: 'Live replicas (admin)', response: { 200: ReplicaList } } },
+        async (req) => {
+          requireAdmin(await principalOf(req, ctx));
+          const rows = await listReplicas(ctx.store.db);
+          return {
+            items: rows.map((r) => ({
+              id: r.id,
+              private_url: r.privateUrl,
+              started_at: r.startedAt.toISOString(),
+              lease_expires_at: r.leaseExpiresAt.toISOString(),
+            })),
+          };
+        },
+      );
+    },
+  };
+}
