@@ -10,6 +10,8 @@ export interface RunOptions {
   input?: string;
   /** Kills the command when aborted. */
   signal?: AbortSignal;
+  /** Variables set (over the inherited environment) for this command. */
+  env?: Readonly<Record<string, string>>;
 }
 
 export interface CommandResult {
@@ -51,7 +53,14 @@ export function createExecRunner(options: ExecRunnerOptions = {}): CommandRunner
         const child = execFile(
           file ?? command,
           fullArgs,
-          { encoding: 'utf8', timeout, maxBuffer, signal: runOptions.signal, windowsHide: true },
+          {
+            encoding: 'utf8',
+            timeout,
+            maxBuffer,
+            signal: runOptions.signal,
+            windowsHide: true,
+            ...(runOptions.env ? { env: { ...process.env, ...runOptions.env } } : {}),
+          },
           (error, stdout, stderr) => {
             if (!error) {
               resolve({ stdout, stderr });

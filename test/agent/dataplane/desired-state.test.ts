@@ -1,0 +1,201 @@
+import { describe, expect, it } from 'vitest';
+import {
+  computeDesiredState,
+  DesiredStateError,
+  type DesiredStateInput,
+} from '../../../src/agent/dataplane/index.js';
+import type { DeviceObject, SecurityGroup } from '../../../src/protocol/index.js';
+import { device, deviceId, groupId, keyPair, organization, rule, securityGroup } from './fixtures.js';
+
+function input(devices: DeviceObject[], groups: SecurityGroup[] = [], self = 1): DesiredStateInput {
+  return {
+    deviceId: deviceId(self),
+    interfaceName: 'fp0',
+    privateKey: keyPair(self).privateKey,
+    listenPort: 51820,
+    organization: organization({ ipv4_cidr: '100.64.0.0/20', mtu: 1380, resolvers: ['1.1.1.1', 'FD00::53'] }),
+    devices,
+    securityGroups: groups,
+  };
+}
+
+describe('computeDesiredState: interface and peers', () => {
+  it('puts the tunnel IP with the pool prefix, mtu, port and resolvers on the interface', () => {
+    const d = computeDesiredState(input([device(1), device(2)]));
+    expect(d.interface).toEqual({
+      name: 'fp0',
+      private_key: keyPair(1).privateKey,
+      address: '100.64.0.1/20',
+      mtu: 1380,
+      listen_port: 51820,
+      resolvers: ['1.1.1.1', 'fd00::53'],
+    });
+  });
+
+  it('has one peer per other device, none for itself, sorted by device id', () => {
+    const d = computeDesiredState(input([device(3), device(1), device(2)]));
+    expect(d.peers.map((p) => p.device_id)).toEqual([deviceId(2), deviceId(3)]);
+    expect(d.peers.map((p) => p.public_key)).toEqual([keyPair(2).publicKey, keyPair(3).publicKey]);
+    expect(d.peers.some((p) => p.public_key === keyPair(1).publicKey)).toBe(false);
+  });
+
+  it('allows the tunnel IP /32 first, then advertised CIDRs canonical and sorted', () => {
+    const d = computeDesiredState(
+      input([device(1), device(2, { advertise_cidrs: ['fd00:1::5/64', '192.168.7.9/24', '10.0.0.0/8', '100.64.0.2/32'] })]),
+    );
+    expect(d.peers[0]?.allowed_ips).toEqual(['100.64.0.2/32', '10.0.0.0/8', '192.168.7.0/24', 'fd00:1::/64']);
+  });
+
+  it('gives a CIDR advertised twice to the lower device id, and never a tunnel IP to another device', () => {
+    const d = computeDesiredState(
+      input([
+        device(1),
+        device(3, { advertise_cidrs: ['10.9.0.0/16', '100.64.0.2/32'] }),
+        device(2, { advertise_cidrs: ['10.9.0.0/16', '100.64.0.1/32', 'bogus'] }),
+      ]),
+    );
+    expect(d.peers.map((p) => p.allowed_ips)).toEqual([['100.64.0.2/32', '10.9.0.0/16'], ['100.64.0.3/32']]);
+    expect(d.skipped.map((s) => [s.kind, s.subject])).toEqual([
+      ['allowed-ip', `${deviceId(2)} 100.64.0.1/32`],
+      ['allowed-ip', `${deviceId(2)} bogus`],
+      ['allowed-ip', `${deviceId(3)} 10.9.0.0/16`],
+      ['allowed-ip', `${deviceId(3)} 100.64.0.2/32`],
+    ]);
+  });
+
+  it('prefers a manual endpoint, then stun, then local; none gives no endpoint and no keepalive', () => {
+    const all = [
+      { source: 'local' as const, address: '192.168.1.2:51820' },
+      { source: 'stun' as const, address: '198.51.100.2:40000' },
+      { source: 'manual' as const, address: '[2001:DB8::2]:51820' },
+    ];
+    const d = computeDesiredState(
+      input([
+        device(1),
+        device(2, { endpoints: all }),
+        device(3, { endpoints: all.slice(0, 2) }),
+        device(4, { endpoints: all.slice(0, 1) }),
+        device(5, { endpoints: [] }),
+        device(6, { endpoints: [{ source: 'manual', address: 'nope' }, ...all.slice(0, 1)] }),
+      ]),
+    );
+    expect(d.peers.map((p) => [p.endpoint, p.persistent_keepalive])).toEqual([
+      ['[2001:db8::2]:51820', 25],
+      ['198.51.100.2:40000', 25],
+      ['192.168.1.2:51820', 25],
+      [null, 0],
+      ['192.168.1.2:51820', 25],
+    ]);
+    expect(d.skipped).toEqual([{ kind: 'endpoint', subject: `${deviceId(6)} nope`, reason: 'not ip:port' }]);
+  });
+
+  it('leaves out peers with a bad or duplicate public key', () => {
+    const d = computeDesiredState(
+      input([device(1), device(2, { public_key: 'bad' }), device(3), device(4, { public_key: keyPair(3).publicKey })]),
+    );
+    expect(d.peers.map((p) => p.device_id)).toEqual([deviceId(3)]);
+    expect(d.skipped.map((s) => s.subject)).toEqual([deviceId(2), deviceId(4)]);
+  });
+
+  it('does not depend on the order of its inputs', () => {
+    const devices = [device(1), device(2, { advertise_cidrs: ['10.2.0.0/16', '10.1.0.0/16'] }), device(3), device(4)];
+    const groups = [securityGroup(1, [rule('tcp', 22, 22, ['10.0.0.0/8', '10.0.0.1'])]), securityGroup(2, [])];
+    devices[0] = device(1, { security_group_id: groupId(1) });
+    const a = computeDesiredState(input(devices, groups));
+    const b = computeDesiredState(input([...devices].reverse(), [...groups].reverse()));
+    expect(b).toEqual(a);
+  });
+
+  it('fails for a missing own device, a bad interface name or listen port', () => {
+    expect(() => computeDesiredState(input([device(2)]))).toThrow(DesiredStateError);
+    expect(() => computeDesiredState({ ...input([device(1)]), interfaceName: 'x'.repeat(16) })).toThrow(DesiredStateError);
+    expect(() => computeDesiredState({ ...input([device(1)]), interfaceName: 'a b' })).toThrow(DesiredStateError);
+    expect(() => computeDesiredState({ ...input([device(1)]), listenPort: 0 })).toThrow(DesiredStateError);
+  });
+});
+
+describe('computeDesiredState: routes', () => {
+  it('routes the organization routes via the tunnel, canonical and sorted, skipping bad ones', () => {
+    const base = input([device(1)]);
+    const d = computeDesiredState({
+      ...base,
+      organization: organization({
+        ipv4_cidr: '100.64.0.0/20',
+        routes: [
+          { destination: 'fd00:9::1/64' },
+          { destination: '10.2.3.4/16', via: '100.64.0.7' },
+          { destination: '10.1.0.0/16' },
+          { destination: '10.1.0.0/16', via: '100.64.0.8' },
+          { destination: '100.64.0.0/20' },
+          { destination: '10.3.0.0/16', via: 'fd00::1' },
+        ],
+      }),
+    });
+    expect(d.routes).toEqual([
+      { destination: '10.1.0.0/16', via: null },
+      { destination: '10.2.0.0/16', via: '100.64.0.7' },
+      { destination: 'fd00:9::/64', via: null },
+    ]);
+    expect(d.skipped.map((s) => s.reason)).toEqual([
+      'duplicate destination',
+      'via is of another address family',
+      'is the tunnel pool itself',
+    ]);
+  });
+});
+
+describe('computeDesiredState: firewall', () => {
+  it('allows all on the tunnel without a security group', () => {
+    expect(computeDesiredState(input([device(1), device(2)])).firewall).toEqual({ mode: 'allow-all' });
+  });
+
+  it('compiles inbound and outbound rules per family', () => {
+    const group = securityGroup(
+      1,
+      [
+        rule('tcp', 22, 22, ['100.64.0.2', '10.0.0.0/25', '10.0.0.128/25', 'fd00::/64']),
+        rule('udp', 1000, 2000, ['192.168.1.10-192.168.1.20', 'fd00::1-fd00::9']),
+        rule('icmp', 0, 0, ['100.64.0.0/16', 'fd00::/8']),
+        rule('icmpv6', 0, 0, ['100.64.0.0/16', 'fd00::/8']),
+        rule('tcp', 0, 0, ['100.64.0.3']),
+        rule('icmpv6', 0, 0, ['10.0.0.0/8']),
+      ],
+      [rule('any', 0, 0, [])],
+    );
+    const d = computeDesiredState(input([device(1, { security_group_id: group.id }), device(2)], [group]));
+    expect(d.firewall).toEqual({
+      mode: 'filter',
+      security_group_id: group.id,
+      group_found: true,
+      inbound: [
+        { protocol: 'icmp', ports: null, ipv4: ['100.64.0.0/16'], ipv6: [] },
+        { protocol: 'icmpv6', ports: null, ipv4: [], ipv6: ['fd00::/8'] },
+        { protocol: 'tcp', ports: null, ipv4: ['100.64.0.3'], ipv6: [] },
+        { protocol: 'tcp', ports: { from: 22, to: 22 }, ipv4: ['10.0.0.0/24', '100.64.0.2'], ipv6: ['fd00::/64'] },
+        { protocol: 'udp', ports: { from: 1000, to: 2000 }, ipv4: ['192.168.1.10-192.168.1.20'], ipv6: ['fd00::1-fd00::9'] },
+      ],
+      outbound: [{ protocol: 'any', ports: null, ipv4: ['0.0.0.0/0'], ipv6: ['::/0'] }],
+    });
+  });
+
+  it('drops a rule whose ranges are all invalid instead of widening it to any address', () => {
+    const group = securityGroup(1, [rule('tcp', 22, 22, ['not-an-ip'])]);
+    const d = computeDesiredState(input([device(1, { security_group_id: group.id })], [group]));
+    expect(d.firewall).toMatchObject({ mode: 'filter', inbound: [] });
+    expect(d.skipped).toEqual([{ kind: 'ip-range', subject: 'inbound not-an-ip', reason: 'not a CIDR, IP or IP-IP range' }]);
+  });
+
+  it('fails closed when the named group is not in the snapshot', () => {
+    const d = computeDesiredState(input([device(1, { security_group_id: groupId(9) })], [securityGroup(1, [])]));
+    expect(d.firewall).toEqual({ mode: 'filter', security_group_id: groupId(9), group_found: false, inbound: [], outbound: [] });
+  });
+
+  it("uses only the device's own group", () => {
+    const mine = securityGroup(1, [rule('tcp', 80, 80, [])]);
+    const other = securityGroup(2, [rule('tcp', 22, 22, [])]);
+    const d = computeDesiredState(
+      input([device(1, { security_group_id: mine.id }), device(2, { security_group_id: other.id })], [mine, other]),
+    );
+    expect(d.firewall.mode === 'filter' && d.firewall.inbound.map((r) => r.ports)).toEqual([{ from: 80, to: 80 }]);
+  });
+});

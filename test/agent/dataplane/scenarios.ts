@@ -1,0 +1,65 @@
+/** Desired states shared by the renderer golden tests and the namespace test's syntax check. */
+import { computeDesiredState, type DesiredDataplane } from '../../../src/agent/dataplane/index.js';
+import { device, deviceId, groupId, keyPair, organization, rule, securityGroup } from './fixtures.js';
+
+export function fullScenario(): DesiredDataplane {
+  const group = securityGroup(
+    1,
+    [
+      rule('tcp', 22, 22, ['100.64.0.2', '10.0.0.0/8', 'fd00::/64']),
+      rule('udp', 5000, 5100, ['192.168.1.10-192.168.1.20', 'fd00::1-fd00::9']),
+      rule('icmp', 0, 0, []),
+      rule('icmpv6', 0, 0, ['fd00::/8']),
+    ],
+    [rule('tcp', 443, 443, ['0.0.0.0/0']), rule('any', 0, 0, ['100.64.0.0/16', '2001:db8::/32']), rule('udp', 53, 53, ['100.64.0.1'])],
+  );
+  return computeDesiredState({
+    deviceId: deviceId(1),
+    interfaceName: 'fp0',
+    privateKey: keyPair(1).privateKey,
+    listenPort: 51820,
+    organization: organization({
+      mtu: 1380,
+      resolvers: ['100.64.0.53', 'fd00::53'],
+      routes: [{ destination: '10.20.0.0/16', via: '100.64.0.2' }, { destination: '172.16.0.0/12' }, { destination: 'fd00:20::/48' }],
+    }),
+    devices: [
+      device(1, { security_group_id: group.id }),
+      device(2, {
+        hostname: 'router\n[Peer] evil',
+        advertise_cidrs: ['10.20.0.0/16', 'fd00:20::/48'],
+        endpoints: [
+          { source: 'local', address: '192.168.1.2:51820' },
+          { source: 'stun', address: '198.51.100.2:40001' },
+        ],
+      }),
+      device(3, { endpoints: [{ source: 'manual', address: '[2001:db8::3]:51820' }] }),
+      device(4),
+    ],
+    securityGroups: [group],
+  });
+}
+
+export function allowAllScenario(): DesiredDataplane {
+  return computeDesiredState({
+    deviceId: deviceId(2),
+    interfaceName: 'fp0',
+    privateKey: keyPair(2).privateKey,
+    listenPort: 51821,
+    organization: organization(),
+    devices: [device(1), device(2)],
+    securityGroups: [],
+  });
+}
+
+export function missingGroupScenario(): DesiredDataplane {
+  return computeDesiredState({
+    deviceId: deviceId(1),
+    interfaceName: 'fp0',
+    privateKey: keyPair(1).privateKey,
+    listenPort: 51820,
+    organization: organization(),
+    devices: [device(1, { security_group_id: groupId(7) })],
+    securityGroups: [],
+  });
+}
