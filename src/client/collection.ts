@@ -1,6 +1,6 @@
 import { HEADERS, QUERY, formatEtag, parseEtag } from '../protocol/index.js';
 import { identified, isTombstone, listOf, type Identified, type Tombstone } from './guards.js';
-import { readJson, type HttpTransport } from './http-transport.js';
+import { discardBody, readJson, type HttpTransport } from './http-transport.js';
 
 export interface CallOptions {
   signal?: AbortSignal | undefined;
@@ -127,7 +127,7 @@ export class Collection<T extends Identified, Create, Patch> {
       signal: opts.signal,
     });
     if (res.status === NOT_MODIFIED) {
-      await res.body?.cancel().catch(() => undefined);
+      await discardBody(res);
       return { notModified: true, etag: res.headers.get(HEADERS.etag) ?? tag };
     }
     const body = await readJson(res, this.#list, `GET ${this.listPath}`, `a list of ${this.what}`, opts.signal);

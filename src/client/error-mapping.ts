@@ -136,10 +136,9 @@ export async function errorFromResponse(res: Response): Promise<FleetplaneError>
   });
 }
 
-/** The typed error for a code received in a watch stream's `error` event. */
-export function errorFromStreamEvent(code: string, message: string): FleetplaneError {
-  if (isErrorCode(code)) return errorFromCode({ code, status: ERRORS[code].status, message });
-  return new ProtocolError({ code: 'invalid_response', message: `watch error event with unknown code ${JSON.stringify(code)}: ${message}` });
+/** The typed error for a watch stream's `error` event; `status` is the catalog's for the code. */
+export function errorFromStreamEvent(code: ErrorCode, message: string): FleetplaneError {
+  return errorFromCode({ code, status: ERRORS[code].status, message: message || ERRORS[code].message, details: { from: 'watch_stream' } });
 }
 
 /**

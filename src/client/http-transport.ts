@@ -89,12 +89,17 @@ export class HttpTransport {
   /** Sends and discards the body (204 answers). */
   async empty(req: HttpRequest): Promise<Response> {
     const res = await this.send(req);
-    try {
-      await res.body?.cancel();
-    } catch {
-      // The answer is complete without the body; a failing cancel changes nothing for the caller.
-    }
+    await discardBody(res);
     return res;
+  }
+}
+
+/** Releases a body the caller doesn't need (204, 304). */
+export async function discardBody(res: Response): Promise<void> {
+  try {
+    await res.body?.cancel();
+  } catch {
+    // The answer is complete without the body; a failing cancel changes nothing for the caller.
   }
 }
 

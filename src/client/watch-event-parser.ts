@@ -1,10 +1,10 @@
 import {
   EVENT_TYPES,
+  isErrorCode,
   isWatchKind,
   type BookmarkEvent,
   type ChangeEvent,
   type DeleteEvent,
-  type ErrorEvent,
   type EventType,
   type TailEvent,
   type WatchEvent,
@@ -64,9 +64,8 @@ export function parseWatchLine(line: string): WatchEvent {
       return { type, value: { revision: value['revision'] } };
     case 'error': {
       const { code, message } = value;
-      if (typeof code !== 'string') throw invalid(line, 'error without code');
-      // The code is checked against the catalog by whoever turns the event into an error.
-      return { type, value: { code, message: typeof message === 'string' ? message : '' } } as ErrorEvent;
+      if (!isErrorCode(code)) throw invalid(line, 'error with an unknown code');
+      return { type, value: { code, message: typeof message === 'string' ? message : '' } };
     }
   }
 }

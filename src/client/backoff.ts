@@ -1,0 +1,58 @@
+/** Reconnect timing of informers. */
+export interface BackoffPolicy {
+  /** Ceiling of the first delay. */
+  initialMs: number;
+  /** Largest ceiling. */
+  maxMs: number;
+  /** A connection healthy at least this long resets the sequence. */
+  resetAfterMs: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 30_000, resetAfterMs: 60_000 };
+
+/** Past this the ceiling is long since capped; keeps 2^n finite. */
+const MAX_EXPONENT = 40;
+
+/**
+ * Exponential backoff with full jitter: after the n-th consecutive failure
+ * (n from 0) the delay is uniform in [0, min(maxMs, initialMs·2^n)).
+ * Full jitter spreads a fleet's reconnects after a server restart instead of
+ * synchronising them.
+ */
+export class Backoff {
+  readonly #policy: BackoffPolicy;
+  readonly #random: () => number;
+  #failures = 0;
+
+  constructor(policy: Partial<BackoffPolicy> = {}, random: () => number = Math.random) {
+    this.#policy = { ...DEFAULT_BACKOFF, ...policy };
+    this.#random = random;
+  }
+
+  /** Consecutive failures counted so far (the `attempt` informers report). */
+  get failures(): number {
+    return this.#failures;
+  }
+
+  /** The ceiling the next delay is drawn under. */
+  ceiling(): number {
+    const { initialMs, maxMs } = this.#policy;
+    return Math.min(maxMs, initialMs * 2 ** Math.min(this.#failures, MAX_EXPONENT));
+  }
+
+  /**
+   * Counts a failure and returns how long to wait before the next try.
+   * `healthyMs`: how long the connection that just ended had been healthy
+   * (0 when it never opened); at least `resetAfterMs` restarts the sequence.
+   */
+  next(healthyMs = 0): number {
+    if (healthyMs >= this.#policy.resetAfterMs) this.#failures = 0;
+    const delay = this.#random() * this.ceiling();
+    this.#failures += 1;
+    return delay;
+  }
+
+  reset(): void {
+    this.#failures = 0;
+  }
+}

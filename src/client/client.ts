@@ -1,0 +1,58 @@
+import { paths, type Convergence, type Replica, type Watch } from '../protocol/index.js';
+import type { CallOptions } from './collection.js';
+import { DevicesApi } from './devices-api.js';
+import { RegistrationKeysApi, TokensApi } from './credentials-api.js';
+import { isObject, isRecord, listOf } from './guards.js';
+import { HttpTransport, type TransportOptions } from './http-transport.js';
+import { OrganizationsApi } from './organizations-api.js';
+import { SecurityGroupsApi } from './security-groups-api.js';
+import type { StreamEvent } from './watch-event-parser.js';
+import { watchEvents, type WatchEventsOptions } from './watch-events.js';
+
+export type FleetplaneClientOptions = TransportOptions;
+
+const isReplica = (v: unknown): v is Replica => isRecord(v) && typeof v['id'] === 'string';
+
+/**
+ * Typed access to every REST route of PROTOCOL.md and to the watch stream.
+ * Works in Node 20+ and browsers (only `fetch`, streams and TextDecoder).
+ * Every call takes an optional AbortSignal; failures are FleetplaneError
+ * subclasses (see errors.ts), aborts rethrow the signal's reason.
+ */
+export class FleetplaneClient {
+  readonly organizations: OrganizationsApi;
+  readonly devices: DevicesApi;
+  readonly securityGroups: SecurityGroupsApi;
+  readonly registrationKeys: RegistrationKeysApi;
+  readonly tokens: TokensApi;
+  readonly #transport: HttpTransport;
+
+  constructor(opts: FleetplaneClientOptions) {
+    this.#transport = new HttpTransport(opts);
+    this.organizations = new OrganizationsApi(this.#transport);
+    this.devices = new DevicesApi(this.#transport);
+    this.securityGroups = new SecurityGroupsApi(this.#transport);
+    this.registrationKeys = new RegistrationKeysApi(this.#transport);
+    this.tokens = new TokensApi(this.#transport);
+  }
+
+  get baseUrl(): string {
+    return this.#transport.baseUrl;
+  }
+
+  /** `GET /api/organizations/{org}/convergence`. */
+  convergence(org: string, opts: CallOptions = {}): Promise<Convergence> {
+    return this.#transport.json({ method: 'GET', path: paths.convergence(org), signal: opts.signal }, isObject<Convergence>(), 'convergence counts');
+  }
+
+  /** `GET /api/replicas`: the server replicas and their leases. */
+  async replicas(opts: CallOptions = {}): Promise<Replica[]> {
+    const body = await this.#transport.json({ method: 'GET', path: paths.replicas(), signal: opts.signal }, listOf(isReplica), 'a list of replicas');
+    return body.items;
+  }
+
+  /** The raw watch stream; see `watchEvents` in watch-events.ts for its contract. */
+  watchEvents(org: string, watches: readonly Watch[], opts: WatchEventsOptions = {}): AsyncGenerator<StreamEvent, void, undefined> {
+    return watchEvents(this.#transport, org, watches, opts);
+  }
+}

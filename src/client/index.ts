@@ -1,0 +1,75 @@
+/**
+ * The fleetplane SDK: typed REST calls, the watch stream, informers.
+ * Browser-safe: fetch, web streams, TextDecoder, AbortSignal; no Node built-ins.
+ */
+export { FleetplaneClient, type FleetplaneClientOptions } from './client.js';
+export type { FetchLike } from './http-transport.js';
+export type { OrganizationsApi } from './organizations-api.js';
+export type { DevicesApi, RpcOptions } from './devices-api.js';
+export type { SecurityGroupsApi } from './security-groups-api.js';
+export type { RegistrationKeysApi, TokensApi } from './credentials-api.js';
+export { collectList, type CallOptions, type WriteOptions, type PageOptions, type ListPage, type NotModified } from './collection.js';
+export { isTombstone, type Tombstone, type Identified } from './guards.js';
+export {
+  FleetplaneError,
+  AuthError,
+  NotFoundError,
+  ConflictError,
+  ValidationError,
+  CompactedError,
+  UnavailableError,
+  AgentError,
+  ServerError,
+  TransportError,
+  ProtocolError,
+  type FleetplaneErrorCode,
+  type ClientErrorCode,
+  type FleetplaneErrorInit,
+} from './errors.js';
+export { isRetryable } from './error-mapping.js';
+export { DEFAULT_MAX_LINE_BYTES } from './ndjson-reader.js';
+export type { WatchEventsOptions } from './watch-events.js';
+export type { StreamEvent } from './watch-event-parser.js';
+export { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+export {
+  SharedInformers,
+  DEFAULT_BOOKMARK_INTERVAL_MS,
+  type SharedInformersOptions,
+  type InformerErrorHandler,
+  type InformerErrorContext,
+} from './shared-informers.js';
+export type { Informer } from './informer.js';
+export type { InformerStatus } from './stream-state.js';
+export type { InformerLogger } from './logger.js';
+export type {
+  Organization,
+  OrganizationCreate,
+  OrganizationPatch,
+  Device,
+  DeviceObject,
+  DeviceCreate,
+  DevicePatch,
+  DeviceStatus,
+  DeviceStatusInput,
+  EnrolledDevice,
+  SecurityGroup,
+  SecurityGroupCreate,
+  SecurityGroupPatch,
+  OrgToken,
+  OrgTokenCreate,
+  CreatedOrgToken,
+  RegistrationKey,
+  RegistrationKeyCreate,
+  CreatedRegistrationKey,
+  Convergence,
+  Replica,
+  Watch,
+  WatchKind,
+  WatchEvent,
+  ChangeEvent,
+  DeleteEvent,
+  TailEvent,
+  BookmarkEvent,
+  ErrorEvent,
+  KindValue,
+} from '../protocol/index.js';

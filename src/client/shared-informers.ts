@@ -1,0 +1,265 @@
+import type { WatchKind } from '../protocol/index.js';
+import { Backoff, type BackoffPolicy } from './backoff.js';
+import type { FleetplaneClient } from './client.js';
+import { isRetryable } from './error-mapping.js';
+import { CompactedError, ProtocolError, TransportError } from './errors.js';
+import { KindInformer, type Informer } from './informer.js';
+import { consoleLogger, type InformerLogger } from './logger.js';
+import { sleep } from './sleep.js';
+import { transition, type InformerStatus, type StreamInput } from './stream-state.js';
+import type { StreamEvent } from './watch-event-parser.js';
+
+/** Server default of PROTOCOL.md: a bookmark at least every 15 s on an idle stream. */
+export const DEFAULT_BOOKMARK_INTERVAL_MS = 15_000;
+
+export interface SharedInformersOptions {
+  /** The server's bookmark interval; 3× this without a line means the stream is dead. */
+  bookmarkIntervalMs?: number;
+  backoff?: Partial<BackoffPolicy>;
+  /** Source of jitter in [0, 1). */
+  random?: () => number;
+  /** Milliseconds clock (for the healthy-minute reset). */
+  now?: () => number;
+  /** Where errors go when no error handler is registered (pino-compatible). Defaults to console. */
+  logger?: InformerLogger;
+  /** Bound of one watch line (default 16 MiB). */
+  maxLineBytes?: number;
+}
+
+/**
+ * Where an error came from: the stream (`fatal` when the informers stopped
+ * because of it) or a handler of `kind`.
+ */
+export type InformerErrorContext = { source: 'stream'; fatal: boolean } | { source: 'handler'; kind: WatchKind; fatal: false };
+
+export type InformerErrorHandler = (error: Error, context: InformerErrorContext) => void;
+
+function toError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/**
+ * Many informers of one organization over ONE watch stream.
+ *
+ * - `informer(kind)` returns the kind's informer (one per kind). Adding a
+ *   kind while the stream runs restarts it: every kind resumes from its own
+ *   revision (the new one from 0), and informers drop events they already
+ *   have, so nobody sees anything twice.
+ * - Any disconnect (error, end, 3 bookmark intervals of silence) reconnects
+ *   from each kind's last revision with `at_tail`, after a full-jitter backoff
+ *   (0.5 s doubling to 30 s, reset after a healthy minute).
+ * - `revision_compacted` makes every informer relist from 0 (after the same
+ *   backoff) and report only real differences.
+ * - It stops only on abort/`stop()`, or on 401/403/404 (`failed` status, error handlers).
+ */
+export class SharedInformers {
+  readonly #client: FleetplaneClient;
+  readonly #org: string;
+  readonly #opts: SharedInformersOptions;
+  readonly #logger: InformerLogger;
+  readonly #now: () => number;
+  readonly #informers = new Map<WatchKind, KindInformer<WatchKind>>();
+  readonly #errorHandlers = new Set<InformerErrorHandler>();
+  readonly #statusHandlers = new Set<(status: InformerStatus) => void>();
+  readonly #stop = new AbortController();
+  #status: InformerStatus = { type: 'starting' };
+  #loop: Promise<void> | undefined;
+  #conn: AbortController | undefined;
+  #restart = false;
+  #wakeJoin: (() => void) | undefined;
+  #ended: { error: unknown } | undefined;
+
+  constructor(client: FleetplaneClient, org: string, opts: SharedInformersOptions = {}) {
+    this.#client = client;
+    this.#org = org;
+    this.#opts = opts;
+    this.#logger = opts.logger ?? consoleLogger;
+    this.#now = opts.now ?? Date.now;
+  }
+
+  /** The informer of `kind`, created (and joined to a running stream) on first use. */
+  informer<K extends WatchKind>(kind: K): Informer<K> {
+    // The map holds one informer per kind under its own kind, so the entry for K is a KindInformer<K>.
+    const existing = this.#informers.get(kind);
+    if (existing) return existing as unknown as Informer<K>;
+    const created = new KindInformer(kind, {
+      status: () => this.#status,
+      reportHandlerError: (error, k) => this.#report(toError(error), { source: 'handler', kind: k, fatal: false }),
+    });
+    this.#informers.set(kind, created as unknown as KindInformer<WatchKind>);
+    if (this.#ended) created.end(this.#ended.error);
+    else if (this.#loop) {
+      this.#apply({ type: 'progress', synced: false });
+      this.#wakeJoin?.();
+      if (this.#conn) {
+        this.#restart = true;
+        this.#conn.abort();
+      }
+    }
+    return created;
+  }
+
+  /** Starts the stream (idempotent). Aborting `signal` stops it like `stop()`. */
+  start(signal?: AbortSignal): this {
+    if (this.#loop) return this;
+    if (signal) {
+      if (signal.aborted) this.#stop.abort(signal.reason);
+      else signal.addEventListener('abort', () => this.#stop.abort(signal.reason), { once: true });
+    }
+    this.#loop = this.#run(this.#stop.signal);
+    return this;
+  }
+
+  /** Stops the stream and waits for it to end; informers keep their last state. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    if (!this.#loop) this.#end({ type: 'aborted' }, new DOMException('informers stopped', 'AbortError'));
+    await this.#loop;
+  }
+
+  status(): InformerStatus {
+    return this.#status;
+  }
+
+  /** True when every informer has synced. */
+  hasSynced(): boolean {
+    return [...this.#informers.values()].every((i) => i.hasSynced());
+  }
+
+  /** Resolves when every informer created so far has synced. */
+  async waitForSync(signal?: AbortSignal): Promise<void> {
+    await Promise.all([...this.#informers.values()].map((i) => i.waitForSync(signal)));
+  }
+
+  onError(handler: InformerErrorHandler): () => void {
+    this.#errorHandlers.add(handler);
+    return () => this.#errorHandlers.delete(handler);
+  }
+
+  onStatus(handler: (status: InformerStatus) => void): () => void {
+    this.#statusHandlers.add(handler);
+    return () => this.#statusHandlers.delete(handler);
+  }
+
+  #allCurrent(): boolean {
+    return [...this.#informers.values()].every((i) => i.current);
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    const backoff = new Backoff(this.#opts.backoff, this.#opts.random);
+    const idleTimeoutMs = 3 * (this.#opts.bookmarkIntervalMs ?? DEFAULT_BOOKMARK_INTERVAL_MS);
+    while (!signal.aborted) {
+      if (this.#informers.size === 0) {
+        await new Promise<void>((resolve) => {
+          this.#wakeJoin = resolve;
+          signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        this.#wakeJoin = undefined;
+        continue;
+      }
+      const members = new Map(this.#informers);
+      const watches = [...members.values()].map((i) => i.watch());
+      const conn = new AbortController();
+      const cut = (): void => conn.abort();
+      signal.addEventListener('abort', cut, { once: true });
+      this.#conn = conn;
+      this.#restart = false;
+      let openedAt: number | undefined;
+      let failure: unknown;
+      try {
+        const events = this.#client.watchEvents(this.#org, watches, {
+          signal: conn.signal,
+          idleTimeoutMs,
+          maxLineBytes: this.#opts.maxLineBytes,
+          onOpen: () => {
+            openedAt = this.#now();
+            this.#apply({ type: 'opened', synced: this.#allCurrent() });
+          },
+        });
+        for await (const event of events) this.#dispatch(event, members);
+        failure = new TransportError({ code: 'network_error', message: 'the server ended the watch stream' });
+      } catch (err) {
+        failure = err;
+      } finally {
+        signal.removeEventListener('abort', cut);
+        this.#conn = undefined;
+      }
+      if (signal.aborted) break;
+      if (this.#restart) continue;
+
+      const error = toError(failure);
+      // Only informers past revision 0 can be compacted; without one, a 410 is a server fault to back off from.
+      // A relist still goes through the backoff: a watcher that keeps falling behind must not relist in a loop.
+      if (error instanceof CompactedError && [...this.#informers.values()].some((i) => i.revision() > 0)) {
+        for (const i of this.#informers.values()) i.beginRelist();
+        this.#apply({ type: 'progress', synced: false });
+      } else if (!isRetryable(error)) {
+        this.#end({ type: 'rejected', error }, error);
+        this.#report(error, { source: 'stream', fatal: true });
+        return;
+      }
+      const delayMs = backoff.next(openedAt === undefined ? 0 : this.#now() - openedAt);
+      this.#apply({ type: 'disconnected', error, attempt: backoff.failures, delayMs });
+      this.#report(error, { source: 'stream', fatal: false });
+      await sleep(delayMs, signal);
+    }
+    this.#end({ type: 'aborted' }, signal.reason ?? new DOMException('informers stopped', 'AbortError'));
+  }
+
+  #dispatch(event: StreamEvent, members: ReadonlyMap<WatchKind, KindInformer<WatchKind>>): void {
+    if (event.type === 'bookmark') {
+      for (const i of members.values()) i.handleBookmark(event.value.revision);
+      return;
+    }
+    const informer = members.get(event.kind);
+    if (!informer) {
+      throw new ProtocolError({ code: 'invalid_response', message: `watch event for kind ${event.kind}, which this stream did not request` });
+    }
+    switch (event.type) {
+      case 'change':
+        informer.handleChange(event.value);
+        return;
+      case 'delete':
+        informer.handleDelete(event.value);
+        return;
+      case 'tail':
+        informer.handleTail(event.value.revision);
+        this.#apply({ type: 'progress', synced: this.#allCurrent() });
+        return;
+    }
+  }
+
+  #end(input: StreamInput, error: unknown): void {
+    this.#ended ??= { error };
+    this.#apply(input);
+    for (const i of this.#informers.values()) i.end(error);
+  }
+
+  #apply(input: StreamInput): void {
+    const next = transition(this.#status, input);
+    if (next === this.#status || (next.type === this.#status.type && next.type !== 'retrying')) return;
+    this.#status = next;
+    for (const h of this.#statusHandlers) {
+      try {
+        h(next);
+      } catch (err) {
+        this.#logger.error({ err }, 'fleetplane informer status handler threw');
+      }
+    }
+  }
+
+  #report(error: Error, context: InformerErrorContext): void {
+    if (this.#errorHandlers.size === 0) {
+      const log = context.fatal ? this.#logger.error : this.#logger.warn;
+      log.call(this.#logger, { err: error, ...context }, `fleetplane informer: ${error.message}`);
+      return;
+    }
+    for (const h of this.#errorHandlers) {
+      try {
+        h(error, context);
+      } catch (err) {
+        this.#logger.error({ err }, 'fleetplane informer error handler threw');
+      }
+    }
+  }
+}
