@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
 import swagger from '@fastify/swagger';
+import { Ajv, type Options as AjvOptions } from 'ajv';
 import type { Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { FORMATS } from '../../protocol/index.js';
@@ -33,10 +34,14 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: false,
     return503OnClosing: true,
-    ajv: {
-      customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: false, allErrors: false, formats: { ...FORMATS } },
-    },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Bodies are JSON and must not be coerced ({"mtu": "1400"} is an error, not 1400);
+  // path and query parameters arrive as strings and are.
+  const ajvOptions: AjvOptions = { removeAdditional: false, useDefaults: false, allErrors: false, formats: { ...FORMATS } };
+  const bodyAjv = new Ajv({ ...ajvOptions, coerceTypes: false });
+  const partAjv = new Ajv({ ...ajvOptions, coerceTypes: 'array' });
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : partAjv).compile(schema));
 
   // Response schemas document the API; bodies are serialized as they are.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

@@ -117,7 +117,8 @@ export async function listKind(q: Queryable, orgId: string, kind: WatchKind, par
     ({ after, since } = decodeCursor(params.after));
   } else if (params.gt_revision !== undefined) {
     after = params.gt_revision;
-    since = params.gt_revision;
+    // 0: the client has nothing, so it needs no deletes (as on watch streams) and can't be behind compaction.
+    since = params.gt_revision > 0 ? params.gt_revision : null;
   }
   const paged = params.limit !== undefined;
   const limit = params.limit ?? null;

@@ -15,18 +15,19 @@ import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { notFound } from '../../errors.js';
 import { requireOrgAccess } from '../auth.js';
-import { principalOf } from './shared.js';
+import { authenticated, principalOf } from './shared.js';
 
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse };
 
 /** Tokens and registration keys: organization admins only, secrets shown once. */
 export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
+  const auth = authenticated(ctx);
   const admin = async (req: { params: { org: string } } & Parameters<typeof principalOf>[0]) =>
     requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
 
   app.post(
     ROUTES.tokens,
-    { schema: { tags: ['tokens'], summary: 'Create an organization token (shown once)', params: OrgParams, body: OrgTokenCreate, response: { 201: CreatedOrgToken, ...errors } } },
+    { ...auth, schema: { tags: ['tokens'], summary: 'Create an organization token (shown once)', params: OrgParams, body: OrgTokenCreate, response: { 201: CreatedOrgToken, ...errors } } },
     async (req, reply) => {
       await admin(req);
       return reply.status(201).send(await ctx.store.createOrgToken(req.params.org, req.body));
@@ -34,7 +35,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   );
   app.get(
     ROUTES.tokens,
-    { schema: { tags: ['tokens'], summary: 'List organization tokens (without secrets)', params: OrgParams, response: { 200: Type.Object({ items: Type.Array(OrgToken) }), ...errors } } },
+    { ...auth, schema: { tags: ['tokens'], summary: 'List organization tokens (without secrets)', params: OrgParams, response: { 200: Type.Object({ items: Type.Array(OrgToken) }), ...errors } } },
     async (req) => {
       await admin(req);
       return { items: await ctx.store.listOrgTokens(req.params.org) };
@@ -42,7 +43,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   );
   app.delete(
     ROUTES.token,
-    { schema: { tags: ['tokens'], summary: 'Revoke a token (its watch streams end with forbidden)', params: OrgIdParams, response: { 204: Type.Null(), ...errors } } },
+    { ...auth, schema: { tags: ['tokens'], summary: 'Revoke a token (its watch streams end with forbidden)', params: OrgIdParams, response: { 204: Type.Null(), ...errors } } },
     async (req, reply) => {
       await admin(req);
       await ctx.store.revokeOrgToken(req.params.org, req.params.id);
@@ -52,7 +53,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
 
   app.post(
     ROUTES.registrationKeys,
-    { schema: { tags: ['registration keys'], summary: 'Create a registration key (shown once)', params: OrgParams, body: RegistrationKeyCreate, response: { 201: CreatedRegistrationKey, ...errors } } },
+    { ...auth, schema: { tags: ['registration keys'], summary: 'Create a registration key (shown once)', params: OrgParams, body: RegistrationKeyCreate, response: { 201: CreatedRegistrationKey, ...errors } } },
     async (req, reply) => {
       await admin(req);
       return reply.status(201).send(await ctx.store.createRegistrationKey(req.params.org, req.body));
@@ -60,7 +61,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   );
   app.get(
     ROUTES.registrationKeys,
-    { schema: { tags: ['registration keys'], summary: 'List registration keys (without secrets)', params: OrgParams, response: { 200: Type.Object({ items: Type.Array(RegistrationKey) }), ...errors } } },
+    { ...auth, schema: { tags: ['registration keys'], summary: 'List registration keys (without secrets)', params: OrgParams, response: { 200: Type.Object({ items: Type.Array(RegistrationKey) }), ...errors } } },
     async (req) => {
       await admin(req);
       return { items: await ctx.store.listRegistrationKeys(req.params.org) };
@@ -68,7 +69,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   );
   app.get(
     ROUTES.registrationKey,
-    { schema: { tags: ['registration keys'], summary: 'Get a registration key (without its secret)', params: OrgIdParams, response: { 200: RegistrationKey, ...errors } } },
+    { ...auth, schema: { tags: ['registration keys'], summary: 'Get a registration key (without its secret)', params: OrgIdParams, response: { 200: RegistrationKey, ...errors } } },
     async (req) => {
       await admin(req);
       const key = await ctx.store.getRegistrationKey(req.params.org, req.params.id);
@@ -78,7 +79,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   );
   app.delete(
     ROUTES.registrationKey,
-    { schema: { tags: ['registration keys'], summary: 'Delete a registration key', params: OrgIdParams, response: { 204: Type.Null(), ...errors } } },
+    { ...auth, schema: { tags: ['registration keys'], summary: 'Delete a registration key', params: OrgIdParams, response: { 204: Type.Null(), ...errors } } },
     async (req, reply) => {
       await admin(req);
       await ctx.store.deleteRegistrationKey(req.params.org, req.params.id);

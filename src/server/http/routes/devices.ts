@@ -22,7 +22,7 @@ import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
 import { requireOrgAccess } from '../auth.js';
-import { ifMatchOf, notModified, principalOf, sendList, wantsConditional, withEtag } from './shared.js';
+import { authenticated, ifMatchOf, notModified, principalOf, sendList, wantsConditional, withEtag } from './shared.js';
 
 const tags = ['devices'];
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
@@ -45,9 +45,11 @@ async function refuseOwnedFields(req: FastifyRequest): Promise<void> {
 }
 
 export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
+  const auth = authenticated(ctx);
   app.get(
     ROUTES.devices,
     {
+      ...auth,
       schema: {
         tags,
         summary: 'List devices (also the polling API: ETag / If-None-Match, gt_revision, paging by revision)',
@@ -73,6 +75,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
   app.post(
     ROUTES.devices,
     {
+      ...auth,
       preValidation: refuseOwnedFields,
       schema: {
         tags,
@@ -96,7 +99,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
 
   app.get(
     ROUTES.device,
-    { schema: { tags, summary: 'Get a device with its status', params: OrgIdParams, response: { 200: Device, ...errors } } },
+    { ...auth, schema: { tags, summary: 'Get a device with its status', params: OrgIdParams, response: { 200: Device, ...errors } } },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       const device = await ctx.store.getDevice(req.params.org, req.params.id);
@@ -108,6 +111,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
   app.patch(
     ROUTES.device,
     {
+      ...auth,
       preValidation: refuseOwnedFields,
       schema: {
         tags,
@@ -136,7 +140,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
 
   app.delete(
     ROUTES.device,
-    { schema: { tags, summary: 'Delete a device (frees its tunnel IP, revokes its token)', params: OrgIdParams, response: { 204: Type.Null(), 412: ErrorResponse, ...errors } } },
+    { ...auth, schema: { tags, summary: 'Delete a device (frees its tunnel IP, revokes its token)', params: OrgIdParams, response: { 204: Type.Null(), 412: ErrorResponse, ...errors } } },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       await ctx.store.deleteDevice(req.params.org, req.params.id, ifMatchOf(req));
@@ -147,6 +151,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
   app.put(
     ROUTES.deviceStatus,
     {
+      ...auth,
       schema: {
         tags,
         summary: "Report a device's observed state (device token only; changes no revision)",

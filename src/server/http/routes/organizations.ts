@@ -12,15 +12,16 @@ import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
 import { requireAdmin, requireOrgAccess } from '../auth.js';
-import { ifMatchOf, principalOf, withEtag } from './shared.js';
+import { authenticated, ifMatchOf, principalOf, withEtag } from './shared.js';
 
 const tags = ['organizations'];
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
 
 export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
+  const auth = authenticated(ctx);
   app.get(
     ROUTES.organizations,
-    { schema: { tags, summary: 'List organizations the token can see', response: { 200: Type.Object({ items: Type.Array(Organization) }), 401: ErrorResponse } } },
+    { ...auth, schema: { tags, summary: 'List organizations the token can see', response: { 200: Type.Object({ items: Type.Array(Organization) }), 401: ErrorResponse } } },
     async (req) => {
       const p = await principalOf(req, ctx);
       if (p.type === 'registration') throw new ApiError('forbidden', 'a registration key may only enroll a device');
@@ -31,7 +32,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
 
   app.post(
     ROUTES.organizations,
-    { schema: { tags, summary: 'Create an organization (admin)', body: OrganizationCreate, response: { 201: Organization, ...errors } } },
+    { ...auth, schema: { tags, summary: 'Create an organization (admin)', body: OrganizationCreate, response: { 201: Organization, ...errors } } },
     async (req, reply) => {
       requireAdmin(await principalOf(req, ctx));
       const org = await ctx.store.createOrganization(req.body);
@@ -41,7 +42,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
 
   app.get(
     ROUTES.organization,
-    { schema: { tags, summary: 'Get an organization', params: OrgParams, response: { 200: Organization, ...errors } } },
+    { ...auth, schema: { tags, summary: 'Get an organization', params: OrgParams, response: { 200: Organization, ...errors } } },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       const org = await ctx.store.getOrganization(req.params.org);
@@ -52,7 +53,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
 
   app.patch(
     ROUTES.organization,
-    { schema: { tags, summary: 'Change an organization and its network settings', params: OrgParams, body: OrganizationPatch, response: { 200: Organization, 412: ErrorResponse, ...errors } } },
+    { ...auth, schema: { tags, summary: 'Change an organization and its network settings', params: OrgParams, body: OrganizationPatch, response: { 200: Organization, 412: ErrorResponse, ...errors } } },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       return withEtag(reply, await ctx.store.patchOrganization(req.params.org, req.body, ifMatchOf(req)));
@@ -61,7 +62,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
 
   app.delete(
     ROUTES.organization,
-    { schema: { tags, summary: 'Delete an empty organization (admin)', params: OrgParams, response: { 204: Type.Null(), 412: ErrorResponse, ...errors } } },
+    { ...auth, schema: { tags, summary: 'Delete an empty organization (admin)', params: OrgParams, response: { 204: Type.Null(), 412: ErrorResponse, ...errors } } },
     async (req, reply) => {
       const p = await principalOf(req, ctx);
       requireOrgAccess(p, req.params.org, 'read');
@@ -73,7 +74,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
 
   app.get(
     ROUTES.convergence,
-    { schema: { tags, summary: 'How many devices applied the head revision', params: OrgParams, response: { 200: Convergence, ...errors } } },
+    { ...auth, schema: { tags, summary: 'How many devices applied the head revision', params: OrgParams, response: { 200: Convergence, ...errors } } },
     async (req) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       return ctx.store.convergence(req.params.org, ctx.settings.staleAfter);

@@ -14,15 +14,17 @@ import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { notFound } from '../../errors.js';
 import { requireOrgAccess } from '../auth.js';
-import { ifMatchOf, notModified, principalOf, sendList, wantsConditional, withEtag } from './shared.js';
+import { authenticated, ifMatchOf, notModified, principalOf, sendList, wantsConditional, withEtag } from './shared.js';
 
 const tags = ['security groups'];
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
 
 export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void {
+  const auth = authenticated(ctx);
   app.get(
     ROUTES.securityGroups,
     {
+      ...auth,
       schema: {
         tags,
         summary: 'List security groups (ETag / If-None-Match, gt_revision, paging by revision)',
@@ -45,7 +47,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
 
   app.post(
     ROUTES.securityGroups,
-    { schema: { tags, summary: 'Create a security group', params: OrgParams, body: SecurityGroupCreate, response: { 201: SecurityGroup, ...errors } } },
+    { ...auth, schema: { tags, summary: 'Create a security group', params: OrgParams, body: SecurityGroupCreate, response: { 201: SecurityGroup, ...errors } } },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       const group = await ctx.store.createSecurityGroup(req.params.org, req.body);
@@ -55,7 +57,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
 
   app.get(
     ROUTES.securityGroup,
-    { schema: { tags, summary: 'Get a security group', params: OrgIdParams, response: { 200: SecurityGroup, ...errors } } },
+    { ...auth, schema: { tags, summary: 'Get a security group', params: OrgIdParams, response: { 200: SecurityGroup, ...errors } } },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       const group = await ctx.store.getSecurityGroup(req.params.org, req.params.id);
@@ -66,7 +68,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
 
   app.patch(
     ROUTES.securityGroup,
-    { schema: { tags, summary: 'Change a security group (agents apply it live)', params: OrgIdParams, body: SecurityGroupPatch, response: { 200: SecurityGroup, 412: ErrorResponse, ...errors } } },
+    { ...auth, schema: { tags, summary: 'Change a security group (agents apply it live)', params: OrgIdParams, body: SecurityGroupPatch, response: { 200: SecurityGroup, 412: ErrorResponse, ...errors } } },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       return withEtag(reply, await ctx.store.patchSecurityGroup(req.params.org, req.params.id, req.body, ifMatchOf(req)));
@@ -75,7 +77,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
 
   app.delete(
     ROUTES.securityGroup,
-    { schema: { tags, summary: 'Delete a security group no device uses', params: OrgIdParams, response: { 204: Type.Null(), 412: ErrorResponse, ...errors } } },
+    { ...auth, schema: { tags, summary: 'Delete a security group no device uses', params: OrgIdParams, response: { 204: Type.Null(), 412: ErrorResponse, ...errors } } },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       await ctx.store.deleteSecurityGroup(req.params.org, req.params.id, ifMatchOf(req));

@@ -5,9 +5,29 @@ import type { Principal } from '../../store/index.js';
 import type { ServerContext } from '../context.js';
 import { authenticate } from '../auth.js';
 
-/** Authenticates and remembers the principal on the request. */
-export async function principalOf(req: FastifyRequest, ctx: ServerContext): Promise<Principal> {
-  return authenticate(req, ctx.store, ctx.adminHash);
+const principals = new WeakMap<FastifyRequest, Promise<Principal>>();
+
+/** Authenticates and remembers the principal on the request (one lookup per request). */
+export function principalOf(req: FastifyRequest, ctx: ServerContext): Promise<Principal> {
+  let principal = principals.get(req);
+  if (principal === undefined) {
+    principal = authenticate(req, ctx.store, ctx.adminHash);
+    principals.set(req, principal);
+  }
+  return principal;
+}
+
+/**
+ * Route options that authenticate before the body is read or validated: a
+ * caller without a valid token gets 401 whatever it sent (PROTOCOL.md), never
+ * a validation error that describes the schema to it.
+ */
+export function authenticated(ctx: ServerContext): { onRequest: (req: FastifyRequest) => Promise<void> } {
+  return {
+    onRequest: async (req) => {
+      await principalOf(req, ctx);
+    },
+  };
 }
 
 export function ifMatchOf(req: FastifyRequest): string | undefined {

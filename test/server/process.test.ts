@@ -1,0 +1,110 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { paths, ROUTES } from '../../src/protocol/index.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+/** Starting embedded PostgreSQL in a fresh process is slow on a busy machine; this bounds a hang, not speed. */
+const PROCESS_TIMEOUT = 180_000;
+const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
+
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function exited(child: ChildProcess, out: { stdout: string; stderr: string }): Promise<Exit> {
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, ...out })));
+}
+
+/** Spawns `fleetplane serve ...args`, collecting its output. */
+function serve(args: string[], env: Record<string, string> = {}) {
+  const out = { stdout: '', stderr: '' };
+  const child = spawn(process.execPath, [MAIN, 'serve', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => (out.stdout += d));
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (out.stderr += d));
+  const exit = exited(child, out);
+  /** Waits until stdout matches `re` (or the process exits). */
+  const waitFor = async (re: RegExp): Promise<RegExpExecArray> => {
+    for (;;) {
+      const m = re.exec(out.stdout);
+      if (m) return m;
+      const ended = await Promise.race([exit.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 50))]);
+      if (ended) throw new Error(`serve exited before printing ${re}: ${out.stdout}\n${out.stderr}`);
+    }
+  };
+  return { child, out, exit, waitFor };
+}
+
+describe('fleetplane serve as a real process', () => {
+  beforeAll(() => {
+    // `npm test` builds dist first (pretest); a direct vitest run may not have.
+    if (!existsSync(MAIN)) spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'ignore' });
+    expect(existsSync(MAIN)).toBe(true);
+  }, 120_000);
+
+  it.concurrent('prints its URL and admin token, answers, and exits 0 on SIGTERM', async () => {
+    const p = serve(['--memory', '--port', '0', '--host', '127.0.0.1']);
+    try {
+      const [, url] = await p.waitFor(/fleetplane is listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      const [, token] = await p.waitFor(/admin token: (fpa_\S+)/);
+      expect(url).not.toMatch(/:0$/);
+      const health = await fetch(`${url}${ROUTES.healthz}`);
+      expect(health.status).toBe(200);
+      const created = await fetch(`${url}${paths.organizations()}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'from-a-real-socket' }),
+      });
+      expect(created.status).toBe(201);
+      const unauth = await fetch(`${url}${paths.organizations()}`);
+      expect(unauth.status).toBe(401);
+      p.child.kill('SIGTERM');
+      const exit = await p.exit;
+      expect(exit.code).toBe(0);
+      // It stopped listening.
+      await expect(fetch(`${url}${ROUTES.healthz}`)).rejects.toThrow();
+    } finally {
+      p.child.kill('SIGKILL');
+    }
+  }, PROCESS_TIMEOUT);
+
+  it.concurrent('uses a configured admin token, from the environment or the flag (flag wins)', async () => {
+    const p = serve(['--memory', '--port=0', '--host=127.0.0.1', '--admin-token', 'fpa_from_flag'], { FLEETPLANE_ADMIN_TOKEN: 'fpa_from_env' });
+    try {
+      const [, url] = await p.waitFor(/listening on (http:\/\/\S+)/);
+      const ok = await fetch(`${url}${paths.organizations()}`, { headers: { authorization: 'Bearer fpa_from_flag' } });
+      expect(ok.status).toBe(200);
+      const env = await fetch(`${url}${paths.organizations()}`, { headers: { authorization: 'Bearer fpa_from_env' } });
+      expect(env.status).toBe(401);
+      p.child.kill('SIGTERM');
+      expect((await p.exit).code).toBe(0);
+    } finally {
+      p.child.kill('SIGKILL');
+    }
+  }, PROCESS_TIMEOUT);
+
+  for (const [what, args, env, named] of [
+    ['an unknown flag', ['--memory', '--colour', 'red'], {}, '--colour'],
+    ['a malformed flag', ['--memory', '--port', 'eighty'], {}, '--port'],
+    ['a malformed environment variable', ['--memory'], { FLEETPLANE_TOMBSTONE_RETENTION: 'a day' }, 'FLEETPLANE_TOMBSTONE_RETENTION'],
+  ] as const) {
+    it(`stops with a one-line error naming ${what}`, async () => {
+      const p = serve([...args], { ...env });
+      const exit = await p.exit;
+      expect(exit.code).not.toBe(0);
+      expect(exit.code).not.toBeNull();
+      const lines = exit.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(named);
+      expect(exit.stdout).not.toContain('listening');
+    }, PROCESS_TIMEOUT);
+  }
+});
