@@ -1,0 +1,1 @@
+export { ReplicaRegistry, listReplicas, type ReplicaInfo, type ReplicaRegistryOptions, type StopOptions } from './replica-registry.js';
