@@ -30,3 +30,50 @@ export const RPC_WAIT_MAX_S = 120;
 /** Audience of the JWTs replicas present to each other's private listener. */
 export const PRIVATE_JWT_AUDIENCE = 'fleetplane-private';
 export const PRIVATE_JWT_MAX_LIFETIME_S = 30;
+
+/**
+ * Milliseconds an agent has to answer a request once it is delivered (the
+ * `deadline_ms` of the request frame: relative to its receipt, so the clocks
+ * of server and agent needn't agree). `?wait=` bounds only the wait for the
+ * device to connect; the answer has this long on top.
+ */
+export const RPC_ANSWER_TIMEOUT_MS = 30_000;
+
+/** Agent method names: lower case, digits, `.`, `_`, `-`; at most 64 characters. */
+export const AGENT_METHOD_PATTERN = '^[a-z0-9][a-z0-9._-]{0,63}$';
+
+/** Codes of error frames agents send (`{"id", "error": {"code", "message"}}`); modules may add their own. */
+export const AGENT_ERROR_CODES = {
+  /** No handler is registered for the method. */
+  notFound: 'not_found',
+  /** The handler did not finish before `deadline_ms`. */
+  deadlineExceeded: 'deadline_exceeded',
+  /** The agent runs as many requests as it allows at once. */
+  tooManyRequests: 'too_many_requests',
+  /** The handler failed without a code of its own. */
+  internal: 'internal',
+  /** The agent is stopping; the handler was cancelled. */
+  unavailable: 'unavailable',
+} as const;
+
+/** WebSocket close codes of the tunnel (4000-4999 are for applications). */
+export const TUNNEL_CLOSE_CODES = {
+  /**
+   * The agent closes a tunnel it no longer needs (maximum connection age,
+   * shutdown) once every request it started there has been answered. Any
+   * request still unanswered at this close was never started, so the server
+   * may deliver it again through another tunnel.
+   */
+  drained: 4000,
+  /** The server closes a device's oldest tunnel when it opens more than the server keeps. */
+  tooManyTunnels: 4001,
+  /** Either side closes a tunnel whose peer stopped answering pings. */
+  pingTimeout: 4002,
+} as const;
+
+/**
+ * Claims of the private JWT beside `aud`, `iat`, `exp` and `iss` (the
+ * forwarding replica's id): `sub` is the device id; these bind the token to
+ * one method and carry the answer deadline (ms, relative).
+ */
+export const PRIVATE_JWT_CLAIMS = { method: 'method', deadlineMs: 'deadline_ms' } as const;

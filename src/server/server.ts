@@ -12,6 +12,7 @@ import type { RouteModule, ServerContext } from './http/context.js';
 import { makeSettings, type Settings } from './config/settings.js';
 import { runPeriodically } from '../util/periodic.js';
 import { WatchEngine, WatchMetrics, watchRoutes } from './watch/index.js';
+import { AgentGateway } from './gateway/index.js';
 
 /** A running server. `close()` stops accepting, drains, closes the database. */
 export interface FleetServer {
@@ -22,6 +23,7 @@ export interface FleetServer {
   readonly watch: WatchEngine;
   readonly bus: SignalBus;
   readonly replica: ReplicaRegistry;
+  readonly gateway: AgentGateway;
   /** Base URL once listening (`listen: true`), else undefined. */
   readonly url: string | undefined;
   close(): Promise<void>;
@@ -65,12 +67,16 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     configured: settings.adminToken,
     dataDir: settings.databaseUrl || settings.memory ? undefined : settings.dataDir,
   });
-  const bus = opts.bus ?? (await createBus(settings, db, logger, opts.busOverrides));
+  const dropEvery = settings.busDropEvery > 0 ? { dropEvery: { incoming: settings.busDropEvery } } : {};
+  const bus = opts.bus ?? (await createBus(settings, db, logger, { ...dropEvery, ...opts.busOverrides }));
   const busStats = (bus as { stats?: Readonly<BusStats> }).stats;
   if (busStats) metrics.observeBus(busStats);
+  // The gateway's private listener must be up before the replica advertises its URL.
+  const gateway = await AgentGateway.start({ settings, db, bus, metrics, logger: logger.child({ component: 'gateway' }) });
   const replica = new ReplicaRegistry({
     db,
-    privateUrl: settings.advertisePrivateUrl,
+    id: gateway.replicaId,
+    privateUrl: gateway.privateUrl,
     leaseTtlMs: settings.replicaLeaseTtl * 1000,
     logger: logger.child({ component: 'replicas' }),
   });
@@ -97,7 +103,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     },
   };
   const watch = new WatchEngine(store, bus, settings, new WatchMetrics(metrics.registry), logger);
-  const app = await buildApp(ctx, [watchRoutes(watch), replicaRoutes(), ...(opts.modules ?? [])]);
+  const app = await buildApp(ctx, [watchRoutes(watch), replicaRoutes(), gateway.routes(), ...(opts.modules ?? [])]);
   watch.start();
 
   const compaction = runPeriodically(
@@ -130,12 +136,14 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     watch,
     bus,
     replica,
+    gateway,
     url,
     async close() {
       if (closing) return;
       closing = true;
       stop.abort();
-      // Streams first: the HTTP server's close waits for every connection to end.
+      // Streams and tunnels first: the HTTP server's close waits for every connection to end.
+      await gateway.shutdown();
       await watch.shutdown();
       await app.close();
       await compaction;

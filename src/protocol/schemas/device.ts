@@ -19,16 +19,20 @@ export const DeviceStatus = Type.Object({
   agent_version: Type.Union([Type.String(), Type.Null()]),
 });
 
-/** What a device PUTs to `.../status`. The server records its own clock as `last_seen`. */
+/**
+ * What a device PUTs to `.../status`. The server records its own clock as `last_seen`.
+ * `Null` comes first in the unions: request validation coerces types, and a
+ * string or integer branch tried first would turn `null` into `""` or `0`.
+ */
 export const DeviceStatusInput = Type.Object(
   {
     online: Type.Optional(Type.Boolean()),
     last_seen: Type.Optional(Timestamp),
-    applied_revision: Type.Union([Revision, Type.Null()]),
-    apply_error: Type.Union([Type.String({ maxLength: 4096 }), Type.Null()]),
+    applied_revision: Type.Union([Type.Null(), Revision]),
+    apply_error: Type.Union([Type.Null(), Type.String({ maxLength: 4096 })]),
     local_endpoints: Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 }),
-    os: Type.Union([Type.String({ maxLength: 256 }), Type.Null()]),
-    agent_version: Type.Union([Type.String({ maxLength: 64 }), Type.Null()]),
+    os: Type.Union([Type.Null(), Type.String({ maxLength: 256 })]),
+    agent_version: Type.Union([Type.Null(), Type.String({ maxLength: 64 })]),
   },
   strict,
 );

@@ -32,6 +32,8 @@ export interface Settings {
   redisUrl: string | undefined;
   busHelloInterval: number;
   busGapDelay: number;
+  /** Testing only: discard every Nth incoming bus signal (0: off), to prove loss is repaired. */
+  busDropEvery: number;
   workers: number;
   privatePort: number | undefined;
   privateHost: string;
@@ -62,6 +64,7 @@ export const DEFAULT_SETTINGS: Settings = {
   redisUrl: undefined,
   busHelloInterval: 5,
   busGapDelay: 0.2,
+  busDropEvery: 0,
   workers: 1,
   privatePort: undefined,
   privateHost: '127.0.0.1',
@@ -106,6 +109,7 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'redisUrl', flag: 'redis-url', env: 'REDIS_URL', kind: 'string', help: 'Redis URL (agent registry; bus with --bus redis).' },
   { key: 'busHelloInterval', flag: 'bus-hello-interval', env: 'FLEETPLANE_BUS_HELLO_INTERVAL', kind: 'seconds', min: 0.05, help: 'Idle time after which a bus publisher sends a hello.' },
   { key: 'busGapDelay', flag: 'bus-gap-delay', env: 'FLEETPLANE_BUS_GAP_DELAY', kind: 'seconds', min: 0, help: 'How long a sequence gap waits for the missing message.' },
+  { key: 'busDropEvery', flag: 'bus-drop-every', env: 'FLEETPLANE_BUS_DROP_EVERY', kind: 'int', min: 0, help: 'Testing only: discard every Nth incoming bus signal (0: off).' },
   { key: 'workers', flag: 'workers', env: 'FLEETPLANE_WORKERS', kind: 'int', min: 1, max: 64, help: 'Server processes sharing the port (PostgreSQL only).' },
   { key: 'privatePort', flag: 'private-port', env: 'FLEETPLANE_PRIVATE_PORT', kind: 'int', min: 0, max: 65535, help: 'Port of the replica-to-replica listener.' },
   { key: 'privateHost', flag: 'private-host', env: 'FLEETPLANE_PRIVATE_HOST', kind: 'string', help: 'Address of the replica-to-replica listener.' },
@@ -200,6 +204,9 @@ export function validateSettings(s: Settings): void {
     throw new SettingsError('invalid --workers: more than one worker needs --database-url (PGlite is one process only)');
   }
   if (s.workers > 1 && s.bus === 'memory') throw new SettingsError('invalid --workers: more than one worker needs --bus postgres or redis');
+  if (s.privatePort !== undefined && !s.privateSecret) {
+    throw new SettingsError('invalid --private-port: the private listener needs --private-secret (or FLEETPLANE_PRIVATE_SECRET)');
+  }
 }
 
 /** Settings for programmatic use (tests, embedding): defaults plus overrides, checked. */

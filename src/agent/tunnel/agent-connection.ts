@@ -1,0 +1,197 @@
+import WebSocket, { type ClientOptions, type RawData } from 'ws';
+import type { Logger } from 'pino';
+import { AGENT_ERROR_CODES, HEADERS, TUNNEL_CLOSE_CODES, decodeTunnelFrame, type TunnelFrame, type TunnelRequest } from '../../protocol/index.js';
+import type { RequestRunner } from './request-runner.js';
+
+/** How a connection ended. `code` 1006 means it was lost without a close frame. */
+export interface CloseInfo {
+  readonly code: number;
+  readonly reason: string;
+}
+
+/** The server refused the WebSocket upgrade (401: bad token, 403: not a device token, 503: shutting down). */
+export class TunnelHandshakeError extends Error {
+  override readonly name = 'TunnelHandshakeError';
+  constructor(readonly status: number) {
+    super(`the server refused the tunnel with HTTP ${status}`);
+  }
+}
+
+export interface ConnectionOptions {
+  url: string;
+  token: string;
+  pingIntervalMs: number;
+  handshakeTimeoutMs: number;
+  maxPayloadBytes: number;
+  wsOptions?: ClientOptions;
+  runner: RequestRunner;
+  logger: Logger;
+}
+
+/** How long a close handshake may take before the socket is cut. */
+const CLOSE_GRACE_MS = 2_000;
+
+/**
+ * One open tunnel WebSocket: answers the server's requests through the
+ * runner, exchanges `ping`/`pong` frames every `pingIntervalMs`, and cuts the
+ * connection when the server has sent nothing for a whole interval.
+ *
+ * Draining (maximum connection age, shutdown): requests that arrive after
+ * `drain()` are not started; once every started one is answered the
+ * connection closes with TUNNEL_CLOSE_CODES.drained, which tells the server
+ * that whatever is still unanswered may go through another tunnel.
+ */
+export class AgentConnection {
+  readonly openedAt = Date.now();
+  readonly closed: Promise<CloseInfo>;
+  #unanswered = 0;
+  #draining = false;
+  #heard = true;
+  #localClose: CloseInfo | undefined;
+  #pingTimer: NodeJS.Timeout | undefined;
+  #drainTimer: NodeJS.Timeout | undefined;
+
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly options: ConnectionOptions,
+  ) {
+    this.closed = new Promise((resolve) => {
+      ws.once('close', (code: number, reason: Buffer) => {
+        this.stopTimers();
+        resolve(this.#localClose ?? { code, reason: reason.toString() });
+      });
+    });
+    ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
+    ws.on('pong', () => (this.#heard = true));
+    this.#pingTimer = setInterval(() => this.tick(), options.pingIntervalMs);
+    this.#pingTimer.unref();
+  }
+
+  /** Opens a tunnel; rejects with TunnelHandshakeError, a network error, or the signal's reason. */
+  static open(options: ConnectionOptions, signal: AbortSignal): Promise<AgentConnection> {
+    const url = options.url;
+    const ws = new WebSocket(url, {
+      ...options.wsOptions,
+      headers: { ...options.wsOptions?.headers, [HEADERS.authorization]: `Bearer ${options.token}` },
+      handshakeTimeout: options.handshakeTimeoutMs,
+      maxPayload: options.maxPayloadBytes,
+    });
+    // Errors after the handshake end in 'close'; this keeps them from being unhandled.
+    ws.on('error', (err: Error) => options.logger.debug({ err }, 'tunnel socket error'));
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => {
+        ws.terminate();
+        reject(signal.reason);
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      const settle = (): void => signal.removeEventListener('abort', onAbort);
+      ws.once('open', () => {
+        settle();
+        resolve(new AgentConnection(ws, options));
+      });
+      ws.once('unexpected-response', (req, res) => {
+        settle();
+        res.resume();
+        req.destroy();
+        reject(new TunnelHandshakeError(res.statusCode ?? 0));
+      });
+      ws.once('error', (err: Error) => {
+        settle();
+        reject(err);
+      });
+    });
+  }
+
+  get open(): boolean {
+    return this.ws.readyState === WebSocket.OPEN;
+  }
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Requests started on this connection and not answered yet. */
+  get unanswered(): number {
+    return this.#unanswered;
+  }
+
+  /**
+   * Stops starting requests; closes with `drained` once the started ones are
+   * answered, or with 1001 after `timeoutMs` (then their callers can't know
+   * whether they ran). Idempotent.
+   */
+  drain(timeoutMs: number): void {
+    if (this.#draining) return;
+    this.#draining = true;
+    if (this.#unanswered === 0) return this.close(TUNNEL_CLOSE_CODES.drained, 'drained');
+    this.#drainTimer = setTimeout(() => this.close(1001, 'drain timeout'), timeoutMs);
+    this.#drainTimer.unref();
+  }
+
+  /** Starts the close handshake; cuts the socket if it doesn't finish in time. */
+  close(code: number, reason: string): void {
+    if (this.ws.readyState === WebSocket.CLOSED) return;
+    this.ws.close(code, reason);
+    setTimeout(() => this.ws.terminate(), CLOSE_GRACE_MS).unref();
+  }
+
+  private tick(): void {
+    if (!this.#heard) {
+      this.options.logger.warn({ intervalMs: this.options.pingIntervalMs }, 'tunnel server stopped answering pings; reconnecting');
+      this.#localClose = { code: TUNNEL_CLOSE_CODES.pingTimeout, reason: 'ping timeout' };
+      this.ws.terminate();
+      return;
+    }
+    this.#heard = false;
+    this.send({ type: 'ping' });
+  }
+
+  private stopTimers(): void {
+    clearInterval(this.#pingTimer);
+    clearTimeout(this.#drainTimer);
+  }
+
+  private send(frame: TunnelFrame): void {
+    if (this.ws.readyState !== WebSocket.OPEN) {
+      if ('id' in frame) this.options.logger.warn({ request: frame.id }, 'tunnel closed before the answer could be sent');
+      return;
+    }
+    let text: string;
+    try {
+      text = JSON.stringify(frame);
+    } catch (err) {
+      if (!('id' in frame)) throw err;
+      this.options.logger.warn({ err, request: frame.id }, 'agent method result is not JSON');
+      text = JSON.stringify({ id: frame.id, error: { code: AGENT_ERROR_CODES.internal, message: 'the result is not JSON-serializable' } });
+    }
+    this.ws.send(text);
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    this.#heard = true;
+    const text = isBinary ? undefined : Array.isArray(data) ? Buffer.concat(data).toString() : data.toString();
+    const frame = text === undefined ? undefined : decodeTunnelFrame(text);
+    if (!frame) {
+      this.options.logger.warn({ binary: isBinary, sample: text?.slice(0, 200) }, 'ignored a malformed tunnel frame');
+      return;
+    }
+    if ('type' in frame) {
+      if (frame.type === 'ping') this.send({ type: 'pong' });
+      return;
+    }
+    if ('method' in frame) return this.onRequest(frame);
+    this.options.logger.warn({ request: frame.id }, 'ignored a response frame: the agent sends no requests');
+  }
+
+  private onRequest(req: TunnelRequest): void {
+    // Not started, not answered: the drained close lets the server deliver it elsewhere.
+    if (this.#draining) return;
+    this.#unanswered++;
+    void this.options.runner.run(req).then((answer) => {
+      this.#unanswered--;
+      this.send(answer);
+      if (this.#draining && this.#unanswered === 0) this.close(TUNNEL_CLOSE_CODES.drained, 'drained');
+    });
+  }
+}

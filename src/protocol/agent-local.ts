@@ -1,0 +1,13 @@
+/**
+ * The agent's local HTTP API: served on loopback only, by `fleetplane agent`
+ * (the force-sync hook of dynamic ASGs, and a status page for the machine).
+ *
+ * - `POST /force-sync`: re-lists from the server, reconciles, answers 200
+ *   `{applied_revision}` once the dataplane reflects it; 503 `unavailable`
+ *   when the server can't be reached; errors in the protocol's error body.
+ * - `GET /status`: the agent's view as JSON (device, applied revision, last
+ *   apply error, peers, connection state).
+ */
+export const AGENT_LOCAL_ROUTES = { forceSync: '/force-sync', status: '/status' } as const;
+
+export const AGENT_LOCAL_DEFAULT_PORT = 8722;

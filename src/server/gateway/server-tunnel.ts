@@ -1,0 +1,171 @@
+import { randomUUID } from 'node:crypto';
+import WebSocket, { type RawData } from 'ws';
+import type { Logger } from 'pino';
+import { AGENT_ERROR_CODES, TUNNEL_CLOSE_CODES, decodeTunnelFrame, type TunnelFrame, type TunnelRequest } from '../../protocol/index.js';
+import type { Delivery } from './delivery.js';
+
+export interface ServerTunnelOptions {
+  /** Requests awaiting an answer on this tunnel; `full` past it. */
+  maxPending: number;
+  /** How long past its `deadline_ms` an answer is still awaited (the agent answers at its deadline). */
+  answerGraceMs: number;
+  logger: Logger;
+}
+
+interface Pending {
+  settle(d: Delivery): void;
+}
+
+/**
+ * The server's end of one agent tunnel: sends request frames, matches the
+ * answers by id, answers the agent's pings, and is given up on by
+ * `heartbeat()` when the agent has sent nothing for a whole interval.
+ *
+ * When it closes, its unanswered requests end `not_delivered` if the agent
+ * closed it as drained (TUNNEL_CLOSE_CODES.drained: it never started them),
+ * `lost` otherwise.
+ */
+export class ServerTunnel {
+  readonly id = randomUUID();
+  readonly openedAt = Date.now();
+  readonly closed: Promise<void>;
+  readonly #pending = new Map<string, Pending>();
+  #next = 0;
+  #heard = true;
+  #localCode: number | undefined;
+
+  constructor(
+    private readonly ws: WebSocket,
+    readonly deviceId: string,
+    readonly orgId: string,
+    private readonly options: ServerTunnelOptions,
+  ) {
+    this.closed = new Promise((resolve) => {
+      ws.once('close', (code: number, reason: Buffer) => {
+        this.failPending(this.#localCode ?? code, reason.toString());
+        resolve();
+      });
+    });
+    ws.on('error', (err: Error) => options.logger.debug({ err, device: deviceId }, 'tunnel socket error'));
+    ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
+    ws.on('pong', () => (this.#heard = true));
+  }
+
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  get full(): boolean {
+    return this.#pending.size >= this.options.maxPending;
+  }
+
+  get open(): boolean {
+    return this.ws.readyState === WebSocket.OPEN;
+  }
+
+  /**
+   * Sends a request and resolves with how it ended (never rejects, except
+   * with `signal`'s reason when the caller gives up; the agent's answer is
+   * then dropped). Past `deadlineMs` plus the grace it ends `agent_error`
+   * `deadline_exceeded`.
+   */
+  call(method: string, params: Record<string, unknown>, deadlineMs: number, signal: AbortSignal): Promise<Delivery> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    if (!this.open) return Promise.resolve({ kind: 'not_delivered', reason: 'the tunnel is closing' });
+    if (this.full) return Promise.resolve({ kind: 'not_delivered', reason: 'the tunnel has too many pending requests' });
+    const id = String(++this.#next);
+    const frame: TunnelRequest = { id, method, params, deadline_ms: Math.max(1, Math.round(deadlineMs)) };
+    return new Promise<Delivery>((resolve, reject) => {
+      const finish = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.#pending.delete(id);
+      };
+      const onAbort = (): void => {
+        finish();
+        reject(signal.reason);
+      };
+      const timer = setTimeout(() => {
+        finish();
+        resolve({
+          kind: 'agent_error',
+          code: AGENT_ERROR_CODES.deadlineExceeded,
+          message: `the agent did not answer within ${frame.deadline_ms} ms`,
+        });
+      }, frame.deadline_ms + this.options.answerGraceMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#pending.set(id, {
+        settle: (d) => {
+          finish();
+          resolve(d);
+        },
+      });
+      this.ws.send(JSON.stringify(frame), (err) => {
+        if (!err) return;
+        this.options.logger.debug({ err, device: this.deviceId }, 'tunnel send failed');
+        // The frame never left: safe to try elsewhere.
+        this.#pending.get(id)?.settle({ kind: 'not_delivered', reason: 'the tunnel failed while sending' });
+      });
+    });
+  }
+
+  /** One ping round: cuts the tunnel if nothing arrived since the last round, else sends a ping. */
+  heartbeat(): void {
+    if (!this.open) return;
+    if (!this.#heard) {
+      this.options.logger.info({ device: this.deviceId, tunnel: this.id }, 'agent stopped answering pings; closing its tunnel');
+      this.#localCode = TUNNEL_CLOSE_CODES.pingTimeout;
+      this.ws.terminate();
+      return;
+    }
+    this.#heard = false;
+    this.send({ type: 'ping' });
+  }
+
+  /** Closes the tunnel; cuts it if the agent doesn't complete the close in `graceMs`. */
+  close(code: number, reason: string, graceMs = 2_000): void {
+    if (this.ws.readyState === WebSocket.CLOSED) return;
+    this.ws.close(code, reason);
+    setTimeout(() => this.ws.terminate(), graceMs).unref();
+  }
+
+  private send(frame: TunnelFrame): void {
+    if (this.open) this.ws.send(JSON.stringify(frame));
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    this.#heard = true;
+    const text = isBinary ? undefined : Array.isArray(data) ? Buffer.concat(data).toString() : data.toString();
+    const frame = text === undefined ? undefined : decodeTunnelFrame(text);
+    if (!frame) {
+      this.options.logger.warn({ device: this.deviceId, binary: isBinary, sample: text?.slice(0, 200) }, 'ignored a malformed tunnel frame');
+      return;
+    }
+    if ('type' in frame) {
+      if (frame.type === 'ping') this.send({ type: 'pong' });
+      return;
+    }
+    if ('method' in frame) {
+      this.send({ id: frame.id, error: { code: AGENT_ERROR_CODES.notFound, message: 'the server serves no methods on the tunnel' } });
+      return;
+    }
+    const pending = this.#pending.get(frame.id);
+    if (!pending) {
+      this.options.logger.debug({ device: this.deviceId, request: frame.id }, 'answer for a request nobody waits for any more');
+      return;
+    }
+    if ('error' in frame) pending.settle({ kind: 'agent_error', code: frame.error.code, message: frame.error.message });
+    else pending.settle({ kind: 'result', value: frame.result });
+  }
+
+  private failPending(code: number, reason: string): void {
+    const drained = code === TUNNEL_CLOSE_CODES.drained;
+    for (const p of [...this.#pending.values()]) {
+      p.settle(
+        drained
+          ? { kind: 'not_delivered', reason: 'the agent drained the tunnel' }
+          : { kind: 'lost', reason: `the tunnel closed before the agent answered (${code}${reason ? ` ${reason}` : ''})` },
+      );
+    }
+  }
+}

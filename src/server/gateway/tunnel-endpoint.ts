@@ -1,0 +1,71 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { HEADERS, MEDIA, ROUTES } from '../../protocol/index.js';
+import { ApiError } from '../errors.js';
+import type { Principal } from '../store/index.js';
+
+export interface TunnelEndpointOptions {
+  /** Resolves a bearer secret (the store's `authenticate`). */
+  authenticate: (secret: string) => Promise<Principal | undefined>;
+  /** True once the gateway shuts down: upgrades are refused with 503. */
+  closing: () => boolean;
+  maxPayloadBytes: number;
+  accept: (ws: WebSocket, device: { deviceId: string; orgId: string }) => void;
+  logger: Logger;
+}
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+function refuse(socket: Duplex, err: ApiError): void {
+  const body = JSON.stringify(err.toBody());
+  const reason = err.status === 401 ? 'Unauthorized' : err.status === 403 ? 'Forbidden' : err.status === 503 ? 'Service Unavailable' : 'Error';
+  socket.end(
+    `HTTP/1.1 ${err.status} ${reason}\r\nConnection: close\r\n${HEADERS.contentType}: ${MEDIA.json}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/**
+ * `GET /api/agent/tunnel` with `Upgrade: websocket` on the API server: only
+ * a device token may open one (missing or unknown token: 401; any other
+ * token: 403). Upgrades of other paths are left to other listeners, or
+ * refused with 404 when there are none. Returns a function that detaches it.
+ */
+export function attachTunnelEndpoint(server: Server, options: TunnelEndpointOptions): () => void {
+  const wss = new WebSocketServer({ noServer: true, clientTracking: false, maxPayload: options.maxPayloadBytes });
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== ROUTES.agentTunnel) {
+      if (server.listenerCount('upgrade') === 1) refuse(socket, new ApiError('not_found', `no WebSocket endpoint at ${path ?? ''}`));
+      return;
+    }
+    socket.on('error', (err) => options.logger.debug({ err }, 'tunnel upgrade socket error'));
+    void authorize(req)
+      .then((device) => {
+        if (socket.destroyed) return;
+        wss.handleUpgrade(req, socket, head, (ws) => options.accept(ws, device));
+      })
+      .catch((err: unknown) => {
+        const api = err instanceof ApiError ? err : new ApiError('internal', undefined, undefined, { cause: err });
+        if (api.code === 'internal') options.logger.error({ err }, 'tunnel upgrade failed');
+        else options.logger.debug({ code: api.code }, 'tunnel refused');
+        refuse(socket, api);
+      });
+  };
+  const authorize = async (req: IncomingMessage): Promise<{ deviceId: string; orgId: string }> => {
+    if (options.closing()) throw new ApiError('unavailable', 'the server is shutting down; connect elsewhere');
+    const secret = BEARER.exec(req.headers[HEADERS.authorization] ?? '')?.[1];
+    if (!secret) throw new ApiError('unauthorized', 'missing bearer token');
+    const p = await options.authenticate(secret);
+    if (!p) throw new ApiError('unauthorized', 'unknown, expired or revoked token');
+    if (p.type !== 'device') throw new ApiError('forbidden', 'only a device token may open an agent tunnel');
+    return { deviceId: p.deviceId, orgId: p.orgId };
+  };
+  server.on('upgrade', onUpgrade);
+  return () => {
+    server.off('upgrade', onUpgrade);
+    wss.close();
+  };
+}
