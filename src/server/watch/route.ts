@@ -1,7 +1,7 @@
 import { ErrorResponse, OrgParams, ROUTES, WatchRequest } from '../../protocol/index.js';
 import type { RouteModule } from '../http/context.js';
 import { requireOrgAccess } from '../http/auth.js';
-import { principalOf } from '../http/routes/shared.js';
+import { authenticated, principalOf } from '../http/routes/shared.js';
 import { validationFailed } from '../errors.js';
 import type { WatchEngine } from './engine.js';
 
@@ -12,6 +12,7 @@ export function watchRoutes(engine: WatchEngine): RouteModule {
       app.post(
         ROUTES.events,
         {
+          ...authenticated(ctx),
           schema: {
             tags: ['watch'],
             summary: 'List and watch: an NDJSON stream (application/json;stream=watch) of change, delete, tail, bookmark and error events',

@@ -21,7 +21,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
   const auth = authenticated(ctx);
   app.get(
     ROUTES.organizations,
-    { ...auth, schema: { tags, summary: 'List organizations the token can see', response: { 200: Type.Object({ items: Type.Array(Organization) }), 401: ErrorResponse } } },
+    { ...auth, schema: { tags, summary: 'List organizations the token can see (no paging: see docs/protocol-additions.md)', querystring: Type.Object({}, { additionalProperties: false }), response: { 200: Type.Object({ items: Type.Array(Organization) }), 401: ErrorResponse } } },
     async (req) => {
       const p = await principalOf(req, ctx);
       if (p.type === 'registration') throw new ApiError('forbidden', 'a registration key may only enroll a device');

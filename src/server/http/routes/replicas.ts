@@ -1,7 +1,7 @@
 import { ReplicaList, ROUTES } from '../../../protocol/index.js';
 import type { RouteModule } from '../context.js';
 import { requireAdmin } from '../auth.js';
-import { principalOf } from './shared.js';
+import { authenticated, principalOf } from './shared.js';
 import { listReplicas } from '../../replicas/index.js';
 
 /** `GET /api/replicas` (admin): the live replicas sharing this database. */
@@ -10,7 +10,7 @@ export function replicaRoutes(): RouteModule {
     register(app, ctx) {
       app.get(
         ROUTES.replicas,
-        { schema: { tags: ['replicas'], summary: 'Live replicas (admin)', response: { 200: ReplicaList } } },
+        { ...authenticated(ctx), schema: { tags: ['replicas'], summary: 'Live replicas (admin)', response: { 200: ReplicaList } } },
         async (req) => {
           requireAdmin(await principalOf(req, ctx));
           const rows = await listReplicas(ctx.store.db);
