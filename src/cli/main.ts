@@ -13,6 +13,15 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case 'serve':
       return (await import('./serve.js')).runServe(rest);
+    case 'agent':
+      return (await import('./agent.js')).runAgent(rest);
+    case 'ctl': {
+      const { runCtl } = await import('./ctl/index.js');
+      const stop = new AbortController();
+      process.once('SIGINT', () => stop.abort());
+      process.once('SIGTERM', () => stop.abort());
+      return runCtl(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env, signal: stop.signal });
+    }
     case undefined:
     case '--help':
     case '-h':

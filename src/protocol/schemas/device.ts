@@ -21,8 +21,8 @@ export const DeviceStatus = Type.Object({
 
 /**
  * What a device PUTs to `.../status`. The server records its own clock as `last_seen`.
- * `Null` comes first in the unions: request validation coerces types, and a
- * string or integer branch tried first would turn `null` into `""` or `0`.
+ * `Null` comes first in the unions: a validator that coerces types would
+ * otherwise turn `null` into `""` or `0` in the string or integer branch.
  */
 export const DeviceStatusInput = Type.Object(
   {

@@ -1,0 +1,336 @@
+/**
+ * The agent daemon: enrolls, watches its organization, reconciles the
+ * dataplane, reports status, publishes endpoints, and serves the local API
+ * and the tunnel methods.
+ */
+import type { Logger } from 'pino';
+import { AuthError, FleetplaneClient, NotFoundError, type FetchLike } from '../client/index.js';
+import { AGENT_METHODS } from '../protocol/index.js';
+import { AgentMethodError, TunnelClient } from './tunnel/index.js';
+import { createExecRunner, LinuxDataplane, RenderDataplane, type Dataplane, type DataplaneDescription } from './dataplane/index.js';
+import type { AgentStatusView, TunnelStateType } from './agent-status.js';
+import { EndpointPublisher } from './endpoint-publisher.js';
+import { publishedEndpoints, interfaceEndpoints, type InterfaceTable } from './endpoints.js';
+import { ensureEnrolled, type Enrolled } from './enrollment.js';
+import { AgentFatalError, errorMessage } from './errors.js';
+import { forceSync, ForceSyncError, type ForceSyncResult } from './force-sync.js';
+import { LocalApi, LocalApiListenError } from './local-api.js';
+import type { AgentOptions } from './options.js';
+import { OrgWatch } from './org-watch.js';
+import { ReconcileLoop } from './reconcile-loop.js';
+import { Reconciler } from './reconciler.js';
+import { StateDir } from './state-dir.js';
+import { StatusReporter } from './status-reporter.js';
+import { agentVersion, osDescription } from './version.js';
+import { sleep } from './wake.js';
+
+export interface AgentDeps {
+  logger: Logger;
+  /** Builds the dataplane (tests inject one); default from `options.dataplane`. */
+  createDataplane?: (options: AgentOptions, logger: Logger) => Dataplane;
+  fetch?: FetchLike;
+  /** The machine's interfaces (default `os.networkInterfaces()`). */
+  interfaces?: () => InterfaceTable;
+  /** Called once the local API listens (with its port) and the device is known. */
+  onReady?: (info: { device_id: string; local_port: number }) => void;
+}
+
+/** How long shutdown waits for the final offline report. */
+const GOODBYE_TIMEOUT_MS = 2_000;
+const DESCRIBE_TIMEOUT_MS = 5_000;
+
+export function defaultDataplane(options: AgentOptions, logger: Logger): Dataplane {
+  if (options.dataplane === 'linux') {
+    return new LinuxDataplane({ interfaceName: options.interfaceName, runner: createExecRunner(), tempDir: options.stateDir, logger });
+  }
+  return new RenderDataplane({ stateDir: options.stateDir, interfaceName: options.interfaceName });
+}
+
+/** The parts that exist once the device is enrolled. */
+interface Running {
+  enrolled: Enrolled;
+  client: FleetplaneClient;
+  dataplane: Dataplane;
+  reconciler: Reconciler;
+  reporter: StatusReporter;
+  watch: OrgWatch;
+  publisher: EndpointPublisher;
+  loop: ReconcileLoop;
+}
+
+/**
+ * One agent. `run(signal)` resolves after a clean shutdown (signal aborted),
+ * and rejects with AgentFatalError when it must stop for good (token
+ * refused, device deleted, enrollment refused, unusable state dir or settings).
+ */
+export class Agent {
+  readonly #options: AgentOptions;
+  readonly #deps: AgentDeps;
+  readonly #log: Logger;
+  readonly #stop = new AbortController();
+  #fatal: AgentFatalError | undefined;
+  #running: Running | undefined;
+  #tunnelState: TunnelStateType = 'idle';
+  #localApi: LocalApi | undefined;
+
+  constructor(options: AgentOptions, deps: AgentDeps) {
+    this.#options = options;
+    this.#deps = deps;
+    this.#log = deps.logger;
+  }
+
+  /** The local API's port once it listens. */
+  get localPort(): number | undefined {
+    return this.#localApi?.port;
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const stop = this.#stop;
+    if (signal.aborted) return;
+    signal.addEventListener('abort', () => stop.abort(signal.reason), { once: true });
+    const tasks: Promise<void>[] = [];
+    try {
+      const running = await this.#start(stop.signal);
+      if (!running) return;
+      const { watch, reporter, loop } = running;
+      const tunnel = this.#tunnel(running);
+      watch.start(stop.signal);
+      tasks.push(this.#guard('tunnel', tunnel.run(stop.signal)));
+      tasks.push(this.#guard('reconcile loop', loop.run(stop.signal)));
+      tasks.push(this.#guard('status reporter', reporter.run(stop.signal)));
+      try {
+        await watch.waitForSync(stop.signal);
+        this.#log.info({ revision: watch.revision() }, 'watch synced');
+        tasks.push(this.#guard('housekeeping', this.#housekeeping(running, stop.signal)));
+      } catch (err) {
+        if (!stop.signal.aborted) this.#die(this.#refusal(err));
+      }
+      await new Promise<void>((resolve) => {
+        if (stop.signal.aborted) resolve();
+        else stop.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    } catch (err) {
+      if (err instanceof AgentFatalError) this.#fatal ??= err;
+      else if (!stop.signal.aborted) throw err;
+    } finally {
+      stop.abort();
+      await Promise.all(tasks);
+      await this.#shutdown();
+    }
+    if (this.#fatal) throw this.#fatal;
+  }
+
+  /** Enrolls and builds the parts; undefined when stopped first. */
+  async #start(signal: AbortSignal): Promise<Running | undefined> {
+    const o = this.#options;
+    const enrollEndpoints = publishedEndpoints(o.endpoints, o.endpoints.length > 0 ? [] : interfaceEndpoints(o.listenPort, o.interfaceName, this.#deps.interfaces?.()));
+    let enrolled: Enrolled;
+    try {
+      enrolled = await ensureEnrolled(
+        { stateDir: new StateDir(o.stateDir), server: o.server, org: o.org, registrationKey: o.registrationKey, hostname: o.hostname, endpoints: enrollEndpoints, logger: this.#log, fetch: this.#deps.fetch },
+        signal,
+      );
+    } catch (err) {
+      if (signal.aborted && !(err instanceof AgentFatalError)) return undefined;
+      throw err;
+    }
+    const { identity } = enrolled;
+    const log = this.#log;
+    log.info({ device_id: identity.device_id, organization_id: identity.organization_id, server: enrolled.server, dataplane: o.dataplane }, 'agent starting');
+    const client = new FleetplaneClient({ baseUrl: enrolled.server, token: identity.device_token, fetch: this.#deps.fetch });
+    const dataplane = (this.#deps.createDataplane ?? defaultDataplane)(o, log.child({ component: 'dataplane' }));
+    const publisher = new EndpointPublisher({
+      client,
+      org: identity.organization_id,
+      deviceId: identity.device_id,
+      manual: o.endpoints,
+      listenPort: o.listenPort,
+      interfaceName: o.interfaceName,
+      logger: log,
+      ...(this.#deps.interfaces ? { interfaces: this.#deps.interfaces } : {}),
+    });
+    const reporter = new StatusReporter({
+      client,
+      org: identity.organization_id,
+      deviceId: identity.device_id,
+      intervalMs: o.statusIntervalMs,
+      initial: { applied_revision: null, apply_error: null, local_endpoints: publisher.localEndpoints(), os: osDescription(), agent_version: agentVersion() },
+      logger: log.child({ component: 'status' }),
+      onRejected: (kind, error) =>
+        this.#die(kind === 'device_gone' ? deletedError(identity.device_id) : this.#refusal(error)),
+    });
+    const reconciler = new Reconciler({
+      deviceId: identity.device_id,
+      interfaceName: o.interfaceName,
+      privateKey: enrolled.keys.privateKey,
+      listenPort: o.listenPort,
+      dataplane,
+      logger: log.child({ component: 'reconcile' }),
+      onState: (state) => reporter.update({ applied_revision: state.applied_revision, apply_error: state.apply_error }),
+    });
+    const watch = new OrgWatch({
+      client,
+      org: identity.organization_id,
+      deviceId: identity.device_id,
+      logger: log.child({ component: 'watch' }),
+      onChange: () => loop.request(),
+      onFatal: (error) => this.#die(this.#refusal(error)),
+      onOwnDelete: () => {
+        reporter.deviceDeleted();
+        this.#die(deletedError(identity.device_id));
+      },
+    });
+    const loop: ReconcileLoop = new ReconcileLoop({ reconciler, source: () => watch.snapshot(), resyncIntervalMs: o.resyncIntervalMs, logger: log });
+    const running: Running = { enrolled, client, dataplane, reconciler, reporter, watch, publisher, loop };
+    this.#running = running;
+    try {
+      this.#localApi = await LocalApi.start({
+        port: o.localPort,
+        logger: log.child({ component: 'local-api' }),
+        handlers: { status: (s) => this.status(s), forceSync: (s) => this.#forceSync(running, s) },
+      });
+    } catch (err) {
+      if (err instanceof LocalApiListenError) throw new AgentFatalError('config', `${err.message} (set --local-port)`, { cause: err });
+      throw err;
+    }
+    log.info({ local_port: this.#localApi.port }, 'local API listening on 127.0.0.1');
+    this.#deps.onReady?.({ device_id: identity.device_id, local_port: this.#localApi.port });
+    return running;
+  }
+
+  #tunnel(running: Running): TunnelClient {
+    const tunnel = new TunnelClient({
+      url: running.enrolled.server,
+      token: running.enrolled.identity.device_token,
+      revision: () => running.reconciler.state.applied_revision ?? 0,
+      logger: this.#log.child({ component: 'tunnel' }),
+      onStateChange: (state) => {
+        this.#tunnelState = state.type;
+      },
+    });
+    tunnel.register(AGENT_METHODS.status, async (_params, ctx) => this.status(ctx.signal));
+    tunnel.register(AGENT_METHODS.forceSync, async (_params, ctx) => {
+      try {
+        return await this.#forceSync(running, ctx.signal);
+      } catch (err) {
+        if (err instanceof ForceSyncError) throw new AgentMethodError(err.code, err.message, { cause: err });
+        throw err;
+      }
+    });
+    return tunnel;
+  }
+
+  #forceSync(running: Running, signal: AbortSignal): Promise<ForceSyncResult> {
+    if (this.#stop.signal.aborted) return Promise.reject(new ForceSyncError('stopping', 'the agent is stopping'));
+    const both = AbortSignal.any([signal, this.#stop.signal]);
+    return forceSync({ client: running.client, org: running.enrolled.identity.organization_id, watch: running.watch, reconciler: running.reconciler }, both);
+  }
+
+  /** Endpoints and local addresses, right after the first sync and then every status interval. */
+  async #housekeeping(running: Running, signal: AbortSignal): Promise<void> {
+    const { publisher, reporter, watch, enrolled } = running;
+    while (!signal.aborted) {
+      reporter.update({ local_endpoints: publisher.localEndpoints() });
+      const own = watch.devices.get(enrolled.identity.device_id);
+      try {
+        await publisher.check(own?.endpoints, signal);
+      } catch (err) {
+        if (signal.aborted) break;
+        if (err instanceof NotFoundError) this.#die(deletedError(enrolled.identity.device_id));
+        else if (err instanceof AuthError) this.#die(this.#refusal(err));
+        else this.#log.warn({ err }, 'publishing endpoints failed; trying again at the next interval');
+      }
+      await sleep(this.#options.statusIntervalMs, signal);
+    }
+  }
+
+  /** The agent's view of itself (see AgentStatusView). */
+  async status(signal?: AbortSignal): Promise<AgentStatusView> {
+    const r = this.#running;
+    if (!r) throw new Error('the agent is not enrolled yet');
+    const { identity, keys } = r.enrolled;
+    let detail: DataplaneDescription | null = null;
+    try {
+      detail = await r.dataplane.describe(AbortSignal.any([AbortSignal.timeout(DESCRIBE_TIMEOUT_MS), ...(signal ? [signal] : [])]));
+    } catch (err) {
+      this.#log.warn({ err }, 'describing the dataplane failed');
+    }
+    const state = r.reconciler.state;
+    const own = r.watch.devices.get(identity.device_id);
+    return {
+      device_id: identity.device_id,
+      organization_id: identity.organization_id,
+      hostname: own?.hostname ?? this.#options.hostname,
+      public_key: keys.publicKey,
+      agent_version: agentVersion(),
+      dataplane: this.#options.dataplane,
+      interface: this.#options.interfaceName,
+      applied_revision: state.applied_revision,
+      apply_error: state.apply_error,
+      applied_at: state.applied_at,
+      peers: detail?.peers.length ?? 0,
+      connected: r.watch.connected,
+      watch: r.watch.status().type,
+      watch_revision: r.watch.revision() ?? null,
+      tunnel: this.#tunnelState,
+      endpoints: (own?.endpoints ?? []).map((e) => e.address),
+      local_endpoints: r.reporter.fields.local_endpoints,
+      status_report: { ...r.reporter.stats },
+      skipped: state.skipped,
+      detail,
+    };
+  }
+
+  #refusal(err: unknown): AgentFatalError {
+    if (err instanceof AgentFatalError) return err;
+    if (err instanceof AuthError) {
+      return new AgentFatalError(
+        'token_refused',
+        `the server refused this device's token (revoked, or the device was deleted): ${errorMessage(err)}. Enroll again with an empty --state-dir.`,
+        { cause: err },
+      );
+    }
+    if (err instanceof NotFoundError) {
+      return new AgentFatalError('token_refused', `the organization or this device is gone: ${errorMessage(err)}`, { cause: err });
+    }
+    return new AgentFatalError('internal', errorMessage(err), { cause: err });
+  }
+
+  #die(err: AgentFatalError): void {
+    if (this.#fatal) return;
+    this.#fatal = err;
+    this.#log.fatal({ reason: err.reason, err }, err.message);
+    this.#stop.abort(err);
+  }
+
+  #guard(what: string, task: Promise<void>): Promise<void> {
+    return task.catch((err: unknown) => {
+      if (this.#stop.signal.aborted) return;
+      this.#log.error({ err }, `the ${what} failed`);
+      this.#die(new AgentFatalError('internal', `the ${what} failed: ${errorMessage(err)}`, { cause: err }));
+    });
+  }
+
+  async #shutdown(): Promise<void> {
+    const r = this.#running;
+    if (r) {
+      await r.watch.stop().catch((err: unknown) => this.#log.warn({ err }, 'stopping the watch failed'));
+      const reason = this.#fatal?.reason;
+      if (reason !== 'token_refused' && reason !== 'device_deleted') await r.reporter.goodbye(GOODBYE_TIMEOUT_MS);
+      if (this.#options.cleanupOnExit) {
+        try {
+          await r.dataplane.cleanup();
+          this.#log.info({ interface: this.#options.interfaceName }, 'dataplane cleaned up');
+        } catch (err) {
+          this.#log.error({ err }, 'dataplane cleanup failed');
+        }
+      }
+    }
+    await this.#localApi?.close();
+    this.#log.info('agent stopped');
+  }
+}
+
+function deletedError(deviceId: string): AgentFatalError {
+  return new AgentFatalError('device_deleted', `device ${deviceId} was deleted from its organization; its token is revoked. Enroll again with an empty --state-dir.`);
+}

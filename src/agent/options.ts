@@ -1,0 +1,222 @@
+/**
+ * The settings of `fleetplane agent`: each a flag and an environment
+ * variable `FLEETPLANE_AGENT_*`. Flags win over the environment, which wins
+ * over the default.
+ */
+import { hostname as osHostname } from 'node:os';
+import { AGENT_LOCAL_DEFAULT_PORT, isEndpointAddress } from '../protocol/index.js';
+import { DEFAULT_LISTEN_PORT, isInterfaceName, type DataplaneMode } from './dataplane/index.js';
+
+export type AgentLogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface AgentOptions {
+  /** Server base URL. May be omitted on later starts: the state dir remembers it. */
+  server: string | undefined;
+  /** Organization id. Needed to enroll; later starts check it against the state dir. */
+  org: string | undefined;
+  /** Needed only for the first start (enrollment). */
+  registrationKey: string | undefined;
+  /** Keys, identity, rendered files. Created 0700. */
+  stateDir: string;
+  dataplane: DataplaneMode;
+  interfaceName: string;
+  /** The hostname the device enrolls with. */
+  hostname: string;
+  listenPort: number;
+  /** `ADDR:PORT` values published as `manual` endpoints; empty: interface addresses with the listen port. */
+  endpoints: string[];
+  /** Loopback port of the local API; 0 picks a free one (logged). */
+  localPort: number;
+  resyncIntervalMs: number;
+  statusIntervalMs: number;
+  cleanupOnExit: boolean;
+  logLevel: AgentLogLevel;
+}
+
+export const AGENT_DEFAULTS = {
+  dataplane: 'render' as DataplaneMode,
+  interfaceName: 'fleetplane0',
+  listenPort: DEFAULT_LISTEN_PORT,
+  localPort: AGENT_LOCAL_DEFAULT_PORT,
+  resyncIntervalMs: 300_000,
+  statusIntervalMs: 30_000,
+  logLevel: 'info' as AgentLogLevel,
+};
+
+/** A setting that can't be used; the message names it. */
+export class AgentOptionsError extends Error {
+  override readonly name = 'AgentOptionsError';
+}
+
+type Kind = 'string' | 'port' | 'seconds' | 'bool' | 'list';
+
+interface Spec {
+  flag: string;
+  env: string;
+  kind: Kind;
+  help: string;
+}
+
+const LOG_LEVELS: readonly AgentLogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** The table the parser and `agent --help` are made from. */
+export const AGENT_FLAGS = {
+  server: { flag: 'server', env: 'FLEETPLANE_AGENT_SERVER', kind: 'string', help: 'Server base URL, e.g. https://fleet.example.com.' },
+  org: { flag: 'org', env: 'FLEETPLANE_AGENT_ORG', kind: 'string', help: 'Organization id to enroll in.' },
+  registrationKey: { flag: 'registration-key', env: 'FLEETPLANE_AGENT_REGISTRATION_KEY', kind: 'string', help: 'Registration key (first start only).' },
+  stateDir: { flag: 'state-dir', env: 'FLEETPLANE_AGENT_STATE_DIR', kind: 'string', help: 'Directory for the key pair, identity and rendered files (required).' },
+  dataplane: { flag: 'dataplane', env: 'FLEETPLANE_AGENT_DATAPLANE', kind: 'string', help: 'render: write files only (default); linux: apply with ip, wg, nft.' },
+  interfaceName: { flag: 'interface', env: 'FLEETPLANE_AGENT_INTERFACE', kind: 'string', help: `WireGuard interface name (default ${AGENT_DEFAULTS.interfaceName}).` },
+  hostname: { flag: 'hostname', env: 'FLEETPLANE_AGENT_HOSTNAME', kind: 'string', help: "Hostname to enroll with (default: the machine's)." },
+  listenPort: { flag: 'listen-port', env: 'FLEETPLANE_AGENT_LISTEN_PORT', kind: 'port', help: `WireGuard listen port (default ${DEFAULT_LISTEN_PORT}).` },
+  endpoints: { flag: 'endpoint', env: 'FLEETPLANE_AGENT_ENDPOINT', kind: 'list', help: 'ADDR:PORT where peers reach this device (repeatable; env: comma separated). Default: interface addresses.' },
+  localPort: { flag: 'local-port', env: 'FLEETPLANE_AGENT_LOCAL_PORT', kind: 'port', help: `Port of the local API on 127.0.0.1 (default ${AGENT_LOCAL_DEFAULT_PORT}; 0: any).` },
+  resyncIntervalMs: { flag: 'resync-interval', env: 'FLEETPLANE_AGENT_RESYNC_INTERVAL', kind: 'seconds', help: 'Seconds between full re-applies that repair drift (default 300).' },
+  statusIntervalMs: { flag: 'status-interval', env: 'FLEETPLANE_AGENT_STATUS_INTERVAL', kind: 'seconds', help: 'Seconds between status reports (last_seen refresh; default 30).' },
+  cleanupOnExit: { flag: 'cleanup-on-exit', env: 'FLEETPLANE_AGENT_CLEANUP_ON_EXIT', kind: 'bool', help: 'Remove the interface, firewall table or rendered files on exit.' },
+  logLevel: { flag: 'log-level', env: 'FLEETPLANE_AGENT_LOG_LEVEL', kind: 'string', help: 'Log level (default info).' },
+} as const satisfies Record<string, Spec>;
+
+type Key = keyof typeof AGENT_FLAGS;
+type Raw = Partial<Record<Key, string | string[] | boolean>>;
+
+export function agentHelp(): string {
+  const lines = Object.values(AGENT_FLAGS).map((s: Spec) => `  --${s.flag.padEnd(20)} [${s.env}] ${s.help}`);
+  return `Usage: fleetplane agent --server URL --org ORG --registration-key KEY --state-dir DIR [options]\n\nOptions (flags win over environment variables):\n${lines.join('\n')}\n`;
+}
+
+const BY_FLAG = new Map<string, Key>(Object.entries(AGENT_FLAGS).map(([k, s]) => [s.flag, k as Key]));
+
+function parseBool(text: string, where: string): boolean {
+  if (/^(1|true|yes|on)$/i.test(text)) return true;
+  if (/^(0|false|no|off)$/i.test(text)) return false;
+  throw new AgentOptionsError(`${where}: expected true or false, got ${JSON.stringify(text)}`);
+}
+
+function fromArgv(argv: readonly string[]): Raw {
+  const raw: Raw = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (!arg.startsWith('--')) throw new AgentOptionsError(`unexpected argument ${JSON.stringify(arg)}`);
+    const eq = arg.indexOf('=');
+    const name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
+    const key = BY_FLAG.get(name);
+    if (!key) throw new AgentOptionsError(`unknown flag --${name}`);
+    const spec: Spec = AGENT_FLAGS[key];
+    if (spec.kind === 'bool') {
+      raw[key] = eq < 0 ? true : parseBool(arg.slice(eq + 1), `--${name}`);
+      continue;
+    }
+    let value: string;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else {
+      const next = argv[i + 1];
+      if (next === undefined) throw new AgentOptionsError(`--${name} needs a value`);
+      value = next;
+      i++;
+    }
+    if (spec.kind === 'list') {
+      const prev = raw[key];
+      raw[key] = [...(Array.isArray(prev) ? prev : []), value];
+    } else raw[key] = value;
+  }
+  return raw;
+}
+
+function fromEnv(env: Readonly<Record<string, string | undefined>>): Raw {
+  const raw: Raw = {};
+  for (const [key, spec] of Object.entries(AGENT_FLAGS) as [Key, Spec][]) {
+    const value = env[spec.env];
+    if (value === undefined || value === '') continue;
+    if (spec.kind === 'bool') raw[key] = parseBool(value, spec.env);
+    else if (spec.kind === 'list') raw[key] = value.split(',').map((v) => v.trim()).filter((v) => v !== '');
+    else raw[key] = value;
+  }
+  return raw;
+}
+
+function str(raw: Raw, key: Key): string | undefined {
+  const v = raw[key];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function where(key: Key): string {
+  return `--${AGENT_FLAGS[key].flag}`;
+}
+
+function port(raw: Raw, key: Key, fallback: number, min: number): number {
+  const text = str(raw, key);
+  if (text === undefined) return fallback;
+  if (!/^\d{1,5}$/.test(text) || Number(text) < min || Number(text) > 65535) {
+    throw new AgentOptionsError(`${where(key)}: expected a port ${min}..65535, got ${JSON.stringify(text)}`);
+  }
+  return Number(text);
+}
+
+function seconds(raw: Raw, key: Key, fallbackMs: number): number {
+  const text = str(raw, key);
+  if (text === undefined) return fallbackMs;
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 86_400 * 7) {
+    throw new AgentOptionsError(`${where(key)}: expected seconds (> 0), got ${JSON.stringify(text)}`);
+  }
+  return Math.round(n * 1000);
+}
+
+function choice<T extends string>(raw: Raw, key: Key, choices: readonly T[], fallback: T): T {
+  const text = str(raw, key);
+  if (text === undefined) return fallback;
+  const found = choices.find((c) => c === text);
+  if (found === undefined) throw new AgentOptionsError(`${where(key)}: expected one of ${choices.join(', ')}, got ${JSON.stringify(text)}`);
+  return found;
+}
+
+function serverUrl(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new AgentOptionsError(`--server: not a URL: ${JSON.stringify(text)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AgentOptionsError(`--server: expected http(s)://, got ${url.protocol}`);
+  return text.replace(/\/+$/, '');
+}
+
+/**
+ * Parses the agent's flags over its environment. Throws AgentOptionsError
+ * naming the bad setting.
+ */
+export function parseAgentOptions(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): AgentOptions {
+  const raw: Raw = { ...fromEnv(env), ...fromArgv(argv) };
+  const stateDir = str(raw, 'stateDir');
+  if (stateDir === undefined) throw new AgentOptionsError(`${where('stateDir')} (or ${AGENT_FLAGS.stateDir.env}) is required`);
+  const interfaceName = str(raw, 'interfaceName') ?? AGENT_DEFAULTS.interfaceName;
+  if (!isInterfaceName(interfaceName)) {
+    throw new AgentOptionsError(`${where('interfaceName')}: not an interface name (1..15 of A-Z a-z 0-9 _ . -): ${JSON.stringify(interfaceName)}`);
+  }
+  const endpointsRaw = raw.endpoints;
+  const endpoints = Array.isArray(endpointsRaw) ? endpointsRaw : [];
+  for (const ep of endpoints) {
+    if (!isEndpointAddress(ep)) throw new AgentOptionsError(`${where('endpoints')}: expected ADDR:PORT (or [v6]:PORT), got ${JSON.stringify(ep)}`);
+  }
+  const hostname = str(raw, 'hostname') ?? osHostname();
+  if (hostname.length < 1 || hostname.length > 253) throw new AgentOptionsError(`${where('hostname')}: expected 1..253 characters`);
+  const cleanup = raw.cleanupOnExit;
+  return {
+    server: serverUrl(str(raw, 'server')),
+    org: str(raw, 'org'),
+    registrationKey: str(raw, 'registrationKey'),
+    stateDir,
+    dataplane: choice(raw, 'dataplane', ['render', 'linux'] as const, AGENT_DEFAULTS.dataplane),
+    interfaceName,
+    hostname,
+    listenPort: port(raw, 'listenPort', AGENT_DEFAULTS.listenPort, 1),
+    endpoints: [...new Set(endpoints)],
+    localPort: port(raw, 'localPort', AGENT_DEFAULTS.localPort, 0),
+    resyncIntervalMs: seconds(raw, 'resyncIntervalMs', AGENT_DEFAULTS.resyncIntervalMs),
+    statusIntervalMs: seconds(raw, 'statusIntervalMs', AGENT_DEFAULTS.statusIntervalMs),
+    cleanupOnExit: cleanup === true,
+    logLevel: choice(raw, 'logLevel', LOG_LEVELS, AGENT_DEFAULTS.logLevel),
+  };
+}

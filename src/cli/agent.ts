@@ -1,0 +1,44 @@
+import pino from 'pino';
+import { Agent, AgentFatalError, AgentOptionsError, agentHelp, parseAgentOptions } from '../agent/index.js';
+
+/** Exit codes: 0 clean shutdown, 1 fatal (token refused, device deleted, enrollment refused, ...), 2 bad settings. */
+const EXIT = { ok: 0, fatal: 1, usage: 2 } as const;
+
+/** `fleetplane agent`: runs until SIGTERM/SIGINT (then shuts down cleanly), or until a fatal error. */
+export async function runAgent(argv: readonly string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(agentHelp());
+    return EXIT.ok;
+  }
+  let options;
+  try {
+    options = parseAgentOptions(argv, process.env);
+  } catch (err) {
+    if (err instanceof AgentOptionsError) {
+      process.stderr.write(`fleetplane agent: ${err.message}\n`);
+      return EXIT.usage;
+    }
+    throw err;
+  }
+  const logger = pino({ level: options.logLevel, base: { service: 'fleetplane-agent' } });
+  const stop = new AbortController();
+  const onSignal = (sig: NodeJS.Signals): void => {
+    logger.info({ signal: sig }, 'shutting down');
+    stop.abort();
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  try {
+    await new Agent(options, { logger }).run(stop.signal);
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof AgentFatalError) {
+      process.stderr.write(`fleetplane agent: fatal (${err.reason}): ${err.message}\n`);
+      return EXIT.fatal;
+    }
+    throw err;
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * A real WireGuard mesh: a server and 3 agents (`--dataplane linux`,
+ * wireguard-go, nftables) as real processes, each in a network namespace this
+ * test makes, joined by veth pairs to a bridge in the server's namespace
+ * (TEST-NET-1 addresses only). Needs root: runs in CI, skips loudly elsewhere.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CommandError, createExecRunner, type CommandRunner } from '../../src/agent/dataplane/index.js';
+import type { AgentStatusView } from '../../src/agent/index.js';
+import { FleetplaneClient } from '../../src/client/index.js';
+import type { Convergence, Device } from '../../src/protocol/index.js';
+import { IN_CI, requireBinary, which } from '../support/binaries.js';
+import { until } from './support/harness.js';
+import { ensureBuilt, spawnFleetplane, spawnNode, waitForOutput, type Proc } from './support/processes.js';
+import { FORWARDER_SOURCE, unixSocketFetch } from './support/unix-fetch.js';
+
+function rootAvailable(): boolean {
+  if (process.getuid?.() === 0) return true;
+  const msg = '\n*** The agent mesh test (network namespaces, WireGuard, nftables) needs root. ***\n';
+  if (IN_CI) throw new Error(msg);
+  process.stderr.write(`${msg}*** Skipping it because this is not CI. ***\n`);
+  return false;
+}
+
+const TOOLS = ['ip', 'wg', 'wireguard-go', 'nft', 'ping'];
+const enabled =
+  requireBinary(`${TOOLS.join(', ')} (wireguard-tools wireguard-go nftables iproute2 iputils-ping)`, TOOLS.every((t) => which(t) !== undefined)) &&
+  rootAvailable();
+
+// Namespaces, veth names and /var/run/wireguard sockets are machine-wide: unique per run.
+const tag = process.pid.toString(36);
+const SIDES = ['a', 'b', 'c'] as const;
+type Side = (typeof SIDES)[number];
+const NS = { srv: `fpm-s-${tag}`, a: `fpm-a-${tag}`, b: `fpm-b-${tag}`, c: `fpm-c-${tag}` };
+const VETH_AGENT = { a: `fpma${tag}`, b: `fpmb${tag}`, c: `fpmc${tag}` };
+const VETH_BRIDGE = { a: `fpna${tag}`, b: `fpnb${tag}`, c: `fpnc${tag}` };
+const WG = { a: `fpwa${tag}`, b: `fpwb${tag}`, c: `fpwc${tag}` };
+const SERVER_IP = '192.0.2.1';
+const UNDERLAY = { a: '192.0.2.11', b: '192.0.2.12', c: '192.0.2.13' };
+const SERVER_PORT = 8080;
+const WG_PORT = 51820;
+const TCP_PORT = 7000;
+const ADMIN = 'fpa_mesh_netns_e2e';
+
+const host = createExecRunner();
+const inNs = (ns: string): CommandRunner => createExecRunner({ prefix: ['ip', 'netns', 'exec', ns], timeoutMs: 10_000 });
+
+async function pings(from: Side, ip: string, attempts: number): Promise<boolean> {
+  for (let i = 0; i < attempts; i++) {
+    try {
+      await inNs(NS[from]).run('ping', ['-n', '-c', '1', '-W', '1', ip]);
+      return true;
+    } catch (error) {
+      if (!(error instanceof CommandError)) throw error;
+    }
+  }
+  return false;
+}
+
+/** TCP connect from `from` to ip:TCP_PORT; true when it connects within 1.5 s. */
+async function connects(from: Side, ip: string): Promise<boolean> {
+  const src = `const s=require('node:net').connect({host:${JSON.stringify(ip)},port:${TCP_PORT}});s.setTimeout(1500);s.on('connect',()=>process.exit(0));s.on('timeout',()=>process.exit(2));s.on('error',()=>process.exit(3));`;
+  try {
+    await inNs(NS[from]).run(process.execPath, ['-e', src]);
+    return true;
+  } catch (error) {
+    if (error instanceof CommandError) return false;
+    throw error;
+  }
+}
+
+async function wgPeers(side: Side): Promise<string[]> {
+  const out = await inNs(NS[side]).run('wg', ['show', WG[side], 'peers']);
+  return out.stdout.split('\n').filter((l) => l !== '').sort();
+}
+
+async function nsPids(ns: string): Promise<number[]> {
+  const out = await host.run('ip', ['netns', 'pids', ns]).catch(() => ({ stdout: '' }));
+  return out.stdout.split(/\s+/).filter((p) => p !== '').map(Number);
+}
+
+describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (linux dataplane)', () => {
+  let work = '';
+  let server: Proc | undefined;
+  const helpers: Proc[] = [];
+  const agents = new Map<Side, Proc>();
+  let admin: FleetplaneClient;
+  let org = '';
+  const device = new Map<Side, Device>();
+
+  beforeAll(async () => {
+    ensureBuilt();
+    work = await mkdtemp(join(tmpdir(), 'fp-mesh-'));
+    for (const ns of Object.values(NS)) await host.run('ip', ['netns', 'add', ns]);
+    await host.run('ip', ['-n', NS.srv, 'link', 'add', 'br0', 'type', 'bridge']);
+    await host.run('ip', ['-n', NS.srv, 'addr', 'add', `${SERVER_IP}/24`, 'dev', 'br0']);
+    await host.run('ip', ['-n', NS.srv, 'link', 'set', 'br0', 'up']);
+    await host.run('ip', ['-n', NS.srv, 'link', 'set', 'lo', 'up']);
+    for (const side of SIDES) {
+      await host.run('ip', ['link', 'add', VETH_AGENT[side], 'netns', NS[side], 'type', 'veth', 'peer', 'name', VETH_BRIDGE[side], 'netns', NS.srv]);
+      await host.run('ip', ['-n', NS.srv, 'link', 'set', VETH_BRIDGE[side], 'master', 'br0', 'up']);
+      await host.run('ip', ['-n', NS[side], 'addr', 'add', `${UNDERLAY[side]}/24`, 'dev', VETH_AGENT[side]]);
+      await host.run('ip', ['-n', NS[side], 'link', 'set', VETH_AGENT[side], 'up']);
+      await host.run('ip', ['-n', NS[side], 'link', 'set', 'lo', 'up']);
+    }
+
+    server = spawnFleetplane(
+      'serve',
+      ['--memory', '--host', SERVER_IP, '--port', String(SERVER_PORT), '--admin-token', ADMIN, '--log-level', 'warn', '--bookmark-interval', '1', '--revocation-check-interval', '0.5'],
+      { prefix: ['ip', 'netns', 'exec', NS.srv] },
+    );
+    await waitForOutput(server, /listening on/, 90_000);
+    const socket = join(work, 'server.sock');
+    const forwarder = spawnNode(['-e', FORWARDER_SOURCE, socket, SERVER_IP, String(SERVER_PORT)], { prefix: ['ip', 'netns', 'exec', NS.srv] });
+    helpers.push(forwarder);
+    await waitForOutput(forwarder, /forwarding/);
+    admin = new FleetplaneClient({ baseUrl: `http://${SERVER_IP}:${SERVER_PORT}`, token: ADMIN, fetch: unixSocketFetch(socket) });
+  }, 120_000);
+
+  afterAll(async () => {
+    const problems: unknown[] = [];
+    await Promise.all([...agents.values(), ...helpers].map((p) => p.stop(5_000)));
+    await server?.stop(5_000);
+    // Whatever still runs in the namespaces (a wireguard-go, a listener) was started by this test.
+    for (const ns of Object.values(NS)) {
+      for (const pid of await nsPids(ns)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch (error) {
+          problems.push(error);
+        }
+      }
+    }
+    for (const side of SIDES) await rm(`/var/run/wireguard/${WG[side]}.sock`, { force: true }).catch((e: unknown) => problems.push(e));
+    for (const ns of Object.values(NS)) await host.run('ip', ['netns', 'del', ns]).catch((e: unknown) => problems.push(e));
+    if (work) await rm(work, { recursive: true, force: true });
+    if (problems.length > 0) process.stderr.write(`mesh test cleanup problems: ${problems.map(String).join('; ')}\n`);
+  }, 60_000);
+
+  const convergence = (): Promise<Convergence> => admin.convergence(org);
+  const allAtHead = (n: number, what: string) =>
+    until(async () => {
+      const c = await convergence();
+      return c.devices === n && c.at_head === n ? c : undefined;
+    }, what, 60_000);
+
+  it('agents converge, and every agent pings every other over the tunnel', async () => {
+    const created = await admin.organizations.create({ name: `mesh-${tag}` });
+    org = created.id;
+    const key = await admin.registrationKeys.create(org, { description: 'mesh', single_use: false });
+    for (const side of SIDES) {
+      const agent = spawnFleetplane(
+        'agent',
+        [
+          '--server', `http://${SERVER_IP}:${SERVER_PORT}`,
+          '--org', org,
+          '--registration-key', key.key,
+          '--state-dir', join(work, side),
+          '--hostname', `mesh-${side}`,
+          '--dataplane', 'linux',
+          '--interface', WG[side],
+          '--listen-port', String(WG_PORT),
+          '--endpoint', `${UNDERLAY[side]}:${WG_PORT}`,
+          '--status-interval', '2',
+          '--resync-interval', '60',
+          '--cleanup-on-exit',
+          '--log-level', 'info',
+        ],
+        { prefix: ['ip', 'netns', 'exec', NS[side]], logFile: join(work, `${side}.log`) },
+      );
+      agents.set(side, agent);
+    }
+    await allAtHead(3, 'three agents at the head');
+    const devices = (await admin.devices.list(org)).items;
+    for (const side of SIDES) {
+      const d = devices.find((x) => x.hostname === `mesh-${side}`);
+      expect(d, `device of ${side}`).toBeDefined();
+      device.set(side, d!);
+      expect(d!.endpoints).toEqual([{ source: 'manual', address: `${UNDERLAY[side]}:${WG_PORT}` }]);
+    }
+    for (const from of SIDES) {
+      for (const to of SIDES) {
+        if (from === to) continue;
+        expect(await pings(from, device.get(to)!.tunnel_ip, 10), `${from} pings ${to}`).toBe(true);
+      }
+    }
+    const status = (await admin.devices.rpc(org, device.get('a')!.id, 'status')) as AgentStatusView;
+    expect(status).toMatchObject({ device_id: device.get('a')!.id, dataplane: 'linux', peers: 2, apply_error: null, connected: true });
+    expect(status.detail?.peers.every((p) => p.latest_handshake !== null)).toBe(true);
+  });
+
+  it('a security group allowing only ICMP from one peer drops what it does not allow', async () => {
+    const a = device.get('a')!;
+    const c = device.get('c')!;
+    const listener = spawnNode(['-e', `require('node:net').createServer((s)=>s.end('hi')).listen(${TCP_PORT},'0.0.0.0',()=>process.stdout.write('listening\\n'))`], {
+      prefix: ['ip', 'netns', 'exec', NS.c],
+    });
+    helpers.push(listener);
+    await waitForOutput(listener, /listening/);
+    // Before the group: everything on the tunnel is allowed.
+    expect(await connects('a', c.tunnel_ip)).toBe(true);
+
+    const group = await admin.securityGroups.create(org, {
+      description: 'icmp from a only',
+      inbound_rules: [{ ip_protocol: 'icmp', from_port: 0, to_port: 0, ip_ranges: [a.tunnel_ip] }],
+      outbound_rules: [{ ip_protocol: 'any', from_port: 0, to_port: 0, ip_ranges: [] }],
+    });
+    const attached = await admin.devices.update(org, c.id, { security_group_id: group.id });
+    // force-sync through the tunnel answers once c's dataplane reflects the head.
+    const synced = (await admin.devices.rpc(org, c.id, 'force-sync')) as { applied_revision: number };
+    expect(synced.applied_revision).toBeGreaterThanOrEqual(attached.revision);
+
+    expect(await pings('a', c.tunnel_ip, 5)).toBe(true);
+    expect(await pings('b', c.tunnel_ip, 2)).toBe(false);
+    expect(await connects('a', c.tunnel_ip)).toBe(false);
+    expect(await connects('b', c.tunnel_ip)).toBe(false);
+    // The rest of the mesh is untouched.
+    expect(await pings('b', a.tunnel_ip, 5)).toBe(true);
+    const rules = await inNs(NS.c).run('nft', ['list', 'table', 'inet', 'fleetplane']);
+    expect(rules.stdout).toContain(a.tunnel_ip);
+    await allAtHead(3, 'the mesh at the head with the group');
+  });
+
+  it('deleting a device removes it as a peer everywhere, and /convergence reports the rest at the head', async () => {
+    const b = device.get('b')!;
+    await admin.devices.delete(org, b.id);
+    const exitB = await agents.get('b')!.exit;
+    expect(exitB.code).toBe(1);
+    expect(agents.get('b')!.output()).toMatch(/device_deleted|token_refused/);
+    for (const side of ['a', 'c'] as const) {
+      await until(async () => !(await wgPeers(side)).includes(b.public_key), `${side} to drop b as a peer`, 30_000);
+      expect(await wgPeers(side)).toEqual([device.get(side === 'a' ? 'c' : 'a')!.public_key]);
+    }
+    const c = await allAtHead(2, 'the two remaining agents at the head');
+    expect(c).toMatchObject({ devices: 2, at_head: 2, behind: 0, error: 0, stale: 0 });
+    expect(await pings('a', device.get('c')!.tunnel_ip, 5)).toBe(true);
+  });
+
+  it('SIGTERM shuts the agents down cleanly and --cleanup-on-exit removes their interface and table', async () => {
+    for (const side of ['a', 'c'] as const) {
+      const exit = await agents.get(side)!.stop(15_000);
+      expect(exit.code).toBe(0);
+      await expect(inNs(NS[side]).run('ip', ['link', 'show', WG[side]])).rejects.toThrow(CommandError);
+      await expect(inNs(NS[side]).run('nft', ['list', 'table', 'inet', 'fleetplane'])).rejects.toThrow(CommandError);
+    }
+  });
+});

@@ -1,0 +1,124 @@
+import { describe, expect, it } from 'vitest';
+import { AGENT_DEFAULTS, AGENT_FLAGS, AgentOptionsError, agentHelp, parseAgentOptions } from '../../src/agent/index.js';
+
+const base = ['--state-dir', '/tmp/x'];
+
+describe('agent flags and environment', () => {
+  it('has the documented defaults', () => {
+    const o = parseAgentOptions(base, {});
+    expect(o).toMatchObject({
+      server: undefined,
+      org: undefined,
+      registrationKey: undefined,
+      stateDir: '/tmp/x',
+      dataplane: 'render',
+      interfaceName: AGENT_DEFAULTS.interfaceName,
+      listenPort: 51820,
+      endpoints: [],
+      localPort: 8722,
+      resyncIntervalMs: 300_000,
+      statusIntervalMs: 30_000,
+      cleanupOnExit: false,
+      logLevel: 'info',
+    });
+    expect(o.hostname.length).toBeGreaterThan(0);
+  });
+
+  it('reads every flag, in both --flag value and --flag=value forms', () => {
+    const o = parseAgentOptions(
+      [
+        '--server=http://fleet.example:8080/',
+        '--org', 'org-1',
+        '--registration-key', 'fpr_x',
+        '--state-dir=/var/lib/fp',
+        '--dataplane', 'linux',
+        '--interface', 'wg-a',
+        '--hostname', 'box-1',
+        '--listen-port', '51900',
+        '--endpoint', '192.0.2.1:51900',
+        '--endpoint=[2001:db8::1]:51900',
+        '--local-port', '0',
+        '--resync-interval', '0.5',
+        '--status-interval=2',
+        '--cleanup-on-exit',
+        '--log-level', 'debug',
+      ],
+      {},
+    );
+    expect(o).toEqual({
+      server: 'http://fleet.example:8080',
+      org: 'org-1',
+      registrationKey: 'fpr_x',
+      stateDir: '/var/lib/fp',
+      dataplane: 'linux',
+      interfaceName: 'wg-a',
+      hostname: 'box-1',
+      listenPort: 51900,
+      endpoints: ['192.0.2.1:51900', '[2001:db8::1]:51900'],
+      localPort: 0,
+      resyncIntervalMs: 500,
+      statusIntervalMs: 2000,
+      cleanupOnExit: true,
+      logLevel: 'debug',
+    });
+  });
+
+  it('reads FLEETPLANE_AGENT_* variables, and flags win over them', () => {
+    const env = {
+      FLEETPLANE_AGENT_SERVER: 'https://env.example',
+      FLEETPLANE_AGENT_ORG: 'org-env',
+      FLEETPLANE_AGENT_STATE_DIR: '/env/state',
+      FLEETPLANE_AGENT_ENDPOINT: '192.0.2.7:1, 192.0.2.8:2',
+      FLEETPLANE_AGENT_CLEANUP_ON_EXIT: 'true',
+      FLEETPLANE_AGENT_LISTEN_PORT: '4000',
+      FLEETPLANE_AGENT_DATAPLANE: 'linux',
+    };
+    const fromEnv = parseAgentOptions([], env);
+    expect(fromEnv).toMatchObject({
+      server: 'https://env.example',
+      org: 'org-env',
+      stateDir: '/env/state',
+      endpoints: ['192.0.2.7:1', '192.0.2.8:2'],
+      cleanupOnExit: true,
+      listenPort: 4000,
+      dataplane: 'linux',
+    });
+    const flagsWin = parseAgentOptions(['--org', 'org-flag', '--endpoint', '192.0.2.9:3', '--cleanup-on-exit=false', '--dataplane', 'render'], env);
+    expect(flagsWin).toMatchObject({ org: 'org-flag', endpoints: ['192.0.2.9:3'], cleanupOnExit: false, dataplane: 'render', stateDir: '/env/state' });
+  });
+
+  it.each([
+    [[], /state-dir/],
+    [[...base, '--bogus'], /unknown flag --bogus/],
+    [[...base, 'positional'], /unexpected argument/],
+    [[...base, '--org'], /--org needs a value/],
+    [[...base, '--dataplane', 'ebpf'], /--dataplane: expected one of render, linux/],
+    [[...base, '--listen-port', '0'], /--listen-port/],
+    [[...base, '--listen-port', '70000'], /--listen-port/],
+    [[...base, '--local-port', 'x'], /--local-port/],
+    [[...base, '--endpoint', 'example.com:80'], /--endpoint: expected ADDR:PORT/],
+    [[...base, '--endpoint', '192.0.2.1'], /--endpoint/],
+    [[...base, '--interface', 'a-name-that-is-far-too-long'], /--interface/],
+    [[...base, '--resync-interval', '0'], /--resync-interval/],
+    [[...base, '--status-interval', 'soon'], /--status-interval/],
+    [[...base, '--server', 'ftp://x'], /--server/],
+    [[...base, '--log-level', 'loud'], /--log-level/],
+    [[...base, '--cleanup-on-exit=maybe'], /--cleanup-on-exit/],
+  ])('rejects %j', (argv, message) => {
+    expect(() => parseAgentOptions(argv, {})).toThrow(AgentOptionsError);
+    expect(() => parseAgentOptions(argv, {})).toThrow(message);
+  });
+
+  it('rejects a bad environment value, naming the variable', () => {
+    expect(() => parseAgentOptions(base, { FLEETPLANE_AGENT_CLEANUP_ON_EXIT: 'sometimes' })).toThrow(/FLEETPLANE_AGENT_CLEANUP_ON_EXIT/);
+  });
+
+  it('documents every flag and its variable in --help', () => {
+    const help = agentHelp();
+    for (const spec of Object.values(AGENT_FLAGS)) {
+      expect(help).toContain(`--${spec.flag}`);
+      expect(help).toContain(spec.env);
+      expect(spec.env.startsWith('FLEETPLANE_AGENT_')).toBe(true);
+    }
+  });
+});
