@@ -76,30 +76,58 @@ export class WatchEngine {
 
   /**
    * Checks a watch request against the organization's feed; throws ApiError
-   * (404, 410, 503) before anything is streamed.
+   * (404, 410, 503) before anything is streamed. The feed returned is
+   * reserved until `open` takes it, so it can't be dropped in between: every
+   * successful `prepare` must be followed by `open`.
    */
   async prepare(orgId: string, watches: readonly Watch[]): Promise<OrgFeed> {
     if (this.closing) throw new ApiError('unavailable', 'the server is shutting down');
-    const feed = await this.feedFor(orgId);
-    if (!feed.exists) {
-      this.release(feed);
-      throw new ApiError('not_found', 'organization not found');
+    let feed = await this.feedFor(orgId);
+    // Dropped between its lookup and now (its last watcher left): a new one takes its place.
+    while (feed.closed) {
+      if (this.closing) throw new ApiError('unavailable', 'the server is shutting down');
+      feed = await this.feedFor(orgId);
     }
-    for (const w of watches) {
-      const gt = w.gt_revision ?? 0;
-      if (gt > 0 && gt < feed.compacted) {
-        this.release(feed);
-        throw new ApiError('revision_compacted', `gt_revision ${gt} of kind ${w.kind} is older than the compacted revision ${feed.compacted}; list again from 0`, {
-          kind: w.kind,
-          compacted_revision: feed.compacted,
-        });
+    feed.reservations++;
+    try {
+      if (!feed.exists) throw new ApiError('not_found', 'organization not found');
+      // Compaction rings no bell: the cache learns of it only from fills and safety checks. A watch
+      // the ring can't serve reads the database, so check it against the database's compacted revision.
+      const ring = feed.ring;
+      if (watches.some((w) => (w.gt_revision ?? 0) > 0 && !(ring?.covers(w.gt_revision ?? 0) ?? false))) {
+        const h = (await this.store.readHeads([orgId])).get(orgId);
+        if (h) feed.compacted = Math.max(feed.compacted, h.compacted);
       }
+      for (const w of watches) {
+        const gt = w.gt_revision ?? 0;
+        if (gt > 0 && gt < feed.compacted) {
+          throw new ApiError('revision_compacted', `gt_revision ${gt} of kind ${w.kind} is older than the compacted revision ${feed.compacted}; list again from 0`, {
+            kind: w.kind,
+            compacted_revision: feed.compacted,
+          });
+        }
+      }
+      // Shut down while this request waited: its stream would hold the server's close open.
+      if (this.closing) throw new ApiError('unavailable', 'the server is shutting down');
+      return feed;
+    } catch (err) {
+      feed.reservations--;
+      this.release(feed);
+      throw err;
     }
-    return feed;
   }
 
-  /** Starts streaming on a socket whose request was validated and authorized. */
-  open(feed: OrgFeed, req: OpenStream): Watcher {
+  /**
+   * Starts streaming on a socket whose request was validated and authorized
+   * (with the feed `prepare` returned). Undefined when the client left meanwhile.
+   */
+  open(feed: OrgFeed, req: OpenStream): Watcher | undefined {
+    feed.reservations = Math.max(0, feed.reservations - 1);
+    // Gone while the request was prepared: its 'close' was emitted already and would never reach a watcher.
+    if (req.socket.destroyed || !req.socket.writable) {
+      this.release(feed);
+      return undefined;
+    }
     req.socket.setNoDelay(true);
     req.socket.write(responseHead(MEDIA.watch));
     const watcher = new Watcher({
@@ -123,7 +151,8 @@ export class WatchEngine {
       set.add(watcher);
     }
     this.metrics.watchers.set(this.watchers.size);
-    watcher.pump();
+    if (this.closing) watcher.close('unavailable', 'the server is shutting down; resume elsewhere');
+    else watcher.pump();
     return watcher;
   }
 
@@ -141,9 +170,9 @@ export class WatchEngine {
 
   /** Drops an organization's cache once it has no watchers. */
   private release(feed: OrgFeed): void {
-    if (feed.listeners.size > 0) return;
+    if (feed.listeners.size > 0 || feed.reservations > 0) return;
     void this.feeds.get(feed.orgId)?.then((current) => {
-      if (current !== feed || feed.listeners.size > 0) return;
+      if (current !== feed || feed.listeners.size > 0 || feed.reservations > 0) return;
       feed.close();
       this.feeds.delete(feed.orgId);
       this.metrics.feeds.set(this.feeds.size);

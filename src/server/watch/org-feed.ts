@@ -24,6 +24,10 @@ export class OrgFeed {
   compacted = 0;
   exists = true;
   readonly listeners = new Set<FeedListener>();
+  /** Streams prepared on this feed and not yet opened: the feed is kept for them as for listeners. */
+  reservations = 0;
+  /** Dropped (no watchers, or shutdown): it is no longer filled and must not take watchers. */
+  closed = false;
   private filling: Promise<void> | undefined;
   private again = false;
   private subscription: Subscription | undefined;
@@ -48,6 +52,8 @@ export class OrgFeed {
     this.exists = h !== undefined;
     this.ring = new EventRing(this.capacity, h?.head ?? 0);
     this.compacted = h?.compacted ?? 0;
+    // A signal that came while the head was read had no ring to fill; its change may be past that head.
+    if (this.signalledAt !== undefined) void this.fill();
   }
 
   get head(): number {
@@ -57,7 +63,8 @@ export class OrgFeed {
   /** A signal arrived (or the safety check saw a newer head): fill once, however many signals. */
   signal(): void {
     this.signalledAt ??= performance.now();
-    void this.fill();
+    // Before start() has read the head there is nothing to fill from; start() fills then.
+    if (this.ring) void this.fill();
   }
 
   fill(): Promise<void> {
@@ -87,7 +94,7 @@ export class OrgFeed {
       }
       this.metrics.fillQueries.inc();
       this.exists = batch.exists;
-      this.compacted = batch.compacted;
+      this.compacted = Math.max(this.compacted, batch.compacted);
       for (const row of batch.rows) {
         if (row.revision <= ring.head) continue;
         ring.push(this.encode(row));
@@ -121,6 +128,7 @@ export class OrgFeed {
   }
 
   close(): void {
+    this.closed = true;
     this.subscription?.close();
     this.subscription = undefined;
     this.ring = undefined;
