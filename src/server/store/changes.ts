@@ -8,8 +8,10 @@ export interface ChangeBatch {
   /** Head revision in the same snapshot: every change ≤ head is in `rows` or before `after`. */
   head: number;
   compacted: number;
-  /** False when the organization no longer exists (or was deleted). */
+  /** False when the organization's row is gone (compacted after its deletion). */
   exists: boolean;
+  /** True when the organization was deleted; `rows` still carry its tombstones. */
+  deleted: boolean;
 }
 
 /**
@@ -37,20 +39,21 @@ export async function readChanges(
     [orgId, after, limit, kinds ? [...kinds] : null],
   );
   const first = rows[0];
-  if (!first) return { rows: [], head: 0, compacted: 0, exists: false };
+  if (!first) return { rows: [], head: 0, compacted: 0, exists: false, deleted: true };
   return {
     rows: rows.filter((r) => r['id'] !== null && r['id'] !== undefined).map(toChangeRow),
     head: Number(first['head_revision']),
     compacted: Number(first['compacted_revision']),
     exists: true,
+    deleted: first['deleted_at'] !== null && first['deleted_at'] !== undefined,
   };
 }
 
-/** Head and compacted revisions of many organizations in one query (the safety re-read). */
+/** Head and compacted revisions of many live organizations in one query (the safety re-read); deleted ones are absent. */
 export async function readHeads(q: Queryable, orgIds: readonly string[]): Promise<Map<string, { head: number; compacted: number }>> {
   if (orgIds.length === 0) return new Map();
   const rows = await q.query<{ id: string; head_revision: number; compacted_revision: number }>(
-    'SELECT id, head_revision, compacted_revision FROM orgs WHERE id = ANY($1::uuid[])',
+    'SELECT id, head_revision, compacted_revision FROM orgs WHERE id = ANY($1::uuid[]) AND deleted_at IS NULL',
     [[...orgIds]],
   );
   return new Map(rows.map((r) => [r.id, { head: Number(r.head_revision), compacted: Number(r.compacted_revision) }]));

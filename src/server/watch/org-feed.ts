@@ -93,7 +93,7 @@ export class OrgFeed {
         return;
       }
       this.metrics.fillQueries.inc();
-      this.exists = batch.exists;
+      this.exists = batch.exists && !batch.deleted;
       this.compacted = Math.max(this.compacted, batch.compacted);
       for (const row of batch.rows) {
         if (row.revision <= ring.head) continue;

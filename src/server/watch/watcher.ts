@@ -138,6 +138,8 @@ export class Watcher implements FeedListener {
         const e = ring.at(i);
         if (this.wanted(e)) this.write(e.bytes, true);
         this.position = e.revision;
+        // Nothing follows an organization's own delete.
+        if (e.kind === 'organization' && e.deleted) return this.close(undefined, '');
         if (this.overLimit()) return this.pause();
       }
       if (ring.head > this.position) this.position = ring.head;
@@ -173,6 +175,10 @@ export class Watcher implements FeedListener {
         }
       } finally {
         this.o.socket.uncork();
+      }
+      if (batch.deleted && batch.rows.length < CATCH_UP_PAGE) {
+        // The organization's own delete event was just sent: nothing can follow it.
+        return this.close(undefined, '');
       }
       if (batch.rows.length < CATCH_UP_PAGE) {
         this.position = Math.max(this.position, batch.head);
