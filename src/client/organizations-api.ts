@@ -1,9 +1,12 @@
 import { paths, type Organization, type OrganizationCreate, type OrganizationPatch } from '../protocol/index.js';
-import { Collection, type CallOptions, type ListPage, type NotModified, type PageOptions, type WriteOptions } from './collection.js';
-import type { Tombstone } from './guards.js';
+import { Collection, type CallOptions, type ListPage, type WriteOptions } from './collection.js';
 import type { HttpTransport } from './http-transport.js';
 
-/** `/api/organizations[/{org}]`. */
+/**
+ * `/api/organizations[/{org}]`. The organization list has no paging, no
+ * `gt_revision` and no ETag (organizations share no revision counter; see
+ * docs/protocol-additions.md), so there is no `page`/`pages`/`items`/`poll` here.
+ */
 export class OrganizationsApi {
   readonly #c: Collection<Organization, OrganizationCreate, OrganizationPatch>;
 
@@ -14,18 +17,6 @@ export class OrganizationsApi {
   /** Every organization the token can see. */
   list(opts?: CallOptions): Promise<ListPage<Organization>> {
     return this.#c.list(opts);
-  }
-  page(opts?: PageOptions): Promise<ListPage<Organization | Tombstone>> {
-    return this.#c.page(opts);
-  }
-  pages(opts?: PageOptions): AsyncGenerator<ListPage<Organization | Tombstone>, void, undefined> {
-    return this.#c.pages(opts);
-  }
-  items(opts?: PageOptions): AsyncGenerator<Organization | Tombstone, void, undefined> {
-    return this.#c.items(opts);
-  }
-  poll(etag: string | number, opts?: CallOptions): Promise<ListPage<Organization> | NotModified> {
-    return this.#c.poll(etag, opts);
   }
   get(org: string, opts?: CallOptions): Promise<Organization> {
     return this.#c.get(org, opts);

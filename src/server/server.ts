@@ -14,6 +14,8 @@ import { runPeriodically } from '../util/periodic.js';
 import { WatchEngine, WatchMetrics, watchRoutes } from './watch/index.js';
 import { AgentGateway } from './gateway/index.js';
 
+const CLOSE_GRACE_MS = 5_000;
+
 /** A running server. `close()` stops accepting, drains, closes the database. */
 export interface FleetServer {
   readonly app: App;
@@ -145,7 +147,11 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
       // Streams and tunnels first: the HTTP server's close waits for every connection to end.
       await gateway.shutdown();
       await watch.shutdown();
+      // In-flight requests get a grace period; a connection that never sent a request
+      // (clients open spare ones) would otherwise hold close() until headersTimeout.
+      const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
       await app.close();
+      clearTimeout(force);
       await compaction;
       await replica.stop();
       await bus.close();
