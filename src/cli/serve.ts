@@ -28,8 +28,8 @@ export async function runServe(argv: readonly string[]): Promise<number> {
   }
   const server = await startServer(settings);
   if (!cluster.isPrimary) {
-    process.send?.({ type: 'fleetplane:listening', url: server.url ?? '' });
-    return waitForSignal(server);
+    const { serveAsWorker } = await import('./workers.js');
+    return serveAsWorker(server.url ?? '', waitForSignal(server));
   }
   const token = server.adminToken.token;
   process.stdout.write(

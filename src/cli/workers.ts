@@ -14,6 +14,21 @@ export function isWorkerReady(m: unknown): m is WorkerReady {
   return typeof m === 'object' && m !== null && (m as { type?: unknown }).type === 'fleetplane:listening';
 }
 
+/**
+ * A worker's life once its server listens: tells the primary, runs until
+ * `stopped` settles, then leaves the cluster. Leaving matters: the IPC
+ * channel to the primary keeps a worker's event loop alive, so a worker
+ * whose server closed would never exit, and the primary would wait for it forever.
+ */
+export async function serveAsWorker(url: string, stopped: Promise<number>): Promise<number> {
+  const ready: WorkerReady = { type: 'fleetplane:listening', url };
+  process.send?.(ready);
+  const code = await stopped;
+  // A worker-initiated disconnect marks the exit as intended (no forced process.exit(0) on disconnect).
+  if (process.connected) cluster.worker?.disconnect();
+  return code;
+}
+
 const RESTART_BASE_MS = 500;
 const RESTART_CAP_MS = 30_000;
 
@@ -39,8 +54,12 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
   let stopping = false;
   let printed = false;
   let restarts = 0;
+  // Counted here, not from cluster.workers: a worker leaves that map only once both its process
+  // exited and its IPC channel closed, in either order, so it may still be there at 'exit'.
+  const running = new Set<Worker>();
   const spawn = (): Worker => {
     const w = cluster.fork();
+    running.add(w);
     w.on('message', (m: unknown) => {
       if (!isWorkerReady(m) || printed) return;
       printed = true;
@@ -58,8 +77,9 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
 
   return new Promise<number>((resolve) => {
     cluster.on('exit', (worker, code, signal) => {
+      running.delete(worker);
       if (stopping) {
-        if (Object.keys(cluster.workers ?? {}).length === 0) resolve(0);
+        if (running.size === 0) resolve(0);
         return;
       }
       restarts++;
@@ -73,9 +93,8 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
       if (stopping) return;
       stopping = true;
       logger.info({ signal: sig }, 'stopping workers');
-      const workers = Object.values(cluster.workers ?? {});
-      if (workers.length === 0) resolve(0);
-      for (const w of workers) w?.process.kill('SIGTERM');
+      if (running.size === 0) resolve(0);
+      for (const w of running) w.process.kill('SIGTERM');
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));

@@ -1,0 +1,132 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { WATCH_KINDS } from '../../src/protocol/index.js';
+import { plain } from '../watch/support/client-state.js';
+import { createDatabase } from '../support/postgres-server.js';
+import { openWatch } from '../watch/support/watch-client.js';
+import { followersReach, plainState, startFollowers, type Follower } from './support/followers.js';
+import { scrape } from './support/metrics.js';
+import { ADMIN_TOKEN, ensureBuilt, killAllProcesses, printOutputOnFailure, spawnServe, type ServerProcess } from './support/replica-process.js';
+import { createOrg, headRevision, listReplicaRows } from './support/rest.js';
+import { delay, emptyRoamStats, eventually, serverState } from './support/roaming.js';
+import { SpreadWriter } from './support/spread-writer.js';
+import { prng } from '../server/fixtures.js';
+
+const PG = inject('pgAdminUrl');
+const SEED = Number(process.env['SCALEOUT_SEED'] ?? Date.now() % 1_000_000);
+
+function childPids(pid: number): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .map((l) => Number(l.trim()))
+      .filter((n) => n > 0);
+  } catch {
+    return []; // ps exits 1 when there are none
+  }
+}
+
+/** A process that is gone, or a zombie (it ran its course; only its exit status is left to collect). */
+function isGone(pid: number): boolean {
+  const stat = `/proc/${pid}/stat`;
+  if (!existsSync(stat)) return true;
+  try {
+    // The state follows the parenthesised command name.
+    const text = readFileSync(stat, 'utf8');
+    return text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    return true;
+  }
+}
+
+printOutputOnFailure();
+
+describe.runIf(PG !== '')('--workers 2 on one PostgreSQL', () => {
+  let primary: ServerProcess | undefined;
+
+  beforeAll(async () => {
+    ensureBuilt();
+    const databaseUrl = await createDatabase(PG, 'workers');
+    primary = spawnServe('workers', [
+      '--workers',
+      '2',
+      '--database-url',
+      databaseUrl,
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--admin-token',
+      ADMIN_TOKEN,
+      '--log-level',
+      'warn',
+      '--safety-check-interval',
+      '600',
+      '--bookmark-interval',
+      '1',
+    ]);
+    const [, url] = await primary.waitForOutput(/fleetplane is listening on (http:\/\/\S+?) \(2 workers\)/);
+    primary.url = url ?? '';
+  });
+
+  afterAll(async () => {
+    await killAllProcesses();
+  });
+
+  it(`a watcher and writers through the one port see every change; SIGTERM exits 0 and leaves no worker (seed ${SEED})`, async () => {
+    const p = primary;
+    if (!p) throw new Error('not started');
+    const url = p.url;
+    // Both workers are up: each registered as a replica.
+    await eventually(async () => (await listReplicaRows(url)).length === 2, 'both workers are registered replicas');
+    const workers = childPids(p.pid);
+    expect(workers).toHaveLength(2);
+
+    const org = await createOrg(url);
+    const stats = emptyRoamStats();
+    let following = true;
+    // Watchers until there is one on each worker (the primary hands connections out in turn,
+    // but not strictly): with n watchers, a scrape (answered by either worker) counting
+    // between 0 and n of them proves they are split.
+    const followers: Follower[] = [];
+    let split = false;
+    try {
+      for (let n = 1; !split && n <= 6; n++) {
+        followers.push(...startFollowers(org, [url], 1, () => [url], stats, SEED + n, () => following));
+        await followersReach(followers, 1);
+        for (let i = 0; i < 4 && !split; i++) {
+          const watching = (await scrape(url)).value('fleetplane_watchers');
+          split = watching > 0 && watching < followers.length;
+        }
+      }
+      expect(split, 'watchers on both workers').toBe(true);
+
+      // Every request on a connection of its own, so they too go to the workers in turn. Whichever
+      // worker serves a write, one of the watchers is on the other: it hears of it only by the bus.
+      const writer = new SpreadWriter(() => [url], org, prng(SEED + 2));
+      for (let i = 0; i < 60; i++) await writer.write();
+      expect(writer.errors).toEqual([]);
+      await followersReach(followers, await headRevision(url, org));
+      const server = plain(await serverState(url, org));
+      for (const f of followers) {
+        expect(f.client.watch.violations, f.client.name).toEqual([]);
+        expect(plainState(f), f.client.name).toEqual(server);
+      }
+      expect(stats.brokenStreams).toBe(0);
+    } finally {
+      following = false;
+      await Promise.all(followers.map((f) => f.run));
+    }
+
+    // The stream of a watcher still connected when the server stops ends with `unavailable`.
+    const last = await openWatch({ url, org, token: ADMIN_TOKEN }, WATCH_KINDS.map((kind) => ({ kind })));
+    await eventually(() => last.events.filter((e) => e.type === 'tail').length === WATCH_KINDS.length, 'the last watcher reached its tails');
+    p.child.kill('SIGTERM');
+    const exit = await Promise.race([p.exited, delay(20_000).then(() => 'still running')]);
+    expect(exit, `${p.output()}\nworkers: ${workers.map((w) => `${w} gone ${isGone(w)}`).join(', ')}`).toEqual({ code: 0, signal: null });
+    const end = await last.rest();
+    expect(end.at(-1)).toMatchObject({ type: 'error', value: { code: 'unavailable' } });
+    for (const pid of workers) expect(isGone(pid), `worker ${pid} is gone`).toBe(true);
+  }, 60_000);
+});
