@@ -1,0 +1,83 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+
+/** CPU time and resident memory of a process and all its descendants, from /proc. */
+export interface ProcStats {
+  cpuSeconds: number;
+  rssBytes: number;
+  pids: number[];
+}
+
+let ticks: number | undefined;
+
+function clockTicks(): number {
+  if (ticks === undefined) {
+    try {
+      ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticks = 100;
+    }
+  }
+  return ticks;
+}
+
+interface Stat {
+  ppid: number;
+  cpuTicks: number;
+}
+
+function readStat(pid: number): Stat | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  // rest[0] is field 3 (state); ppid is field 4, utime 14, stime 15.
+  return { ppid: Number(rest[1]), cpuTicks: Number(rest[11]) + Number(rest[12]) };
+}
+
+function readRss(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const pid = Number(name);
+    const st = readStat(pid);
+    if (!st) continue;
+    const list = children.get(st.ppid);
+    if (list) list.push(pid);
+    else children.set(st.ppid, [pid]);
+  }
+  const out: number[] = [];
+  const queue = [root];
+  while (queue.length > 0) {
+    const pid = queue.shift();
+    if (pid === undefined) break;
+    out.push(pid);
+    queue.push(...(children.get(pid) ?? []));
+  }
+  return out;
+}
+
+/** Sums CPU (user + system) and RSS over `pid` and its descendants. Resolution: one clock tick (usually 10 ms). */
+export function procTreeStats(pid: number): ProcStats {
+  const pids = descendants(pid);
+  let cpuTicks = 0;
+  let rssBytes = 0;
+  for (const p of pids) {
+    cpuTicks += readStat(p)?.cpuTicks ?? 0;
+    rssBytes += readRss(p);
+  }
+  return { cpuSeconds: cpuTicks / clockTicks(), rssBytes, pids };
+}
