@@ -105,7 +105,8 @@ export function isIpRange(text: string): boolean {
   return compareIpv6(start, end) <= 0;
 }
 
-function expandIpv6(text: string): number[] {
+/** The eight 16-bit groups of a valid IPv6 address (an embedded IPv4 tail becomes the last two). */
+export function ipv6Groups(text: string): number[] {
   let t = text;
   const lastColon = t.lastIndexOf(':');
   const tail = t.slice(lastColon + 1);
@@ -121,8 +122,8 @@ function expandIpv6(text: string): number[] {
 }
 
 function compareIpv6(a: string, b: string): number {
-  const x = expandIpv6(a);
-  const y = expandIpv6(b);
+  const x = ipv6Groups(a);
+  const y = ipv6Groups(b);
   for (let i = 0; i < 8; i++) {
     const d = (x[i] ?? 0) - (y[i] ?? 0);
     if (d !== 0) return d;

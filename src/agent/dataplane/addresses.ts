@@ -3,7 +3,7 @@
  * `wg show` and `ip -j` print, so desired and current state compare as
  * strings), and address intervals for firewall sets.
  */
-import { isEndpointAddress, isIpv6, parseCidr, parseIpv4, type IpFamily } from '../../protocol/index.js';
+import { ipv6Groups, isEndpointAddress, isIpv6, parseCidr, parseIpv4, type IpFamily } from '../../protocol/index.js';
 
 export interface IpValue {
   family: IpFamily;
@@ -19,27 +19,12 @@ export interface IpInterval {
 
 const BITS: Record<IpFamily, number> = { 4: 32, 6: 128 };
 
-function ipv6Words(text: string): number[] {
-  let t = text;
-  const lastColon = t.lastIndexOf(':');
-  const tail = t.slice(lastColon + 1);
-  if (tail.includes('.')) {
-    const v4 = parseIpv4(tail) ?? 0;
-    t = `${t.slice(0, lastColon + 1)}${(v4 >>> 16).toString(16)}:${(v4 & 0xffff).toString(16)}`;
-  }
-  const [l = '', r] = t.split('::');
-  const left = l === '' ? [] : l.split(':');
-  const right = r === undefined || r === '' ? [] : r.split(':');
-  const zeros = new Array<string>(8 - left.length - right.length).fill('0');
-  return [...left, ...zeros, ...right].map((g) => parseInt(g, 16));
-}
-
 export function parseIp(text: string): IpValue | undefined {
   const v4 = parseIpv4(text);
   if (v4 !== undefined) return { family: 4, value: BigInt(v4) };
   if (!isIpv6(text)) return undefined;
   let value = 0n;
-  for (const word of ipv6Words(text)) value = (value << 16n) | BigInt(word);
+  for (const word of ipv6Groups(text)) value = (value << 16n) | BigInt(word);
   return { family: 6, value };
 }
 
