@@ -205,8 +205,9 @@ export class Watcher implements FeedListener {
   write(bytes: Buffer, isEvent: boolean): void {
     this.o.socket.write(bytes);
     this.lastWriteAt = performance.now();
-    this.o.metrics.bytesWritten.inc(bytes.length);
-    if (isEvent) this.o.metrics.eventsWritten.inc();
+    const written = this.o.metrics.written;
+    written.bytes += bytes.length;
+    if (isEvent) written.events++;
   }
 
   /** Bytes written but not yet taken by the kernel. */
