@@ -22,7 +22,7 @@ import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
 import { requireOrgAccess } from '../auth.js';
-import { authenticated, ifMatchOf, notModified, principalOf, sendList, wantsConditional, withEtag } from './shared.js';
+import { answeredNotModified, authenticated, ifMatchOf, principalOf, sendList, withEtag } from './shared.js';
 
 const tags = ['devices'];
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
@@ -60,12 +60,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
     },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
-      const plain = req.query.gt_revision === undefined && req.query.limit === undefined && req.query.after === undefined;
-      if (plain && wantsConditional(req)) {
-        const heads = await ctx.store.readHeads([req.params.org]);
-        const head = heads.get(req.params.org);
-        if (head && notModified(req, reply, head.head)) return reply;
-      }
+      if (await answeredNotModified(req, reply, ctx, req.params.org, req.query)) return reply;
       const page = await ctx.store.list(req.params.org, 'device', req.query);
       const statuses = await ctx.store.statusesOf(page.rows.filter((r) => !r.deleted).map((r) => r.id));
       return sendList(reply, page, (row) => ({ ...(row.value as unknown as DeviceObject), status: statuses.get(row.id) ?? EMPTY_STATUS }));

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { formatEtag, HEADERS, parseEtag } from '../../../protocol/index.js';
-import type { ChangeRow, ListPage } from '../../store/index.js';
+import type { ChangeRow, ListPage, ListParams } from '../../store/index.js';
 import type { Principal } from '../../store/index.js';
 import type { ServerContext } from '../context.js';
 import { authenticate } from '../auth.js';
@@ -45,8 +45,21 @@ export function notModified(req: FastifyRequest, reply: FastifyReply, revision: 
   return true;
 }
 
-export function wantsConditional(req: FastifyRequest): boolean {
-  return typeof req.headers[HEADERS.ifNoneMatch] === 'string';
+/**
+ * The polling fast path: a plain list whose If-None-Match names the current
+ * head gets 304 from one cheap query, without reading any item.
+ */
+export async function answeredNotModified(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  ctx: ServerContext,
+  orgId: string,
+  query: ListParams,
+): Promise<boolean> {
+  const plain = query.gt_revision === undefined && query.limit === undefined && query.after === undefined;
+  if (!plain || typeof req.headers[HEADERS.ifNoneMatch] !== 'string') return false;
+  const head = (await ctx.store.readHeads([orgId])).get(orgId);
+  return head !== undefined && notModified(req, reply, head.head);
 }
 
 export type TombstoneItem = { id: string; revision: number; deleted: true };
