@@ -121,7 +121,8 @@ describe('StatusReporter', () => {
     server.answers = ['fail', 'network', 'fail'];
     const { reporter } = start(server);
     reporter.update({ applied_revision: 7, local_endpoints: ['192.0.2.1:51820'] });
-    await until(() => server.puts.length === 2, 'a retry');
+    // Retries come 0–10 ms apart (full jitter), so more than one may land between two checks.
+    await until(() => server.puts.length >= 2, 'a retry');
     reporter.update({ applied_revision: 8 });
     await until(() => server.puts.length >= 4, 'the retries');
     await new Promise((r) => setTimeout(r, 30));
