@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DeviceCreate, OrganizationCreate, paths, ROUTES } from '../../src/protocol/index.js';
 import { startServer } from '../../src/server/index.js';
+import { MIGRATIONS } from '../../src/server/db/index.js';
 import { createDatabase } from '../support/postgres-server.js';
 import { Harness, pgAdminUrl, useServer } from './fixtures.js';
 
@@ -138,7 +139,7 @@ describe.runIf(pgAdminUrl() !== '')('several servers on one PostgreSQL database'
     const servers = await Promise.all([1, 2, 3].map(() => startServer({ databaseUrl: url, logLevel: 'silent' }, { listen: false })));
     try {
       const rows = await servers[0]!.db.query('SELECT version FROM schema_migrations');
-      expect(rows).toHaveLength(1);
+      expect(rows).toHaveLength(MIGRATIONS.length);
       const generated = servers.filter((s) => s.adminToken.source === 'generated');
       expect(generated).toHaveLength(1);
       const token = generated[0]!.adminToken.token ?? '';

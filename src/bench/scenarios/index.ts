@@ -7,6 +7,7 @@ import { pollingBaseline } from './polling-baseline.js';
 import { catchUp } from './catch-up.js';
 import { writeThroughput } from './write-throughput.js';
 import { fanoutReplicas, fanoutWorkers } from './fanout-scale-out.js';
+import { enroll } from './enroll.js';
 
 /** Every scenario, in the order the default set runs them. */
-export const SCENARIOS: readonly Scenario[] = [rawFloor, fanout, idleMemory, queries, pollingBaseline, catchUp, writeThroughput, fanoutWorkers, fanoutReplicas];
+export const SCENARIOS: readonly Scenario[] = [rawFloor, fanout, idleMemory, queries, pollingBaseline, catchUp, writeThroughput, fanoutWorkers, fanoutReplicas, enroll];

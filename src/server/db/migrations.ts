@@ -90,6 +90,25 @@ CREATE TABLE replicas (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'tunnel-ip-free-list',
+    sql: `
+-- Tunnel IP allocation without scanning the organization's addresses (store/tunnel-ips.ts).
+-- Filled per organization on its next allocation, from device_ips.
+CREATE TABLE ip_pools (
+  org_id uuid PRIMARY KEY REFERENCES orgs(id) ON DELETE CASCADE,
+  cidr text NOT NULL,
+  next_ip bigint NOT NULL
+);
+
+CREATE TABLE ip_free (
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  ip bigint NOT NULL,
+  PRIMARY KEY (org_id, ip)
+);
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

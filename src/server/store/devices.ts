@@ -5,7 +5,6 @@ import type { SignalBus } from '../bus/index.js';
 import {
   EMPTY_STATUS,
   formatIpv4,
-  ipv4Pool,
   SECRET_PREFIX,
   type Device,
   type DeviceCreate,
@@ -19,6 +18,7 @@ import { ApiError, notFound, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject, type StoredValue } from './objects.js';
 import { writeInOrg, type OrgWrite } from './org-write.js';
 import { sameJson } from './same-json.js';
+import { releaseTunnelIp, takeTunnelIp } from './tunnel-ips.js';
 import { hashSecret, newSecret } from './secrets.js';
 
 const KIND = 'device' as const;
@@ -38,26 +38,6 @@ async function checkGroup(w: OrgWrite, groupId: string | null | undefined): Prom
     [groupId, w.orgId],
   );
   if (rows.length === 0) throw validationFailed('/security_group_id', 'the id of a security group of this organization');
-}
-
-/** The lowest free address of the pool. Runs under the organization's revision lock, so enrollments can't race. */
-async function assignTunnelIp(w: OrgWrite): Promise<number> {
-  const org = await orgValue(w.tx, w.orgId);
-  const pool = ipv4Pool(org.network.ipv4_cidr);
-  if (!pool) throw new ApiError('internal', 'organization has an invalid ipv4_cidr');
-  const rows = await w.tx.query<{ ip: number | null }>(
-    `SELECT CASE
-       WHEN NOT EXISTS (SELECT 1 FROM device_ips WHERE org_id = $1 AND ip = $2) THEN $2::bigint
-       ELSE (SELECT a.ip + 1 FROM device_ips a
-              WHERE a.org_id = $1 AND a.ip >= $2 AND a.ip < $3
-                AND NOT EXISTS (SELECT 1 FROM device_ips b WHERE b.org_id = $1 AND b.ip = a.ip + 1)
-              ORDER BY a.ip LIMIT 1)
-     END AS ip`,
-    [w.orgId, pool.first, pool.last],
-  );
-  const ip = rows[0]?.ip;
-  if (ip === null || ip === undefined) throw new ApiError('conflict', `the pool ${org.network.ipv4_cidr} has no free address`);
-  return Number(ip);
 }
 
 async function orgValue(q: Queryable, orgId: string): Promise<Organization> {
@@ -101,7 +81,7 @@ export async function createDevice(
       }
       const revision = await w.revision();
       await checkGroup(w, input.security_group_id);
-      const ip = await assignTunnelIp(w);
+      const ip = await takeTunnelIp(w.tx, orgId, (await orgValue(w.tx, orgId)).network.ipv4_cidr);
       const id = randomUUID();
       const now = new Date().toISOString();
       const device: StoredDevice = {
@@ -194,7 +174,7 @@ export async function deleteDevice(db: Database, bus: SignalBus, orgId: string, 
     checkIfMatch(ifMatch, current.revision);
     const revision = await w.revision();
     await tombstoneObject(w.tx, current, revision);
-    await w.tx.query('DELETE FROM device_ips WHERE device_id = $1', [id]);
+    await releaseTunnelIp(w.tx, orgId, id);
     await w.tx.query('DELETE FROM device_status WHERE device_id = $1', [id]);
     await w.tx.query('UPDATE tokens SET revoked_at = now() WHERE device_id = $1 AND revoked_at IS NULL', [id]);
   });
