@@ -69,6 +69,11 @@ export const TUNNEL_CLOSE_CODES = {
   tooManyTunnels: 4001,
   /** Either side closes a tunnel whose peer stopped answering pings. */
   pingTimeout: 4002,
+  /**
+   * The server closes a tunnel whose device token was revoked (deleting the
+   * device revokes it too); reconnecting with that token fails with 401.
+   */
+  revoked: 4003,
 } as const;
 
 /**

@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import { makeSettings, SettingsError, startServer, type FleetServer } from '../../src/server/index.js';
 import { AGENT_ERROR_CODES, HEADERS, TUNNEL_CLOSE_CODES, paths } from '../../src/protocol/index.js';
 import { tunnelUrl } from '../../src/agent/tunnel/index.js';
-import { agentCode, delay, errorCode, eventually, Fleet, metric, rpc, startAgent, type TestAgent } from './support.js';
+import { agentCode, delay, errorCode, eventually, Fleet, http, metric, rpc, startAgent, type TestAgent } from './support.js';
 
 /** Status of a tunnel upgrade with `token` (101 when it opened). */
 function upgradeStatus(base: string, token: string | undefined): Promise<number> {
@@ -196,6 +196,27 @@ describe('agent gateway on one replica', () => {
     } finally {
       await steady.stop();
     }
+  });
+
+  it('closes the tunnel of a deleted device (its token is revoked) and refuses it from then on', async () => {
+    const doomed = await fleet.enroll();
+    const ws = new WebSocket(tunnelUrl(base), { headers: { [HEADERS.authorization]: `Bearer ${doomed.token}` } });
+    const closed = new Promise<number>((resolve) => ws.once('close', (code: number) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    // The agent answers pings, so only the revocation can end the tunnel.
+    ws.on('message', (data: WebSocket.RawData) => {
+      if (String(data).includes('"ping"')) ws.send(JSON.stringify({ type: 'pong' }));
+    });
+    const gone = await http(base, 'DELETE', paths.device(fleet.org, doomed.id), fleet.orgAdmin);
+    expect(gone.status).toBe(204);
+    // Revocations are looked up every 2 s (--revocation-check-interval).
+    expect(await Promise.race([closed, delay(15_000).then(() => 'still open')])).toBe(TUNNEL_CLOSE_CODES.revoked);
+    expect(await upgradeStatus(base, doomed.token)).toBe(401);
+    // Other devices' tunnels stay.
+    expect((await rpc(base, fleet.orgAdmin, fleet.org, device.id, 'ping')).status).toBe(200);
   });
 
   it('refuses a private listener without a secret', () => {

@@ -102,7 +102,7 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'watchBufferLimit', flag: 'watch-buffer-limit', env: 'FLEETPLANE_WATCH_BUFFER_LIMIT', kind: 'bytes', min: 16384, help: 'Bytes queued per watcher before writing to it pauses.' },
   { key: 'slowConsumerTimeout', flag: 'slow-consumer-timeout', env: 'FLEETPLANE_SLOW_CONSUMER_TIMEOUT', kind: 'seconds', min: 0.05, help: 'How long a watcher may stay over its buffer limit before it is closed.' },
   { key: 'safetyCheckInterval', flag: 'safety-check-interval', env: 'FLEETPLANE_SAFETY_CHECK_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often cached head revisions are re-read from the database.' },
-  { key: 'revocationCheckInterval', flag: 'revocation-check-interval', env: 'FLEETPLANE_REVOCATION_CHECK_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often revoked tokens are looked up to end their streams.' },
+  { key: 'revocationCheckInterval', flag: 'revocation-check-interval', env: 'FLEETPLANE_REVOCATION_CHECK_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often revoked tokens are looked up to end their watch streams and agent tunnels.' },
   { key: 'bodyLimit', flag: 'body-limit', env: 'FLEETPLANE_BODY_LIMIT', kind: 'bytes', min: 1024, help: 'Largest accepted request body.' },
   { key: 'staleAfter', flag: 'stale-after', env: 'FLEETPLANE_STALE_AFTER', kind: 'seconds', min: 1, help: 'Devices not seen for this long count as stale.' },
   { key: 'bus', flag: 'bus', env: 'FLEETPLANE_BUS', kind: 'string', choices: ['memory', 'postgres', 'redis'], help: 'Signal bus (default: postgres with --database-url, else memory).' },

@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { TUNNEL_PING_INTERVAL_MS, agentSignal } from '../../protocol/index.js';
+import { TUNNEL_CLOSE_CODES, TUNNEL_PING_INTERVAL_MS, agentSignal } from '../../protocol/index.js';
 import type { SignalBus } from '../bus/index.js';
 import type { Settings } from '../config/settings.js';
 import type { Database } from '../db/index.js';
@@ -10,6 +10,8 @@ import { ApiError } from '../errors.js';
 import type { RouteModule } from '../http/context.js';
 import type { Metrics } from '../metrics.js';
 import { listReplicas } from '../replicas/index.js';
+import { RevocationCursor } from '../store/index.js';
+import { runPeriodically } from '../../util/periodic.js';
 import { MemoryAgentRegistry, type AgentRegistry } from './agent-registry.js';
 import { AgentWaiters } from './agent-waiters.js';
 import { Forwarder } from './forwarder.js';
@@ -92,6 +94,9 @@ export class AgentGateway {
   readonly #registry: AgentRegistry;
   readonly #tuning: GatewayTuning;
   readonly #pinger: NodeJS.Timeout;
+  readonly #revocations: RevocationCursor;
+  readonly #stopLoops = new AbortController();
+  readonly #revocationLoop: Promise<void>;
   readonly #logger: Logger;
 
   private constructor(private readonly options: AgentGatewayOptions) {
@@ -145,6 +150,10 @@ export class AgentGateway {
       for (const t of this.tunnels.all()) t.heartbeat();
     }, this.#tuning.pingIntervalMs);
     this.#pinger.unref();
+    this.#revocations = new RevocationCursor(options.db);
+    this.#revocationLoop = runPeriodically(settings.revocationCheckInterval * 1000, this.#stopLoops.signal, () => this.closeRevoked(), (err) =>
+      logger.error({ err }, 'tunnel revocation check failed'),
+    );
   }
 
   /** Connects the registry (Redis: rejects if unreachable) and starts the private listener (`--private-port`). */
@@ -188,6 +197,7 @@ export class AgentGateway {
           accept: (ws, device) => {
             if (this.#closing) return ws.close(1012, 'server shutting down');
             const tunnel = new ServerTunnel(ws, device.deviceId, device.orgId, {
+              tokenId: device.tokenId,
               maxPending: this.#tuning.maxPendingPerTunnel,
               answerGraceMs: this.#tuning.answerGraceMs,
               logger: this.#logger,
@@ -214,6 +224,8 @@ export class AgentGateway {
   private async stop(): Promise<void> {
     this.#closing = true;
     clearInterval(this.#pinger);
+    this.#stopLoops.abort();
+    await this.#revocationLoop;
     this.waiters.close(new ApiError('unavailable', 'the server is shutting down'));
     const until = Date.now() + this.#tuning.shutdownDrainMs;
     while (this.tunnels.all().some((t) => t.pending > 0) && Date.now() < until) {
@@ -249,6 +261,16 @@ export class AgentGateway {
       logger: logger.child({ component: 'private-listener' }),
     });
     this.#privateUrl = (!worker && settings.advertisePrivateUrl) || `http://${urlHost(settings.privateHost)}:${this.#listener.port}`;
+  }
+
+  /** Closes the tunnels opened with a token revoked since the last check (device deleted, token revoked). */
+  private async closeRevoked(): Promise<void> {
+    if (this.tunnels.size === 0) return this.#revocations.reset();
+    const revoked = new Set(await this.#revocations.next());
+    if (revoked.size === 0) return;
+    for (const t of this.tunnels.all()) {
+      if (revoked.has(t.tokenId)) t.close(TUNNEL_CLOSE_CODES.revoked, 'the device token was revoked');
+    }
   }
 
   private onTunnelChange(change: TunnelChange): void {

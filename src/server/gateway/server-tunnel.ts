@@ -5,6 +5,8 @@ import { AGENT_ERROR_CODES, TUNNEL_CLOSE_CODES, decodeTunnelFrame, type TunnelFr
 import type { Delivery } from './delivery.js';
 
 export interface ServerTunnelOptions {
+  /** The device token the tunnel was opened with: its revocation closes the tunnel. */
+  tokenId: string;
   /** Requests awaiting an answer on this tunnel; `full` past it. */
   maxPending: number;
   /** How long past its `deadline_ms` an answer is still awaited (the agent answers at its deadline). */
@@ -28,6 +30,7 @@ interface Pending {
 export class ServerTunnel {
   readonly id = randomUUID();
   readonly openedAt = Date.now();
+  readonly tokenId: string;
   readonly closed: Promise<void>;
   readonly #pending = new Map<string, Pending>();
   #next = 0;
@@ -40,6 +43,7 @@ export class ServerTunnel {
     readonly orgId: string,
     private readonly options: ServerTunnelOptions,
   ) {
+    this.tokenId = options.tokenId;
     this.closed = new Promise((resolve) => {
       ws.once('close', (code: number, reason: Buffer) => {
         this.failPending(this.#localCode ?? code, reason.toString());

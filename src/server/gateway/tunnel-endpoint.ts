@@ -12,8 +12,15 @@ export interface TunnelEndpointOptions {
   /** True once the gateway shuts down: upgrades are refused with 503. */
   closing: () => boolean;
   maxPayloadBytes: number;
-  accept: (ws: WebSocket, device: { deviceId: string; orgId: string }) => void;
+  accept: (ws: WebSocket, device: TunnelPrincipal) => void;
   logger: Logger;
+}
+
+/** Who opened a tunnel: a device, with one of its tokens. */
+export interface TunnelPrincipal {
+  deviceId: string;
+  orgId: string;
+  tokenId: string;
 }
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
@@ -54,14 +61,14 @@ export function attachTunnelEndpoint(server: Server, options: TunnelEndpointOpti
         refuse(socket, api);
       });
   };
-  const authorize = async (req: IncomingMessage): Promise<{ deviceId: string; orgId: string }> => {
+  const authorize = async (req: IncomingMessage): Promise<TunnelPrincipal> => {
     if (options.closing()) throw new ApiError('unavailable', 'the server is shutting down; connect elsewhere');
     const secret = BEARER.exec(req.headers[HEADERS.authorization] ?? '')?.[1];
     if (!secret) throw new ApiError('unauthorized', 'missing bearer token');
     const p = await options.authenticate(secret);
     if (!p) throw new ApiError('unauthorized', 'unknown, expired or revoked token');
     if (p.type !== 'device') throw new ApiError('forbidden', 'only a device token may open an agent tunnel');
-    return { deviceId: p.deviceId, orgId: p.orgId };
+    return { deviceId: p.deviceId, orgId: p.orgId, tokenId: p.tokenId };
   };
   server.on('upgrade', onUpgrade);
   return () => {

@@ -4,3 +4,4 @@ export type { ChangeBatch } from './changes.js';
 export type { Principal } from './credentials.js';
 export { resolveAdminToken, type AdminToken } from './admin-token.js';
 export { hashSecret } from './secrets.js';
+export { RevocationCursor } from './revocation-cursor.js';

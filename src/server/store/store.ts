@@ -61,7 +61,6 @@ export class Store {
   createOrgToken = (orgId: string, input: OrgTokenCreate) => creds.createOrgToken(this.db, orgId, input);
   listOrgTokens = (orgId: string) => creds.listOrgTokens(this.db, orgId);
   revokeOrgToken = (orgId: string, id: string) => creds.revokeOrgToken(this.db, orgId, id);
-  revokedTokensSince = (since: Date) => creds.revokedTokensSince(this.db, since);
   createRegistrationKey = (orgId: string, input: RegistrationKeyCreate) => creds.createRegistrationKey(this.db, orgId, input);
   listRegistrationKeys = (orgId: string) => creds.listRegistrationKeys(this.db, orgId);
   getRegistrationKey = (orgId: string, id: string) => creds.getRegistrationKey(this.db, orgId, id);

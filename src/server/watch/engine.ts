@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { MEDIA, orgSignal, type Watch } from '../../protocol/index.js';
-import type { Store } from '../store/index.js';
+import { RevocationCursor, type Store } from '../store/index.js';
 import type { SignalBus } from '../bus/index.js';
 import type { Settings } from '../config/settings.js';
 import { ApiError } from '../errors.js';
@@ -10,9 +10,6 @@ import { OrgFeed } from './org-feed.js';
 import { Watcher } from './watcher.js';
 import { responseHead } from './encode.js';
 import type { WatchMetrics } from './watch-metrics.js';
-
-/** Revocations are looked up with this much overlap, so one committed late isn't missed. */
-const REVOCATION_OVERLAP_MS = 60_000;
 
 export interface OpenStream {
   orgId: string;
@@ -33,7 +30,7 @@ export class WatchEngine {
   private readonly stop = new AbortController();
   private loops: Promise<void>[] = [];
   private closing = false;
-  private revokedCheckedAt: Date | undefined;
+  private readonly revocations: RevocationCursor;
 
   constructor(
     private readonly store: Store,
@@ -41,7 +38,9 @@ export class WatchEngine {
     private readonly settings: Settings,
     private readonly metrics: WatchMetrics,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.revocations = new RevocationCursor(store.db);
+  }
 
   start(): void {
     const s = this.settings;
@@ -191,14 +190,8 @@ export class WatchEngine {
   }
 
   async revocationCheck(): Promise<void> {
-    if (this.byToken.size === 0) {
-      this.revokedCheckedAt = undefined;
-      return;
-    }
-    const since = this.revokedCheckedAt ? new Date(this.revokedCheckedAt.getTime() - REVOCATION_OVERLAP_MS) : new Date(Date.now() - REVOCATION_OVERLAP_MS);
-    const { ids, now } = await this.store.revokedTokensSince(since);
-    this.revokedCheckedAt = now;
-    for (const id of ids) {
+    if (this.byToken.size === 0) return this.revocations.reset();
+    for (const id of await this.revocations.next()) {
       for (const w of [...(this.byToken.get(id) ?? [])]) w.close('forbidden', 'the token was revoked');
     }
   }
