@@ -53,9 +53,12 @@ export class DevicesApi {
   get(org: string, id: string, opts?: CallOptions): Promise<Device> {
     return this.#c(org).get(id, opts);
   }
-  /** Creates a device with the client's (admin) token. */
-  create(org: string, body: DeviceCreate, opts?: CallOptions): Promise<Device> {
-    return this.#c(org).create(body, opts);
+  /**
+   * Creates a device with the client's (admin) token. The answer carries the
+   * new device's `device_token`, shown this once: hand it to the machine.
+   */
+  create(org: string, body: DeviceCreate, opts?: CallOptions): Promise<EnrolledDevice> {
+    return this.#c(org).createAs(body, isEnrolled, opts);
   }
   /**
    * Enrolls with a registration key as the bearer token: the answer carries

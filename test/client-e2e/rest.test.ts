@@ -61,6 +61,8 @@ describe('typed REST calls against the real server', () => {
     const org = await newOrg();
     const made = await rs.admin.devices.create(org, { hostname: 'made', public_key: wgKey() });
     expect(made).toMatchObject({ hostname: 'made', organization_id: org, tunnel_ip: '100.64.0.1', status: { online: false } });
+    // An admin-created device gets its token too, to hand to the machine.
+    expect(made.device_token).toMatch(/^fpd_/);
 
     const key = await rs.admin.registrationKeys.create(org, { description: 'one', single_use: true });
     expect(key.key).toMatch(/^fpr_/);
