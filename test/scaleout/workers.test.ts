@@ -88,14 +88,17 @@ describe.runIf(PG !== '')('--workers 2 on one PostgreSQL', () => {
     let following = true;
     // Watchers until there is one on each worker (the primary hands connections out in turn,
     // but not strictly): with n watchers, a scrape (answered by either worker) counting
-    // between 0 and n of them proves they are split.
+    // between 0 and n of them proves they are split. Each scrape is a connection of its own;
+    // 3 or 4 of them per round shift the turn by an odd and then an even number, so the next
+    // watcher can't keep landing on the same worker as the others, whatever connections a
+    // follower opens before its watch.
     const followers: Follower[] = [];
     let split = false;
     try {
-      for (let n = 1; !split && n <= 6; n++) {
+      for (let n = 1; !split && n <= 8; n++) {
         followers.push(...startFollowers(org, [url], 1, () => [url], stats, SEED + n, () => following));
         await followersReach(followers, 1);
-        for (let i = 0; i < 4 && !split; i++) {
+        for (let i = 0; i < 3 + (n % 2) && !split; i++) {
           const watching = (await scrape(url)).value('fleetplane_watchers');
           split = watching > 0 && watching < followers.length;
         }
