@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Store, ChangeRow } from '../store/index.js';
 import type { Subscription } from '../bus/index.js';
+import { CatchUpReads } from './catch-up-reads.js';
 import { EventRing, type CachedEvent } from './event-ring.js';
 import { encodeBookmark, encodeObjectEvent } from './encode.js';
 import type { WatchMetrics } from './watch-metrics.js';
@@ -26,6 +27,8 @@ export class OrgFeed {
   readonly listeners = new Set<FeedListener>();
   /** Streams prepared on this feed and not yet opened: the feed is kept for them as for listeners. */
   reservations = 0;
+  /** Database reads of the watchers behind the ring, shared between them. */
+  readonly catchUp: CatchUpReads;
   /** Dropped (no watchers, or shutdown): it is no longer filled and must not take watchers. */
   closed = false;
   private filling: Promise<void> | undefined;
@@ -41,7 +44,9 @@ export class OrgFeed {
     private readonly capacity: number,
     private readonly metrics: WatchMetrics,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.catchUp = new CatchUpReads(orgId, store, metrics);
+  }
 
   /** Reads the head (one query) and starts listening. Called once, before use. */
   async start(subscribe: (onWake: () => void) => Subscription): Promise<void> {
@@ -131,6 +136,7 @@ export class OrgFeed {
     this.closed = true;
     this.subscription?.close();
     this.subscription = undefined;
+    this.catchUp.close();
     this.ring = undefined;
     this.listeners.clear();
   }

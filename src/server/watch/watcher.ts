@@ -4,11 +4,9 @@ import type { ErrorCode, Watch, WatchKind } from '../../protocol/index.js';
 import type { Store } from '../store/index.js';
 import type { CachedEvent, EventRing } from './event-ring.js';
 import type { FeedListener, OrgFeed } from './org-feed.js';
-import { encodeError, encodeObjectEvent, encodeTail, LAST_CHUNK } from './encode.js';
+import { CATCH_UP_PAGE } from './catch-up-reads.js';
+import { encodeError, encodeTail, LAST_CHUNK } from './encode.js';
 import type { WatchMetrics } from './watch-metrics.js';
-
-/** Rows a watcher behind the tail cache reads per query. */
-export const CATCH_UP_PAGE = 500;
 
 interface KindState {
   /** Events of this kind with revision ≤ gt are not sent. */
@@ -62,6 +60,10 @@ export class Watcher implements FeedListener {
    * changes before that delete.
    */
   private readonly listUntil: number;
+  /** The feed's catch-up mark when the stream opened (see CatchUpReads). */
+  private readonly openedMark: number;
+  /** Issue number of the last catch-up page used: the next one must be newer. */
+  private lastIssued = 0;
   private reading = false;
   private wakeAgain = false;
   private slowTimer: NodeJS.Timeout | undefined;
@@ -79,7 +81,9 @@ export class Watcher implements FeedListener {
     }
     this.position = position;
     this.listUntil = listUntil;
-    this.kindList = [...this.kinds.keys()];
+    this.openedMark = o.feed.catchUp.mark();
+    // Sorted: watchers asking for the same kinds share catch-up reads.
+    this.kindList = [...this.kinds.keys()].sort();
     o.socket.on('close', () => this.finish('client_closed'));
     o.socket.on('error', (err) => {
       o.logger.debug({ err, org: this.feed.orgId }, 'watch socket error');
@@ -154,8 +158,10 @@ export class Watcher implements FeedListener {
       if (this.closed || this.paused) return;
       const ring = this.feed.ring;
       if (ring && this.inRing(ring)) return this.drainRing(ring);
-      const batch = await this.o.store.readChanges(this.feed.orgId, this.position, CATCH_UP_PAGE, this.kindList);
-      this.o.metrics.catchUpQueries.inc();
+      const fresh = this.position >= this.listUntil ? this.lastIssued : Math.max(this.lastIssued, this.openedMark);
+      const page = await this.feed.catchUp.read(this.position, this.kindList, fresh);
+      this.lastIssued = page.issued;
+      const batch = page.batch;
       if (this.closed) return;
       if (!batch.exists) return this.close(undefined, '');
       for (const k of this.kinds.values()) {
@@ -168,8 +174,8 @@ export class Watcher implements FeedListener {
       }
       this.o.socket.cork();
       try {
-        for (const row of batch.rows) {
-          if (this.wanted(row)) this.write(encodeObjectEvent(row.kind, row.deleted ? 'delete' : 'change', row.value), true);
+        for (const [i, row] of batch.rows.entries()) {
+          if (this.wanted(row)) this.write(page.bytes(i), true);
           this.position = row.revision;
           if (this.overLimit()) return this.pause();
         }

@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WatchKind } from '../../src/protocol/index.js';
+import type { ChangeBatch } from '../../src/server/store/index.js';
+import { backends } from '../server/fixtures.js';
+import { openWatch, type WatchStream } from './support/watch-client.js';
+import { eventually, startWatchServer, type WatchServer } from './support/watch-server.js';
+import { deleteDevice, ofType } from './support/objects.js';
+
+const RESUMERS = 50;
+const MISSED = 30;
+
+/**
+ * Holds the answers of catch-up reads (those that name kinds; tail cache
+ * fills don't) after the database answered, until released: the read's
+ * snapshot is taken, its result not yet delivered.
+ */
+class HeldReads {
+  readonly held: (() => void)[] = [];
+  holding = true;
+
+  constructor(ws: WatchServer) {
+    const store = ws.server.ctx.store;
+    const real = store.readChanges;
+    store.readChanges = async (orgId: string, after: number, limit: number, kinds?: readonly WatchKind[]): Promise<ChangeBatch> => {
+      const batch = await real(orgId, after, limit, kinds);
+      if (kinds && this.holding) await new Promise<void>((resolve) => this.held.push(resolve));
+      return batch;
+    };
+  }
+
+  release(): void {
+    this.holding = false;
+    for (const r of this.held.splice(0)) r();
+  }
+}
+
+/** The devices a client holds after the events received so far, once its tail came. */
+async function deviceIdsAtTail(stream: WatchStream): Promise<string[]> {
+  await eventually(() => stream.events.some((e) => e.type === 'tail'), 'the tail');
+  const ids = new Set<string>();
+  for (const e of stream.events) {
+    if (e.type === 'change' && e.kind === 'device') ids.add(e.value.id);
+    if (e.type === 'delete' && e.kind === 'device') ids.delete(e.value.id);
+  }
+  return [...ids].sort();
+}
+
+describe.each(backends())('database catch-up reads shared between watchers on $name', ({ name, available }) => {
+  describe.runIf(available)('', () => {
+    let ws: WatchServer;
+    let reads: HeldReads;
+    beforeAll(async () => {
+      ws = await startWatchServer(name);
+      reads = new HeldReads(ws);
+    });
+    afterAll(async () => {
+      reads?.release();
+      await ws?.close();
+    });
+
+    it(`${RESUMERS} watchers resuming from the same revision behind the tail cache cost one query, and each gets every change`, async () => {
+      reads.holding = true;
+      const org = (await ws.h.createOrg()).id;
+      const from = await ws.h.head(org);
+      // Distinct objects: the database holds each object's latest version, so a catch-up sends one event per object.
+      const revisions: number[] = [];
+      for (let i = 0; i < MISSED; i++) revisions.push((await ws.h.createDevice(org)).revision);
+
+      const before = await ws.metric('fleetplane_watch_catchup_queries_total');
+      const resume = [{ kind: 'device' as const, gt_revision: from, at_tail: true }];
+      const streams = await Promise.all(Array.from({ length: RESUMERS }, () => openWatch(ws.target(org), resume)));
+      await eventually(() => ws.server.watch.watcherCount === RESUMERS, `${RESUMERS} watchers are registered`);
+      await eventually(() => reads.held.length > 0, 'the catch-up read is held');
+      expect(reads.held).toHaveLength(1);
+      reads.release();
+
+      for (const s of streams) {
+        await s.waitFor((e) => e.type === 'change' && e.value.revision === revisions.at(-1));
+        expect(ofType(s.events, 'change').map((e) => e.value.revision)).toEqual(revisions);
+      }
+      expect((await ws.metric('fleetplane_watch_catchup_queries_total')) - before).toBe(1);
+      for (const s of streams) s.destroy();
+      await eventually(() => ws.server.watch.watcherCount === 0, 'the streams are gone');
+    });
+
+    it('an initial list never shares a read older than its start: it would miss a delete', async () => {
+      reads.holding = true;
+      const org = (await ws.h.createOrg()).id;
+      const doomed = (await ws.h.createDevice(org)).id;
+      const kept = (await ws.h.createDevice(org)).id;
+      const before = await ws.metric('fleetplane_watch_catchup_queries_total');
+      const list = [{ kind: 'device' as const, gt_revision: 0 }];
+
+      // The first list's read has its snapshot (both devices) and is held.
+      const first = await openWatch(ws.target(org), list);
+      await eventually(() => reads.held.length === 1, 'the first list read is held');
+      await deleteDevice(ws.h, org, doomed);
+      // The second list starts after the delete: the held snapshot is too old for it.
+      const second = await openWatch(ws.target(org), list);
+      await eventually(() => ws.server.watch.watcherCount === 2, 'both lists are registered');
+      reads.release();
+
+      expect(await deviceIdsAtTail(second)).toEqual([kept]);
+      await first.waitFor((e) => e.type === 'delete' && e.value.id === doomed);
+      expect(await deviceIdsAtTail(first)).toEqual([kept]);
+      expect((await ws.metric('fleetplane_watch_catchup_queries_total')) - before).toBe(2);
+      first.destroy();
+      second.destroy();
+    });
+  });
+});
