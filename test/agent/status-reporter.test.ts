@@ -124,8 +124,7 @@ describe('StatusReporter', () => {
     // Retries come 0–10 ms apart (full jitter), so more than one may land between two checks.
     await until(() => server.puts.length >= 2, 'a retry');
     reporter.update({ applied_revision: 8 });
-    await until(() => server.puts.length >= 4, 'the retries');
-    await new Promise((r) => setTimeout(r, 30));
+    await until(() => server.puts.at(-1)?.applied_revision === 8 && server.puts.length >= 4 && reporter.stats.last_error === null, 'the latest status, sent');
     const last = server.puts.at(-1);
     expect(last).toMatchObject({ applied_revision: 8, local_endpoints: ['192.0.2.1:51820'] });
     expect(reporter.stats.failed).toBe(3);
