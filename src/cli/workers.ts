@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import pino from 'pino';
 import { migrate, openPostgres } from '../server/db/index.js';
 import { resolveAdminToken } from '../server/store/index.js';
-import type { Settings } from '../server/index.js';
+import { serveClusterMetrics, type Settings } from '../server/index.js';
 
 /** Message a worker sends the primary once it listens. */
 export interface WorkerReady {
@@ -51,6 +51,7 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
   }
 
   cluster.setupPrimary({ args: ['serve', ...argv] });
+  const stopMetrics = serveClusterMetrics(logger);
   let stopping = false;
   let printed = false;
   let restarts = 0;
@@ -79,7 +80,10 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
     cluster.on('exit', (worker, code, signal) => {
       running.delete(worker);
       if (stopping) {
-        if (running.size === 0) resolve(0);
+        if (running.size === 0) {
+          stopMetrics();
+          resolve(0);
+        }
         return;
       }
       restarts++;

@@ -56,4 +56,9 @@ export const QUERY = {
   limit: 'limit',
   after: 'after',
   wait: 'wait',
+  /** `GET /metrics?scope=process`: only the answering process's metrics (under `--workers`, one worker's). */
+  scope: 'scope',
 } as const;
+
+/** Values of `QUERY.scope` on `/metrics`. */
+export const METRICS_SCOPE = { process: 'process' } as const;

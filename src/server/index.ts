@@ -4,3 +4,4 @@ export { parseSettings, makeSettings, SettingsError, SETTING_SPECS, DEFAULT_SETT
 export type { ServerContext, RouteModule } from './http/context.js';
 export type { App } from './http/app.js';
 export { ApiError } from './errors.js';
+export { serveClusterMetrics, ClusterMetricsError } from './cluster-metrics.js';

@@ -39,7 +39,7 @@ export class Metrics {
     help: 'Tombstones removed by compaction.',
     registers: [this.registry],
   });
-  readonly up = new Gauge({ name: 'fleetplane_up', help: '1 while the server runs.', registers: [this.registry] });
+  readonly up = new Gauge({ name: 'fleetplane_up', help: '1 while the server runs.', registers: [this.registry], aggregator: 'min' });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'fleetplane_' });

@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
@@ -7,6 +8,7 @@ import { ReplicaRegistry } from './replicas/index.js';
 import { replicaRoutes } from './http/routes/replicas.js';
 import { Store, resolveAdminToken, type AdminToken } from './store/index.js';
 import { Metrics } from './metrics.js';
+import { clusterMetricsSource } from './cluster-metrics.js';
 import { buildApp, type App } from './http/app.js';
 import type { RouteModule, ServerContext } from './http/context.js';
 import { makeSettings, type Settings } from './config/settings.js';
@@ -93,6 +95,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     metrics,
     logger,
     adminHash: adminToken.hash,
+    clusterMetrics: cluster.isWorker && settings.workers > 1 ? clusterMetricsSource(metrics.registry) : undefined,
     async isReady() {
       if (closing) return false;
       try {

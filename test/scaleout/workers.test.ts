@@ -6,7 +6,7 @@ import { plain } from '../watch/support/client-state.js';
 import { createDatabase } from '../support/postgres-server.js';
 import { openWatch } from '../watch/support/watch-client.js';
 import { followersReach, plainState, startFollowers, type Follower } from './support/followers.js';
-import { scrape } from './support/metrics.js';
+import { scrape, scrapeProcess } from './support/metrics.js';
 import { ADMIN_TOKEN, ensureBuilt, killAllProcesses, printOutputOnFailure, spawnServe, type ServerProcess } from './support/replica-process.js';
 import { createOrg, headRevision, listReplicaRows } from './support/rest.js';
 import { delay, emptyRoamStats, eventually, serverState } from './support/roaming.js';
@@ -87,7 +87,7 @@ describe.runIf(PG !== '')('--workers 2 on one PostgreSQL', () => {
     const stats = emptyRoamStats();
     let following = true;
     // Watchers until there is one on each worker (the primary hands connections out in turn,
-    // but not strictly): with n watchers, a scrape (answered by either worker) counting
+    // but not strictly): with n watchers, one worker's scrape (either one answers) counting
     // between 0 and n of them proves they are split. Each scrape is a connection of its own;
     // 3 or 4 of them per round shift the turn by an odd and then an even number, so the next
     // watcher can't keep landing on the same worker as the others, whatever connections a
@@ -99,11 +99,17 @@ describe.runIf(PG !== '')('--workers 2 on one PostgreSQL', () => {
         followers.push(...startFollowers(org, [url], 1, () => [url], stats, SEED + n, () => following));
         await followersReach(followers, 1);
         for (let i = 0; i < 3 + (n % 2) && !split; i++) {
-          const watching = (await scrape(url)).value('fleetplane_watchers');
+          const watching = (await scrapeProcess(url)).value('fleetplane_watchers');
           split = watching > 0 && watching < followers.length;
         }
       }
       expect(split, 'watchers on both workers').toBe(true);
+      // A plain scrape, whichever worker answers, is the whole server: the primary sums the workers'.
+      for (let i = 0; i < 4; i++) {
+        const all = await scrape(url);
+        expect(all.value('fleetplane_watchers')).toBe(followers.length);
+        expect(all.value('fleetplane_up')).toBe(1);
+      }
 
       // Every request on a connection of its own, so they too go to the workers in turn. Whichever
       // worker serves a write, one of the watchers is on the other: it hears of it only by the bus.

@@ -61,7 +61,7 @@ function scaleOutScenario(name: string, mode: ScaleOutMode, summary: string): Sc
         summary: Object.fromEntries(sizes.map((n) => [String(n), { ratio: spread(runs.filter((r) => r.n === n).map((r) => r.ratio)) }])),
         targets: [],
         notes: [
-          'fill queries per change are not shown: with several processes there is no single /metrics to read them from.',
+          'fill queries per change are not shown: replicas have no single /metrics to read them from (workers do, summed by the primary, but both modes are shown alike).',
           'for the raw floor at 10,000 see the fanout scenario of the same invocation.',
         ],
       };

@@ -18,6 +18,8 @@ export interface ServerContext {
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly adminHash: string;
+  /** Under `--workers`: every worker's metrics, aggregated by the primary. Undefined in a single process. */
+  readonly clusterMetrics: (() => Promise<string>) | undefined;
   /** True once migrations ran and until shutdown began. */
   isReady(): Promise<boolean>;
 }

@@ -1,4 +1,4 @@
-import { ROUTES } from '../../../src/protocol/index.js';
+import { METRICS_SCOPE, QUERY, ROUTES } from '../../../src/protocol/index.js';
 import { rest } from './rest.js';
 
 /** One scrape of GET /metrics: sample lines by metric name. */
@@ -46,8 +46,17 @@ export class Scrape {
   }
 }
 
-export async function scrape(base: string): Promise<Scrape> {
-  const res = await rest(base, 'GET', ROUTES.metrics);
-  if (res.status !== 200) throw new Error(`GET ${base}/metrics: ${res.status} ${res.text.slice(0, 200)}`);
+export function scrape(base: string): Promise<Scrape> {
+  return scrapePath(base, ROUTES.metrics);
+}
+
+/** Only the answering process's metrics (one worker's under `--workers`). */
+export function scrapeProcess(base: string): Promise<Scrape> {
+  return scrapePath(base, `${ROUTES.metrics}?${QUERY.scope}=${METRICS_SCOPE.process}`);
+}
+
+async function scrapePath(base: string, path: string): Promise<Scrape> {
+  const res = await rest(base, 'GET', path);
+  if (res.status !== 200) throw new Error(`GET ${base}${path}: ${res.status} ${res.text.slice(0, 200)}`);
   return new Scrape(res.text);
 }

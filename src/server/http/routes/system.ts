@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ROUTES } from '../../../protocol/index.js';
+import { METRICS_SCOPE, QUERY, ROUTES } from '../../../protocol/index.js';
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError } from '../../errors.js';
@@ -13,8 +13,14 @@ export function registerSystemRoutes(app: App, ctx: ServerContext): void {
     return reply.status(err.status).send(err.toBody());
   });
 
-  app.get(ROUTES.metrics, { schema: { hide: true } }, async (_req, reply) => {
-    const text = await ctx.metrics.registry.metrics();
+  app.get<{ Querystring: Record<string, string | undefined> }>(ROUTES.metrics, { schema: { hide: true } }, async (req, reply) => {
+    const whole = ctx.clusterMetrics !== undefined && req.query[QUERY.scope] !== METRICS_SCOPE.process;
+    let text: string;
+    try {
+      text = whole && ctx.clusterMetrics ? await ctx.clusterMetrics() : await ctx.metrics.registry.metrics();
+    } catch (err) {
+      throw new ApiError('unavailable', `the workers' metrics could not be collected; ?${QUERY.scope}=${METRICS_SCOPE.process} gives this worker's`, undefined, { cause: err });
+    }
     return reply.type(ctx.metrics.registry.contentType).send(text);
   });
 
