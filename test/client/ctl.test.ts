@@ -57,7 +57,7 @@ describe('fleetplane ctl', () => {
     const created = await ctl(['devices', 'create', '--org', server.org, '--hostname', 'h1', '--data', '{"public_key":"k","relay":true}', '-o', 'json']);
     expect(created.code).toBe(0);
     const dev = JSON.parse(created.out) as { id: string; revision: number; relay: boolean; hostname: string };
-    expect(dev).toMatchObject({ hostname: 'h1', public_key: 'k', relay: true });
+    expect(dev).toMatchObject({ hostname: 'h1', public_key: 'k', relay: true, device_token: 'fpd_secret' });
 
     const got = await ctl(['devices', 'get', dev.id, '--org', server.org]);
     expect(got.out).toMatch(/^hostname\s+h1$/m);

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { WatchKind } from '../../src/protocol/index.js';
 import type { ChangeBatch } from '../../src/server/store/index.js';
 import { backends } from '../server/fixtures.js';
 import { openWatch, type WatchStream } from './support/watch-client.js';
 import { eventually, startWatchServer, type WatchServer } from './support/watch-server.js';
-import { deleteDevice, ofType } from './support/objects.js';
+import { deleteDevice, ofType, revisionOf } from './support/objects.js';
 
 const RESUMERS = 50;
 const MISSED = 30;
@@ -57,6 +57,12 @@ describe.each(backends())('database catch-up reads shared between watchers on $n
       reads?.release();
       await ws?.close();
     });
+    // A failed case must not leave held reads or open streams to the next.
+    afterEach(async () => {
+      reads.release();
+      for (const w of ws.server.watch.list()) w.close(undefined, '');
+      await eventually(() => ws.server.watch.watcherCount === 0, 'no stream is left');
+    });
 
     it(`${RESUMERS} watchers resuming from the same revision behind the tail cache cost one query, and each gets every change`, async () => {
       reads.holding = true;
@@ -80,6 +86,37 @@ describe.each(backends())('database catch-up reads shared between watchers on $n
       }
       expect((await ws.metric('fleetplane_watch_catchup_queries_total')) - before).toBe(1);
       for (const s of streams) s.destroy();
+      await eventually(() => ws.server.watch.watcherCount === 0, 'the streams are gone');
+    });
+
+    it('a resumer does not use a shared read older than a revision it already has', async () => {
+      reads.holding = true;
+      const org = (await ws.h.createOrg()).id;
+      const from = await ws.h.head(org);
+      const d1 = await ws.h.createDevice(org);
+      // Streams that broke before their tails: the tails say up to where each kind is complete.
+      const both = (device: number, group: number) => [
+        { kind: 'device' as const, gt_revision: device },
+        { kind: 'security-group' as const, gt_revision: group },
+      ];
+      // A's read has its snapshot (up to d1) and is held.
+      const a = await openWatch(ws.target(org), both(from, from));
+      await eventually(() => reads.held.length === 1, 'the first read is held');
+      const d2 = await ws.h.createDevice(org);
+      const g = await ws.h.createGroup(org, { description: 'seen elsewhere' });
+      // B resumes from the same position but has seen the group already (revision g): A's snapshot is too old for it.
+      const b = await openWatch(ws.target(org), both(from, g.revision));
+      await eventually(() => ws.server.watch.watcherCount === 2, 'both resumers are registered');
+      reads.release();
+
+      await eventually(() => ofType(b.events, 'tail').length === 2 && ofType(b.events, 'change').some((e) => e.value.id === d2.id), 'B has d2 and both tails');
+      const order = b.events.map((e) => (e.type === 'tail' ? `tail ${e.kind} ${revisionOf(e)}` : `${e.type} ${revisionOf(e)}`));
+      // Everything before the tails, in order; each tail at or past what B already had.
+      expect(order.slice(0, 2)).toEqual([`change ${d1.revision}`, `change ${d2.revision}`]);
+      expect(order.slice(2).sort()).toEqual([`tail device ${g.revision}`, `tail security-group ${g.revision}`]);
+      await a.waitFor((e) => e.type === 'change' && e.value.id === g.id);
+      a.destroy();
+      b.destroy();
       await eventually(() => ws.server.watch.watcherCount === 0, 'the streams are gone');
     });
 

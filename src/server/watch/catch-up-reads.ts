@@ -50,7 +50,9 @@ interface Read {
  * RETAIN_MS after, with callers that accept it (`issuedAfter`): a watcher
  * that resumes takes any read newer than the last page it used (an older
  * snapshot only means it reads on from that snapshot's head; the same page
- * twice would make no progress). A watcher still in its initial list takes
+ * twice would make no progress), as long as the snapshot holds every
+ * revision the client already has (the watcher checks `batch.head`). A
+ * watcher still in its initial list takes
  * only a read issued after it opened (`mark()`): the list drops deletes up
  * to its start head, so an older snapshot could show it an object whose
  * delete it then never gets.

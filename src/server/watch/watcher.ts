@@ -64,6 +64,8 @@ export class Watcher implements FeedListener {
   private readonly openedMark: number;
   /** Issue number of the last catch-up page used: the next one must be newer. */
   private lastIssued = 0;
+  /** The highest revision the client says it has (its largest gt_revision). */
+  private readonly maxGt: number;
   private reading = false;
   private wakeAgain = false;
   private slowTimer: NodeJS.Timeout | undefined;
@@ -80,6 +82,7 @@ export class Watcher implements FeedListener {
       if (gt === 0) listUntil = o.startHead;
     }
     this.position = position;
+    this.maxGt = Math.max(0, ...o.watches.map((w) => w.gt_revision ?? 0));
     this.listUntil = listUntil;
     this.openedMark = o.feed.catchUp.mark();
     // Sorted: watchers asking for the same kinds share catch-up reads.
@@ -160,9 +163,12 @@ export class Watcher implements FeedListener {
       if (ring && this.inRing(ring)) return this.drainRing(ring);
       const fresh = this.position >= this.listUntil ? this.lastIssued : Math.max(this.lastIssued, this.openedMark);
       const page = await this.feed.catchUp.read(this.position, this.kindList, fresh);
+      if (this.closed) return;
       this.lastIssued = page.issued;
       const batch = page.batch;
-      if (this.closed) return;
+      // A page read before this stream opened may predate revisions the client already has (of a
+      // kind it resumes further on): its tails would run ahead of events still to come. Read anew.
+      if (page.issued <= this.openedMark && batch.head < this.maxGt) continue;
       if (!batch.exists) return this.close(undefined, '');
       for (const k of this.kinds.values()) {
         if (batch.compacted > Math.max(this.position, k.deletesAfter)) {

@@ -180,7 +180,8 @@ export class FakeFleetServer {
         const input = JSON.parse(body) as Record<string, unknown>;
         if ('tunnel_ip' in input) return this.#error(res, 'field_owned_elsewhere', 'tunnel_ip is owned by the server');
         const created = this.put(kind, { ...input, organization_id: this.org, created_at: now() });
-        const enrolled = req.headers.authorization?.startsWith('Bearer fpr_') ? { device_token: 'fpd_secret' } : {};
+        // Like the real server: every new device comes with its token, whoever created it.
+        const enrolled = kind === 'device' ? { device_token: 'fpd_secret' } : {};
         return this.#json(res, 201, { ...created, ...enrolled });
       }
       const etag = formatEtag(this.head);
