@@ -1,6 +1,6 @@
 import type { Scenario, ScenarioResult } from '../scenario.js';
-import { FleetServer } from '../server/fleet-server.js';
-import { hasPostgres, PG_SERVER_SETTINGS, startPostgres } from '../server/postgres.js';
+import { forEachStorage } from '../server/each-storage.js';
+import { hasPostgres, PG_SERVER_SETTINGS } from '../server/postgres.js';
 import { createDevices, type FleetApi } from '../http-api.js';
 import { nowMs } from '../clock.js';
 import { percentile, summarize } from '../stats.js';
@@ -47,38 +47,21 @@ export const enroll: Scenario = {
   async run({ opts, signal }): Promise<ScenarioResult> {
     const runs: EnrollRun[] = [];
     const notes: string[] = [];
-    const servers: Record<string, string> = {};
-    const backends: { name: string; pg: boolean }[] = [{ name: 'pglite', pg: false }];
-    if (hasPostgres()) backends.push({ name: 'postgresql', pg: true });
-    else notes.push('PostgreSQL skipped: it is not installed (/usr/lib/postgresql/15/bin).');
-    for (const backend of backends) {
-      const pg = backend.pg ? await startPostgres() : undefined;
-      try {
-        const server = await FleetServer.start(pg ? { databaseUrl: await pg.createDatabase('enroll') } : {});
-        servers[backend.name] = server.commandLine;
-        const api = server.api(GROW_CONCURRENCY * 2);
-        try {
-          for (let run = 1; run <= opts.runs; run++) {
-            // The default pool (a /16) holds every size; a fresh organization per run starts from 0.
-            const org = await api.createOrganization(`enroll-${run}-${process.pid}-${Date.now().toString(36)}`);
-            let size = 0;
-            for (const target of SIZES) {
-              if (signal.aborted) throw new Error('time limit reached');
-              if (target > size) await createDevices(api, org, target - size, GROW_CONCURRENCY, `grow-${target}`);
-              size = target;
-              log.info({ scenario: 'enroll', backend: backend.name, size, run }, 'sample');
-              runs.push({ backend: backend.name, size, run, figures: await sample(api, org, `sample-${target}`) });
-              size += SAMPLE;
-            }
-          }
-        } finally {
-          api.close();
-          await server.stop();
+    const servers = await forEachStorage('enroll', GROW_CONCURRENCY * 2, notes, async ({ name, api }) => {
+      for (let run = 1; run <= opts.runs; run++) {
+        // The default pool (a /16) holds every size; a fresh organization per run starts from 0.
+        const org = await api.createOrganization(`enroll-${run}-${process.pid}-${Date.now().toString(36)}`);
+        let size = 0;
+        for (const target of SIZES) {
+          if (signal.aborted) throw new Error('time limit reached');
+          if (target > size) await createDevices(api, org, target - size, GROW_CONCURRENCY, `grow-${target}`);
+          size = target;
+          log.info({ scenario: 'enroll', backend: name, size, run }, 'sample');
+          runs.push({ backend: name, size, run, figures: await sample(api, org, `sample-${target}`) });
+          size += SAMPLE;
         }
-      } finally {
-        pg?.stop();
       }
-    }
+    });
     const rows: (string | number)[][] = [];
     const summary: Record<string, unknown> = {};
     for (const key of [...new Set(runs.map((r) => `${r.backend}|${r.size}`))]) {

@@ -1,6 +1,7 @@
 import type { Scenario, ScenarioResult } from '../scenario.js';
-import { FleetServer } from '../server/fleet-server.js';
-import { hasPostgres, PG_SERVER_SETTINGS, startPostgres, type BenchPostgres } from '../server/postgres.js';
+import type { FleetServer } from '../server/fleet-server.js';
+import { forEachStorage } from '../server/each-storage.js';
+import { hasPostgres, PG_SERVER_SETTINGS, type BenchPostgres } from '../server/postgres.js';
 import type { BenchDevice, FleetApi } from '../http-api.js';
 import { procTreeStats } from '../proc-stats.js';
 import { nowMs } from '../clock.js';
@@ -108,32 +109,15 @@ export const writeThroughput: Scenario = {
   async run({ opts, signal }): Promise<ScenarioResult> {
     const runs: ThroughputRun[] = [];
     const notes: string[] = [];
-    const servers: Record<string, string> = {};
-    const backends: { name: string; pg: boolean }[] = [{ name: 'pglite', pg: false }];
-    if (hasPostgres()) backends.push({ name: 'postgresql', pg: true });
-    else notes.push('PostgreSQL skipped: it is not installed (/usr/lib/postgresql/15/bin).');
-    for (const backend of backends) {
-      const pg = backend.pg ? await startPostgres() : undefined;
-      try {
-        const server = await FleetServer.start(pg ? { databaseUrl: await pg.createDatabase('throughput') } : {});
-        servers[backend.name] = server.commandLine;
-        const api = server.api(WRITERS * 2);
-        try {
-          const { one, many } = await setUp(api);
-          for (let run = 1; run <= opts.runs; run++) {
-            for (const [target, list] of [['one org', one], [`${ORGS} orgs`, many]] as const) {
-              log.info({ scenario: 'write-throughput', backend: backend.name, target, run }, 'run');
-              runs.push({ backend: backend.name, target, run, figures: await drive(api, server, pg, list, signal) });
-            }
-          }
-        } finally {
-          api.close();
-          await server.stop();
+    const servers = await forEachStorage('throughput', WRITERS * 2, notes, async ({ name, server, api, pg }) => {
+      const { one, many } = await setUp(api);
+      for (let run = 1; run <= opts.runs; run++) {
+        for (const [target, list] of [['one org', one], [`${ORGS} orgs`, many]] as const) {
+          log.info({ scenario: 'write-throughput', backend: name, target, run }, 'run');
+          runs.push({ backend: name, target, run, figures: await drive(api, server, pg, list, signal) });
         }
-      } finally {
-        pg?.stop();
       }
-    }
+    });
     const rows: (string | number)[][] = [];
     const summary: Record<string, unknown> = {};
     for (const key of [...new Set(runs.map((r) => `${r.backend}|${r.target}`))]) {
