@@ -81,8 +81,8 @@ export async function createDevice(
       }
       const revision = await w.revision();
       await checkGroup(w, input.security_group_id);
-      const ip = await takeTunnelIp(w.tx, orgId, (await orgValue(w.tx, orgId)).network.ipv4_cidr);
       const id = randomUUID();
+      const ip = await takeTunnelIp(w.tx, orgId, id, (await orgValue(w.tx, orgId)).network.ipv4_cidr);
       const now = new Date().toISOString();
       const device: StoredDevice = {
         id,
@@ -99,7 +99,6 @@ export async function createDevice(
         created_at: now,
         updated_at: now,
       };
-      await w.tx.query('INSERT INTO device_ips (org_id, ip, device_id) VALUES ($1, $2, $3)', [orgId, ip, id]);
       await insertObject(w.tx, orgId, KIND, device);
       const deviceToken = newSecret(SECRET_PREFIX.deviceToken);
       await w.tx.query(

@@ -22,10 +22,16 @@ interface PoolRow {
 }
 
 /**
- * Takes the lowest free address of `cidr` for organization `orgId` and
- * returns it; the caller records it in `device_ips`. 409 when the pool is full.
+ * Gives device `deviceId` the lowest free address of `cidr`, its
+ * organization's pool, and returns it. 409 when the pool is full.
  */
-export async function takeTunnelIp(tx: Queryable, orgId: string, cidr: string): Promise<number> {
+export async function takeTunnelIp(tx: Queryable, orgId: string, deviceId: string, cidr: string): Promise<number> {
+  const ip = await lowestFree(tx, orgId, cidr);
+  await tx.query('INSERT INTO device_ips (org_id, ip, device_id) VALUES ($1, $2, $3)', [orgId, ip, deviceId]);
+  return ip;
+}
+
+async function lowestFree(tx: Queryable, orgId: string, cidr: string): Promise<number> {
   const pool = ipv4Pool(cidr);
   if (!pool) throw new ApiError('internal', 'organization has an invalid ipv4_cidr');
   let row = await readPool(tx, orgId);
@@ -40,7 +46,7 @@ export async function takeTunnelIp(tx: Queryable, orgId: string, cidr: string): 
   return row.next_ip;
 }
 
-/** Gives back the address of a deleted device (no-op if it had none). */
+/** Gives back the address of a deleted device to its organization's pool (no-op if it had none). */
 export async function releaseTunnelIp(tx: Queryable, orgId: string, deviceId: string): Promise<void> {
   await tx.query(
     `WITH gone AS (DELETE FROM device_ips WHERE device_id = $2 RETURNING org_id, ip)
