@@ -14,13 +14,12 @@ export function registerSystemRoutes(app: App, ctx: ServerContext): void {
   });
 
   app.get<{ Querystring: Record<string, string | undefined> }>(ROUTES.metrics, { schema: { hide: true } }, async (req, reply) => {
-    const whole = ctx.clusterMetrics !== undefined && req.query[QUERY.scope] !== METRICS_SCOPE.process;
-    let text: string;
-    try {
-      text = whole && ctx.clusterMetrics ? await ctx.clusterMetrics() : await ctx.metrics.registry.metrics();
-    } catch (err) {
-      throw new ApiError('unavailable', `the workers' metrics could not be collected; ?${QUERY.scope}=${METRICS_SCOPE.process} gives this worker's`, undefined, { cause: err });
-    }
+    const whole = req.query[QUERY.scope] === METRICS_SCOPE.process ? undefined : ctx.clusterMetrics;
+    const text = whole
+      ? await whole().catch((err: unknown) => {
+          throw new ApiError('unavailable', `the workers' metrics could not be collected; ?${QUERY.scope}=${METRICS_SCOPE.process} gives this worker's`, undefined, { cause: err });
+        })
+      : await ctx.metrics.registry.metrics();
     return reply.type(ctx.metrics.registry.contentType).send(text);
   });
 
