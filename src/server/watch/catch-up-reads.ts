@@ -40,6 +40,18 @@ interface Read {
   expiry: NodeJS.Timeout | undefined;
 }
 
+/** What a watcher can use from a shared read. */
+export interface PageNeeds {
+  /** The stream's `mark()` when it opened: a read issued after it is as fresh as the stream needs. */
+  openedMark: number;
+  /** Issue number of the last page the stream used: only a newer read makes progress. */
+  lastIssued: number;
+  /** Still in its initial list: only a read issued after the stream opened will do. */
+  listing: boolean;
+  /** The highest revision the client already has (its largest `gt_revision`). */
+  knownRevision: number;
+}
+
 /**
  * The database catch-up reads of one organization, shared: watchers behind
  * the tail cache at the same position, asking for the same kinds, share one
@@ -47,15 +59,16 @@ interface Read {
  * revision cost about one query per page and second, not N.
  *
  * The latest read per (position, kinds) is shared while in flight and for
- * RETAIN_MS after, with callers that accept it (`issuedAfter`): a watcher
- * that resumes takes any read newer than the last page it used (an older
- * snapshot only means it reads on from that snapshot's head; the same page
- * twice would make no progress), as long as the snapshot holds every
- * revision the client already has (the watcher checks `batch.head`). A
- * watcher still in its initial list takes
- * only a read issued after it opened (`mark()`): the list drops deletes up
- * to its start head, so an older snapshot could show it an object whose
- * delete it then never gets.
+ * RETAIN_MS after, with the watchers it serves as well as a fresh one
+ * (`PageNeeds`). Each rule keeps a stream correct with a snapshot older
+ * than its start:
+ * - newer than the last page it used, else it makes no progress;
+ * - for an initial list, issued after it opened: the list drops deletes up
+ *   to its start head, so an older snapshot could show it an object whose
+ *   delete it then never gets;
+ * - holding every revision the client already has (head ≥ its largest
+ *   `gt_revision`), else its tails would run ahead of events still to come.
+ * Otherwise an older snapshot only means the stream reads on from its head.
  *
  * Memory: at most MAX_KEPT pages (CATCH_UP_PAGE rows and their encodings)
  * per organization beyond those watchers are sending; the oldest goes first.
@@ -70,22 +83,23 @@ export class CatchUpReads {
     private readonly metrics: WatchMetrics,
   ) {}
 
-  /** Reads kept (tests and diagnostics). */
-  get kept(): number {
-    return this.#kept.size;
-  }
-
   /** For a watcher opening now: reads issued after this mark see at least the head it started at. */
   mark(): number {
     return this.#issued;
   }
 
-  /** The page of changes after `position` of `kinds` (sorted, no repeats), from a read issued after `issuedAfter`. */
-  read(position: number, kinds: readonly WatchKind[], issuedAfter: number): Promise<CatchUpPage> {
+  /** The page of changes after `position` of `kinds` (sorted, no repeats), from a read that meets `needs`. */
+  async read(position: number, kinds: readonly WatchKind[], needs: PageNeeds): Promise<CatchUpPage> {
     const key = `${position}|${kinds.join(',')}`;
-    const kept = this.#kept.get(key);
-    if (kept && kept.issued > issuedAfter) return kept.page;
-    return this.issue(key, position, kinds);
+    let after = needs.listing ? Math.max(needs.lastIssued, needs.openedMark) : needs.lastIssued;
+    for (;;) {
+      const kept = this.#kept.get(key);
+      if (!kept || kept.issued <= after) return this.issue(key, position, kinds);
+      const page = await kept.page;
+      if (page.issued > needs.openedMark || page.batch.head >= needs.knownRevision) return page;
+      // Each turn asks for a newer read: at worst the next one is this caller's own.
+      after = page.issued;
+    }
   }
 
   /** Drops what is kept (the feed closes). */

@@ -161,14 +161,15 @@ export class Watcher implements FeedListener {
       if (this.closed || this.paused) return;
       const ring = this.feed.ring;
       if (ring && this.inRing(ring)) return this.drainRing(ring);
-      const fresh = this.position >= this.listUntil ? this.lastIssued : Math.max(this.lastIssued, this.openedMark);
-      const page = await this.feed.catchUp.read(this.position, this.kindList, fresh);
+      const page = await this.feed.catchUp.read(this.position, this.kindList, {
+        openedMark: this.openedMark,
+        lastIssued: this.lastIssued,
+        listing: this.position < this.listUntil,
+        knownRevision: this.maxGt,
+      });
       if (this.closed) return;
       this.lastIssued = page.issued;
       const batch = page.batch;
-      // A page read before this stream opened may predate revisions the client already has (of a
-      // kind it resumes further on): its tails would run ahead of events still to come. Read anew.
-      if (page.issued <= this.openedMark && batch.head < this.maxGt) continue;
       if (!batch.exists) return this.close(undefined, '');
       for (const k of this.kinds.values()) {
         if (batch.compacted > Math.max(this.position, k.deletesAfter)) {
