@@ -58,6 +58,8 @@ export const QUERY = {
   wait: 'wait',
   /** `GET /metrics?scope=process`: only the answering process's metrics (under `--workers`, one worker's). */
   scope: 'scope',
+  /** `GET .../convergence?watch=true`: follow the convergence as a stream. */
+  watch: 'watch',
 } as const;
 
 /** Values of `QUERY.scope` on `/metrics`. */

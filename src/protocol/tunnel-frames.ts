@@ -1,11 +1,14 @@
+import type { DeviceStatusInput } from './schemas/device.js';
 import type { TunnelFrame } from './tunnel.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
 
 /**
  * Decodes one tunnel text message. Returns undefined when it is not JSON or
- * not one of the frames of PROTOCOL.md (the caller logs it): requests need a
- * string `id`, a string `method`, an object `params` (absent: `{}`) and a
+ * not one of the frames of PROTOCOL.md (the caller logs it): `status` frames
+ * need a positive integer `seq` and an object `status`, `status_ack` a `seq`
+ * and an optional `error: {code, message}`; requests need a string `id`, a string `method`, an object `params` (absent: `{}`) and a
  * positive `deadline_ms`; responses a string `id` and exactly one of `result`
  * or `error: {code, message}`. Unknown fields are ignored.
  */
@@ -18,6 +21,21 @@ export function decodeTunnelFrame(text: string): TunnelFrame | undefined {
   }
   if (!isObject(v)) return undefined;
   if (v['type'] === 'ping' || v['type'] === 'pong') return { type: v['type'] };
+  if (v['type'] === 'status') {
+    const seq = v['seq'];
+    const status = v['status'];
+    if (!isSeq(seq) || !isObject(status)) return undefined;
+    // The fields are checked against DeviceStatusInput by the receiver, which answers validation_failed.
+    return { type: 'status', seq, status: status as unknown as DeviceStatusInput };
+  }
+  if (v['type'] === 'status_ack') {
+    const seq = v['seq'];
+    const error = v['error'];
+    if (!isSeq(seq)) return undefined;
+    if (error === undefined) return { type: 'status_ack', seq };
+    if (!isObject(error) || typeof error['code'] !== 'string' || typeof error['message'] !== 'string') return undefined;
+    return { type: 'status_ack', seq, error: { code: error['code'], message: error['message'] } };
+  }
   const id = v['id'];
   if (typeof id !== 'string' || id === '') return undefined;
   if (typeof v['method'] === 'string') {

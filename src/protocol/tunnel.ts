@@ -1,3 +1,5 @@
+import type { DeviceStatusInput } from './schemas/device.js';
+
 /**
  * Agent tunnel frames (PROTOCOL.md "Agent tunnel and requests to agents").
  * JSON text messages over a WebSocket opened with the device token.
@@ -15,7 +17,37 @@ export type TunnelResponse =
 
 export type TunnelControl = { type: 'ping' } | { type: 'pong' };
 
-export type TunnelFrame = TunnelRequest | TunnelResponse | TunnelControl;
+/**
+ * Agent → server: the device's status (the ACK of what it applied, or a
+ * NACK with `apply_error`), over the tunnel it already holds instead of a
+ * `PUT .../status` request. `seq` is the agent's own counter (a positive
+ * integer, increasing per tunnel); `status` has the fields and limits of the
+ * `PUT` body. The server answers with a `status_ack` of the same `seq` once
+ * the batch holding the status has committed.
+ */
+export interface TunnelStatusFrame {
+  type: 'status';
+  seq: number;
+  status: DeviceStatusInput;
+}
+
+/**
+ * Server → agent: the status frame `seq` was recorded (committed), or not,
+ * with `error` (`validation_failed`, `not_found` when the device is gone,
+ * `unavailable`). Only the latest status of a device is kept: a status
+ * superseded by a newer frame before its batch committed is acknowledged
+ * with the newer one's outcome.
+ */
+export interface TunnelStatusAck {
+  type: 'status_ack';
+  seq: number;
+  error?: { code: string; message: string };
+}
+
+export type TunnelFrame = TunnelRequest | TunnelResponse | TunnelControl | TunnelStatusFrame | TunnelStatusAck;
+
+/** `type` of the tunnel's non-request frames. */
+export const TUNNEL_FRAME_TYPES = { ping: 'ping', pong: 'pong', status: 'status', statusAck: 'status_ack' } as const;
 
 /** Methods every agent serves. Modules may register more. */
 export const AGENT_METHODS = { ping: 'ping', status: 'status', forceSync: 'force-sync' } as const;

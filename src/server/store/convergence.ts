@@ -22,7 +22,7 @@ export async function convergence(q: Queryable, orgId: string, staleAfterSeconds
       ORDER BY o.revision`,
     [orgId, staleAfterSeconds],
   );
-  const out: Convergence = { revision: head, devices: rows.length, at_head: 0, behind: 0, error: 0, stale: 0, not_converged: [] };
+  const out: Convergence = { revision: head, devices: rows.length, at_head: 0, behind: 0, error: 0, stale: 0, online: 0, not_converged: [] };
   for (const r of rows) {
     const applied = r['applied_revision'] === null || r['applied_revision'] === undefined ? null : Number(r['applied_revision']);
     const applyError = (r['apply_error'] as string | null) ?? null;
