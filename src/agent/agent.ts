@@ -14,6 +14,7 @@ import { publishedEndpoints, interfaceEndpoints, type InterfaceTable } from './e
 import { ensureEnrolled, type Enrolled } from './enrollment.js';
 import { AgentFatalError, errorMessage } from './errors.js';
 import { forceSync, ForceSyncError, type ForceSyncResult } from './force-sync.js';
+import { InformerStateFile } from './informer-state-file.js';
 import { LocalApi, LocalApiListenError } from './local-api.js';
 import type { AgentOptions } from './options.js';
 import { OrgWatch } from './org-watch.js';
@@ -173,6 +174,7 @@ export class Agent {
       org: identity.organization_id,
       deviceId: identity.device_id,
       logger: log.child({ component: 'watch' }),
+      stateFile: new InformerStateFile({ dir: o.stateDir, owner: { server: enrolled.server, organizationId: identity.organization_id }, logger: log.child({ component: 'watch' }) }),
       onChange: () => loop.request(),
       onFatal: (error) => this.#die(this.#refusal(error)),
       onOwnDelete: () => {
@@ -181,6 +183,7 @@ export class Agent {
       },
     });
     const loop: ReconcileLoop = new ReconcileLoop({ reconciler, source: () => watch.snapshot(), resyncIntervalMs: o.resyncIntervalMs, logger: log });
+    await watch.restore();
     const running: Running = { enrolled, client, dataplane, reconciler, reporter, watch, publisher, loop };
     this.#running = running;
     try {
@@ -208,6 +211,8 @@ export class Agent {
         this.#tunnelState = state.type;
       },
     });
+    // Statuses go over the tunnel while it acknowledges them, by PUT otherwise.
+    running.reporter.attachTunnel(tunnel);
     tunnel.register(AGENT_METHODS.status, async (_params, ctx) => this.status(ctx.signal));
     tunnel.register(AGENT_METHODS.forceSync, async (_params, ctx) => {
       try {

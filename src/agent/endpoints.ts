@@ -5,7 +5,7 @@
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 import type { Endpoint } from '../protocol/index.js';
 
-/** PROTOCOL.md allows 32 endpoints on a device; status `local_endpoints` 64. */
+/** docs/protocol.md allows 32 endpoints on a device; status `local_endpoints` 64. */
 export const MAX_ENDPOINTS = 32;
 
 export type InterfaceTable = NodeJS.Dict<NetworkInterfaceInfo[]>;

@@ -11,6 +11,7 @@ import {
   NotFoundError,
   ValidationError,
   isRetryable,
+  retryAfterOf,
   type FetchLike,
 } from '../client/index.js';
 import type { Endpoint } from '../protocol/index.js';
@@ -63,7 +64,8 @@ function refused(err: unknown): AgentFatalError | undefined {
 
 /**
  * Loads the identity, or enrolls (retrying transient failures with
- * exponential backoff and full jitter until `signal` aborts). Throws
+ * exponential backoff and full jitter, never sooner than the server's
+ * Retry-After, until `signal` aborts). Throws
  * AgentFatalError when enrollment is refused or the state directory doesn't
  * fit the settings.
  */
@@ -124,7 +126,7 @@ export async function ensureEnrolled(input: EnrollmentInput, signal: AbortSignal
       const fatal = refused(err);
       if (fatal) throw fatal;
       if (!isRetryable(err)) throw err;
-      const delayMs = backoff.next();
+      const delayMs = backoff.next(0, retryAfterOf(err));
       logger.warn({ err, delayMs: Math.round(delayMs) }, 'enrollment failed; retrying');
       await sleep(delayMs, signal);
       if (signal.aborted) throw signal.reason;

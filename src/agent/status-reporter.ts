@@ -1,15 +1,24 @@
 /**
- * The device's report to the server (`PUT .../devices/{id}/status`), sent
- * through a DirtySet: flushed at once when the status changes (coalesced
- * while a flush is in flight) and every interval (which refreshes
- * `last_seen`); a failed flush is retried as a whole after a backoff;
- * nothing is sent once the device is known to be deleted.
+ * The device's report to the server, sent through a DirtySet: flushed at
+ * once when the status changes (coalesced while a flush is in flight, at
+ * most one flush per min spacing); a failed flush is retried as a whole
+ * after a backoff (never sooner than the server's Retry-After); nothing is
+ * sent once the device is known to be deleted.
+ *
+ * Which way (see StatusDelivery): a status frame over the agent's tunnel
+ * when one is attached and acknowledges them (delivered only once acked),
+ * else `PUT .../devices/{id}/status`. Every tunnel (re)connection sends the
+ * current status again over it. Every interval without change, a PUT
+ * refreshes `last_seen`, but only while statuses don't go over the tunnel:
+ * there the connection itself tells the server the device is online.
  */
 import type { Logger } from 'pino';
-import { AuthError, Backoff, NotFoundError, type BackoffPolicy, type FleetplaneClient } from '../client/index.js';
+import { AuthError, Backoff, NotFoundError, retryAfterOf, type BackoffPolicy, type FleetplaneClient } from '../client/index.js';
 import type { DeviceStatusInput } from '../protocol/index.js';
 import { DirtySet } from './dirty-set.js';
 import { errorMessage } from './errors.js';
+import { StatusDelivery, type DeliveryChannel, type StatusTunnel } from './status-delivery.js';
+import { DEFAULT_STATUS_ACK_TIMEOUT_MS } from './tunnel/index.js';
 import { sleep, Wakeup } from './wake.js';
 
 /** What the agent reports; `online` and `last_seen` are added when sending. */
@@ -39,18 +48,28 @@ export interface StatusReporterOptions {
   minSpacingMs?: number;
   /** Bound of one PUT. Default 10 s. */
   requestTimeoutMs?: number;
+  /** How long a status frame waits for the server's ack before the status goes by PUT. Default 5 s. */
+  ackTimeoutMs?: number;
   /** The server answered that the device doesn't exist (404) or refused the token (401/403). */
   onRejected?: (kind: 'device_gone' | 'token_refused', error: Error) => void;
 }
 
 export interface StatusReporterStats {
+  /** Statuses delivered, either way. */
   sent: number;
+  /** Of `sent`, those acknowledged over the tunnel. */
+  sent_via_tunnel: number;
+  /** Which way the last delivered status went. */
+  last_channel: DeliveryChannel | null;
+  /** Failed PUTs. */
   failed: number;
   last_sent_at: string | null;
   last_error: string | null;
 }
 
-// The limits of DeviceStatusInput in PROTOCOL.md's schema.
+const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+// The limits of DeviceStatusInput in docs/protocol.md's schema.
 const MAX_ERROR_CHARS = 4096;
 const MAX_LOCAL_ENDPOINTS = 64;
 const MAX_LOCAL_ENDPOINT_CHARS = 64;
@@ -75,13 +94,39 @@ export class StatusReporter {
   readonly #dirty = new DirtySet<string, DeviceStatusInput>({ maxKeys: 1 });
   readonly #wake = new Wakeup();
   readonly #backoff: Backoff;
+  readonly #delivery: StatusDelivery;
   #fields: StatusFields;
-  #stats: StatusReporterStats = { sent: 0, failed: 0, last_sent_at: null, last_error: null };
+  #stats: StatusReporterStats = { sent: 0, sent_via_tunnel: 0, last_channel: null, failed: 0, last_sent_at: null, last_error: null };
 
   constructor(options: StatusReporterOptions) {
     this.#o = options;
     this.#fields = { ...options.initial };
     this.#backoff = new Backoff({ initialMs: 1_000, maxMs: options.intervalMs, resetAfterMs: Number.MAX_SAFE_INTEGER, ...options.backoff });
+    this.#delivery = new StatusDelivery({
+      client: options.client,
+      org: options.org,
+      logger: options.logger,
+      ackTimeoutMs: options.ackTimeoutMs ?? DEFAULT_STATUS_ACK_TIMEOUT_MS,
+      requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    });
+  }
+
+  /**
+   * Sends statuses over `tunnel` from now on (see the file comment), and the
+   * current status again at each of its (re)connections. Returns the function
+   * that stops listening to its connections.
+   */
+  attachTunnel(tunnel: StatusTunnel): () => void {
+    this.#delivery.attach(tunnel);
+    const off = tunnel.onOpen(() => this.#tunnelOpened());
+    // A tunnel already up when attached counts as just opened.
+    if (tunnel.connected) this.#tunnelOpened();
+    return off;
+  }
+
+  #tunnelOpened(): void {
+    this.#delivery.reconnected();
+    if (this.#dirty.mark(this.#o.deviceId, bounded(this.#fields, true))) this.#wake.fire();
   }
 
   get fields(): Readonly<StatusFields> {
@@ -111,8 +156,10 @@ export class StatusReporter {
   }
 
   /**
-   * Flushes on change and every interval until `signal` aborts. A failed
-   * flush waits a backoff (full jitter), then the whole status goes again.
+   * Flushes on change, at every tunnel (re)connection, and every interval
+   * while statuses don't go over the tunnel, until `signal` aborts. A failed
+   * flush waits a backoff (full jitter, at least the server's Retry-After),
+   * then the whole status goes again.
    */
   async run(signal: AbortSignal): Promise<void> {
     // The first report goes when the first reconcile updates the status; the interval only refreshes.
@@ -127,7 +174,8 @@ export class StatusReporter {
       if (signal.aborted) break;
       lastFlush = Date.now();
       if (Date.now() >= nextTick) {
-        this.#dirty.mark(this.#o.deviceId, bounded(this.#fields, true));
+        // Over the tunnel the server sees the device online through the connection: no refresh needed.
+        if (!this.#delivery.viaTunnel) this.#dirty.mark(this.#o.deviceId, bounded(this.#fields, true));
         nextTick = Date.now() + this.#o.intervalMs;
       }
       try {
@@ -136,7 +184,7 @@ export class StatusReporter {
         retry = false;
       } catch (err) {
         if (signal.aborted) break;
-        const delayMs = this.#backoff.next();
+        const delayMs = this.#backoff.next(0, retryAfterOf(err));
         this.#o.logger.warn({ err, delayMs: Math.round(delayMs) }, 'status report failed; retrying');
         await sleep(delayMs, signal);
         retry = true;
@@ -144,23 +192,25 @@ export class StatusReporter {
     }
   }
 
-  /** One last report with `online: false` (shutdown), bounded by `timeoutMs`; failures are logged. */
+  /**
+   * One last report with `online: false` (shutdown), by PUT (the tunnel is
+   * closing then), bounded by `timeoutMs`; failures are logged.
+   */
   async goodbye(timeoutMs: number): Promise<void> {
     if (!this.#dirty.mark(this.#o.deviceId, bounded(this.#fields, false))) return;
     try {
-      await this.#flush(AbortSignal.timeout(timeoutMs));
+      await this.#flush(AbortSignal.timeout(timeoutMs), true);
     } catch (err) {
       this.#o.logger.warn({ err }, 'the final status report (offline) failed');
     }
   }
 
-  async #flush(signal: AbortSignal): Promise<void> {
+  async #flush(signal: AbortSignal, putOnly = false): Promise<void> {
     await this.#dirty.flush(async (entries) => {
       for (const [id, status] of entries) {
+        let channel: DeliveryChannel;
         try {
-          await this.#o.client.devices.putStatus(this.#o.org, id, status, {
-            signal: AbortSignal.any([signal, AbortSignal.timeout(this.#o.requestTimeoutMs ?? 10_000)]),
-          });
+          channel = await this.#delivery.deliver(id, status, signal, putOnly);
         } catch (err) {
           if (err instanceof NotFoundError) {
             // The device is gone: nothing may be sent for it again (RFD 28: no resend after a delete).
@@ -174,6 +224,8 @@ export class StatusReporter {
           throw err;
         }
         this.#stats.sent++;
+        if (channel === 'tunnel') this.#stats.sent_via_tunnel++;
+        this.#stats.last_channel = channel;
         this.#stats.last_sent_at = new Date().toISOString();
         this.#stats.last_error = null;
       }

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { HEADERS, MEDIA, ROUTES, paths } from '../protocol/index.js';
+import { HEADERS, MEDIA, ROUTES, bearerAuthorization, paths, watchLineHead } from '../protocol/index.js';
 import { nowMs } from './clock.js';
 
 /** One HTTP exchange as the harness saw it. */
@@ -29,7 +29,7 @@ export class ApiCallError extends Error {
 export interface BenchDevice {
   id: string;
   revision: number;
-  /** The watch-event value: the device without `status` (PROTOCOL.md "Device"). */
+  /** The watch-event value: the device without `status` (docs/protocol.md "Device"). */
   value: Record<string, unknown>;
 }
 
@@ -62,7 +62,7 @@ export class FleetApi {
   request(method: string, path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<HttpResult> {
     return new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-      const headers: Record<string, string> = { [HEADERS.authorization]: `Bearer ${this.token}`, ...extraHeaders };
+      const headers: Record<string, string> = { [HEADERS.authorization]: bearerAuthorization(this.token), ...extraHeaders };
       if (payload) {
         headers[HEADERS.contentType] = MEDIA.json;
         headers['content-length'] = String(payload.length);
@@ -127,9 +127,9 @@ function toDevice(value: Record<string, unknown>): BenchDevice {
   return { id: String(value['id']), revision: Number(value['revision']), value: rest };
 }
 
-/** Bytes of the watch line a change of this device produces (PROTOCOL.md "Watch"), without chunk framing. */
+/** Bytes of the watch line a change of this device produces (docs/protocol.md "Watch"), without chunk framing. */
 export function changeLineBytes(device: BenchDevice): number {
-  return Buffer.byteLength(`{"kind":"device","type":"change","value":${JSON.stringify(device.value)}}\n`);
+  return Buffer.byteLength(`${watchLineHead('change', 'device')}${JSON.stringify(device.value)}}\n`);
 }
 
 /** Creates `count` devices with bounded concurrency; returns them in creation order. */

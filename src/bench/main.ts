@@ -36,9 +36,15 @@ Options:
                watch sockets per load-generator process (default ${DEFAULT_SOCKETS_PER_WORKER}; at most ${MAX_SOCKETS_PER_WORKER})
   --list       print the scenario names and exit
   --help       this text
+${scenarioFlags()}
 
 See bench/README.md for what each scenario measures and how to read it.
 `;
+}
+
+function scenarioFlags(): string {
+  const lines = SCENARIOS.flatMap((s) => (s.flags ?? []).map((f) => `  ${`${f.name} ${f.value}`.padEnd(24)} (${s.name}) ${f.help}`));
+  return lines.length > 0 ? `\nScenario options:\n${lines.join('\n')}` : '';
 }
 
 class UsageError extends Error {
@@ -46,7 +52,8 @@ class UsageError extends Error {
 }
 
 function parseArgs(argv: readonly string[]): { opts: BenchOptions; names: string[]; help: boolean; list: boolean } {
-  const opts: BenchOptions = { runs: 3, large: false, outDir: DEFAULT_OUT, socketsPerWorker: DEFAULT_SOCKETS_PER_WORKER };
+  const opts: BenchOptions = { runs: 3, large: false, outDir: DEFAULT_OUT, socketsPerWorker: DEFAULT_SOCKETS_PER_WORKER, flags: {} };
+  const flags = SCENARIOS.flatMap((s) => s.flags ?? []);
   const names: string[] = [];
   let help = false;
   let list = false;
@@ -71,6 +78,12 @@ function parseArgs(argv: readonly string[]): { opts: BenchOptions; names: string
       const v = a.includes('=') ? a.slice(6) : argv[++i];
       if (!v) throw new UsageError('--out needs a directory');
       opts.outDir = v;
+    } else if (flags.some((f) => a === f.name || a.startsWith(`${f.name}=`))) {
+      const name = a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
+      const v = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
+      const why = v === undefined ? 'needs a value' : flags.find((f) => f.name === name)?.check(v);
+      if (why !== undefined) throw new UsageError(`${name}: ${why}`);
+      opts.flags[name] = v ?? '';
     } else if (a.startsWith('-')) throw new UsageError(`unknown option ${a}`);
     else if (!SCENARIOS.some((s) => s.name === a)) throw new UsageError(`unknown scenario "${a}" (try --list)`);
     else names.push(a);

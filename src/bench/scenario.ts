@@ -5,6 +5,21 @@ export interface BenchOptions {
   outDir: string;
   /** Watch sockets per load-generator process (fewer than the ~19,900 one process can hold). */
   socketsPerWorker: number;
+  /** Values of scenario options (ScenarioFlag), by flag name, e.g. `{'--agents': '1000,5000'}`. */
+  flags: Record<string, string>;
+}
+
+/**
+ * An option of one scenario (`--name VALUE` or `--name=VALUE`), accepted on
+ * the command line when a scenario declares it; checked before anything runs.
+ */
+export interface ScenarioFlag {
+  name: string;
+  /** Placeholder in --help, e.g. `LIST`. */
+  value: string;
+  help: string;
+  /** Why `value` is not acceptable, or undefined when it is. */
+  check(value: string): string | undefined;
 }
 
 export interface ScenarioContext {
@@ -52,6 +67,8 @@ export interface Scenario {
   summary: string;
   /** Part of `npm run bench` without scenario names. */
   inDefault: boolean;
+  /** Options of its own (see ScenarioFlag). */
+  flags?: readonly ScenarioFlag[];
   /** Upper bound on the scenario's run time; it is stopped when it passes. */
   timeLimitMs(opts: BenchOptions): number;
   run(ctx: ScenarioContext): Promise<ScenarioResult>;

@@ -1,3 +1,4 @@
+import { bearerAuthorization, paths } from '../protocol/index.js';
 import { parseSettings, SettingsError, SETTING_SPECS, startServer } from '../server/index.js';
 
 export function serveHelp(): string {
@@ -38,7 +39,7 @@ export async function runServe(argv: readonly string[]): Promise<number> {
       token
         ? `admin token: ${token}`
         : 'admin token: kept in the database as a hash (shown only when it was generated; set --admin-token to choose one)',
-      `try: curl -H "Authorization: Bearer ${token ?? '<admin token>'}" ${server.url ?? ''}/api/organizations`,
+      `try: curl -H "Authorization: ${bearerAuthorization(token ?? '<admin token>')}" ${server.url ?? ''}${paths.organizations()}`,
       '',
     ].join('\n'),
   );

@@ -1,3 +1,5 @@
+import { retryAfterWait } from './retry-after.js';
+
 /** Reconnect timing of informers. */
 export interface BackoffPolicy {
   /** Ceiling of the first delay. */
@@ -44,12 +46,17 @@ export class Backoff {
    * Counts a failure and returns how long to wait before the next try.
    * `healthyMs`: how long the connection that just ended had been healthy
    * (0 when it never opened); at least `resetAfterMs` restarts the sequence.
+   * `retryAfterMs`: the server's Retry-After for this failure (see
+   * `retryAfterOf`); the wait is then at least that plus jitter
+   * (`retryAfterWait`), and never less than the backoff's own draw, so a
+   * server repeating `Retry-After: 0` still meets a growing backoff.
    */
-  next(healthyMs = 0): number {
+  next(healthyMs = 0, retryAfterMs?: number): number {
     if (healthyMs >= this.#policy.resetAfterMs) this.#failures = 0;
     const delay = this.#random() * this.ceiling();
     this.#failures += 1;
-    return delay;
+    if (retryAfterMs === undefined) return delay;
+    return Math.max(delay, retryAfterWait(retryAfterMs, this.#random));
   }
 
   reset(): void {

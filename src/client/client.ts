@@ -2,7 +2,7 @@ import { paths, type Convergence, type Replica, type Watch } from '../protocol/i
 import type { CallOptions } from './collection.js';
 import { DevicesApi } from './devices-api.js';
 import { RegistrationKeysApi, TokensApi } from './credentials-api.js';
-import { isObject, isRecord, listOf } from './guards.js';
+import { isRecord, listOf } from './guards.js';
 import { HttpTransport, type TransportOptions } from './http-transport.js';
 import { OrganizationsApi } from './organizations-api.js';
 import { SecurityGroupsApi } from './security-groups-api.js';
@@ -14,7 +14,7 @@ export type FleetplaneClientOptions = TransportOptions;
 const isReplica = (v: unknown): v is Replica => isRecord(v) && typeof v['id'] === 'string';
 
 /**
- * Typed access to every REST route of PROTOCOL.md and to the watch stream.
+ * Typed access to every REST route of docs/protocol.md and to the watch stream.
  * Works in Node 20+ and browsers (only `fetch`, streams and TextDecoder).
  * Every call takes an optional AbortSignal; failures are FleetplaneError
  * subclasses (see errors.ts), aborts rethrow the signal's reason.
@@ -40,9 +40,9 @@ export class FleetplaneClient {
     return this.#transport.baseUrl;
   }
 
-  /** `GET /api/organizations/{org}/convergence`. */
+  /** `GET /api/organizations/{org}/convergence` (the same as `organizations.convergence`; `organizations.watchConvergence` streams it). */
   convergence(org: string, opts: CallOptions = {}): Promise<Convergence> {
-    return this.#transport.json({ method: 'GET', path: paths.convergence(org), signal: opts.signal }, isObject<Convergence>(), 'convergence counts');
+    return this.organizations.convergence(org, opts);
   }
 
   /** `GET /api/replicas`: the server replicas and their leases. */

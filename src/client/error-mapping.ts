@@ -1,4 +1,4 @@
-import { ERRORS, isErrorCode, type ErrorCode } from '../protocol/index.js';
+import { ERRORS, HEADERS, isErrorCode, type ErrorCode } from '../protocol/index.js';
 import {
   AgentError,
   AuthError,
@@ -14,6 +14,7 @@ import {
   type FleetplaneErrorCode,
   type FleetplaneErrorInit,
 } from './errors.js';
+import { parseRetryAfter } from './retry-after.js';
 
 type ErrorClass = new (init: FleetplaneErrorInit) => FleetplaneError;
 
@@ -88,19 +89,26 @@ function readEnvelope(parsed: unknown): Envelope | undefined {
   return { code: e['code'], message: e['message'], ...(isRecord(e['details']) ? { details: e['details'] } : {}) };
 }
 
+/** Statuses whose `Retry-After` the SDK reads (RFC 9110 gives it meaning on these). */
+const RETRY_AFTER_STATUSES: readonly number[] = [429, 503];
+
 /**
  * Turns a non-2xx response into its typed error. A body that isn't the error
  * envelope still yields an error of the status's family; what went wrong
  * reading it is kept as `cause`, and the start of the body in `details.body`.
+ * A 429 or 503 carries the `Retry-After` header as `retryAfterMs` (an
+ * HTTP-date is counted from `nowMs`).
  */
-export async function errorFromResponse(res: Response): Promise<FleetplaneError> {
+export async function errorFromResponse(res: Response, nowMs: number = Date.now()): Promise<FleetplaneError> {
+  const retryAfterMs = RETRY_AFTER_STATUSES.includes(res.status) ? parseRetryAfter(res.headers.get(HEADERS.retryAfter), nowMs) : undefined;
+  const base = { status: res.status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
   let text: string;
   try {
     text = await res.text();
   } catch (cause) {
     return errorFromCode({
+      ...base,
       code: codeForStatus(res.status),
-      status: res.status,
       message: `HTTP ${res.status}: the error body could not be read`,
       cause,
     });
@@ -114,22 +122,22 @@ export async function errorFromResponse(res: Response): Promise<FleetplaneError>
   }
   const envelope = readEnvelope(parsed);
   if (envelope && isErrorCode(envelope.code)) {
-    return errorFromCode({ code: envelope.code, status: res.status, message: envelope.message, details: envelope.details });
+    return errorFromCode({ ...base, code: envelope.code, message: envelope.message, details: envelope.details });
   }
   const body = text.length > SNIPPET ? `${text.slice(0, SNIPPET)}…` : text;
   if (envelope) {
     // A code this SDK doesn't know yet (a newer server): keep it, classify by status.
     return errorFromCode({
+      ...base,
       code: codeForStatus(res.status),
-      status: res.status,
       message: envelope.message,
       details: { ...envelope.details, server_code: envelope.code },
     });
   }
   const what = text === '' ? 'an empty body' : cause === undefined ? 'a body without the error envelope' : 'a body that is not JSON';
   return errorFromCode({
+    ...base,
     code: codeForStatus(res.status),
-    status: res.status,
     message: `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''} with ${what}`,
     details: { body },
     cause: cause ?? new ProtocolError({ code: 'invalid_response', status: res.status, message: `unexpected error body: ${body}` }),

@@ -5,7 +5,7 @@ import type { ErrorCode } from '../protocol/index.js';
  * back from) the server in the protocol's error form.
  * - `network_error`: fetch failed or the connection broke mid-body.
  * - `stream_idle`: a watch stream sent nothing (not even a bookmark) for too long.
- * - `invalid_response`: a body or a watch line that isn't what PROTOCOL.md says.
+ * - `invalid_response`: a body or a watch line that isn't what docs/protocol.md says.
  * - `line_too_long`: a watch line exceeded the reader's buffer limit.
  */
 export type ClientErrorCode = 'network_error' | 'stream_idle' | 'invalid_response' | 'line_too_long';
@@ -19,25 +19,36 @@ export interface FleetplaneErrorInit {
   status?: number;
   details?: Record<string, unknown>;
   cause?: unknown;
+  /** See FleetplaneError.retryAfterMs. */
+  retryAfterMs?: number | undefined;
 }
 
 /**
  * Base of every error the SDK throws (aborts excepted: those rethrow the
  * signal's reason). `code` is the wire error code (or a ClientErrorCode),
  * `status` the HTTP status (0 without a response), `details` the server's
- * `error.details`, `cause` the underlying error when there is one.
+ * `error.details`, `cause` the underlying error when there is one,
+ * `retryAfterMs` how long the server asked the client to stay away.
  */
 export class FleetplaneError extends Error {
   override name = 'FleetplaneError';
   readonly code: FleetplaneErrorCode;
   readonly status: number;
   readonly details: Record<string, unknown> | undefined;
+  /**
+   * Milliseconds the server asked to wait before retrying: its `Retry-After`
+   * header on a 429 or 503 answer (an HTTP-date is counted from the local
+   * clock when the answer arrived). Undefined when it didn't say. Retry
+   * loops of the SDK wait at least this long, plus jitter.
+   */
+  readonly retryAfterMs: number | undefined;
 
   constructor(init: FleetplaneErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.code = init.code;
     this.status = init.status ?? 0;
     this.details = init.details;
+    this.retryAfterMs = init.retryAfterMs;
   }
 }
 

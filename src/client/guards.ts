@@ -28,7 +28,7 @@ export function isTombstone(v: unknown): v is Tombstone {
 
 /**
  * A guard that checks only identity and revision: the SDK doesn't reject
- * fields it doesn't know (PROTOCOL.md: fields may be added), and trusts the
+ * fields it doesn't know (docs/protocol.md: fields may be added), and trusts the
  * server for the rest of the shape.
  */
 export function identified<T extends Identified>(): (v: unknown) => v is T {

@@ -1,4 +1,4 @@
-import { HEADERS, MEDIA } from '../protocol/index.js';
+import { HEADERS, MEDIA, bearerAuthorization } from '../protocol/index.js';
 import { errorFromResponse } from './error-mapping.js';
 import { ProtocolError, TransportError } from './errors.js';
 
@@ -12,6 +12,8 @@ export interface TransportOptions {
   token?: string | undefined;
   /** Defaults to the global `fetch`. */
   fetch?: FetchLike | undefined;
+  /** Milliseconds clock an HTTP-date `Retry-After` is counted from (default `Date.now`). */
+  now?: (() => number) | undefined;
 }
 
 export type QueryValue = string | number | boolean | undefined;
@@ -42,10 +44,12 @@ export class HttpTransport {
   readonly baseUrl: string;
   readonly #token: string | undefined;
   readonly #fetch: FetchLike;
+  readonly #now: () => number;
 
   constructor(opts: TransportOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.#token = opts.token;
+    this.#now = opts.now ?? Date.now;
     // A late lookup: browsers reject `fetch` called with another `this`.
     this.#fetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }
@@ -57,11 +61,14 @@ export class HttpTransport {
     return `${this.baseUrl}${path}${qs ? `?${qs}` : ''}`;
   }
 
-  /** The response for a 2xx (or allowed) status; a typed error otherwise. */
+  /**
+   * The response for a 2xx (or allowed) status; a typed error otherwise (a
+   * 429 or 503 error carries the server's Retry-After as `retryAfterMs`).
+   */
   async send(req: HttpRequest): Promise<Response> {
     const headers: Record<string, string> = { accept: req.accept ?? MEDIA.json };
     const token = req.token ?? this.#token;
-    if (token !== undefined) headers[HEADERS.authorization] = `Bearer ${token}`;
+    if (token !== undefined) headers[HEADERS.authorization] = bearerAuthorization(token);
     for (const [k, v] of Object.entries(req.headers ?? {})) if (v !== undefined) headers[k] = v;
     const init: RequestInit = { method: req.method, headers };
     if (req.body !== undefined) {
@@ -77,7 +84,7 @@ export class HttpTransport {
       throw new TransportError({ code: 'network_error', message: `${req.method} ${req.path}: ${describe(err)}`, cause: err });
     }
     if (res.ok || req.allowStatus?.includes(res.status)) return res;
-    throw await errorFromResponse(res);
+    throw await errorFromResponse(res, this.#now());
   }
 
   /** Sends and parses a JSON body. */

@@ -27,8 +27,13 @@ export {
   type FleetplaneErrorInit,
 } from './errors.js';
 export { isRetryable } from './error-mapping.js';
+export { parseRetryAfter, retryAfterOf, retryAfterWait, MAX_RETRY_AFTER_MS, MAX_RETRY_AFTER_JITTER_MS } from './retry-after.js';
 export { DEFAULT_MAX_LINE_BYTES } from './ndjson-reader.js';
+export type { NdjsonStreamOptions } from './ndjson-stream.js';
 export type { WatchEventsOptions } from './watch-events.js';
+export type { WatchConvergenceOptions } from './convergence-watch.js';
+export type { FollowConvergenceOptions, ConvergenceRetry } from './convergence-follow.js';
+export { isConvergence, parseConvergenceLine } from './convergence-parser.js';
 export type { StreamEvent } from './watch-event-parser.js';
 export { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 export {
@@ -39,6 +44,7 @@ export {
   type InformerErrorContext,
 } from './shared-informers.js';
 export type { Informer } from './informer.js';
+export { parseInformersState, type InformersState, type KindState } from './informers-state.js';
 export type { InformerStatus } from './stream-state.js';
 export type { InformerLogger } from './logger.js';
 export type {
@@ -62,6 +68,7 @@ export type {
   RegistrationKeyCreate,
   CreatedRegistrationKey,
   Convergence,
+  ConvergenceEvent,
   Replica,
   Watch,
   WatchKind,

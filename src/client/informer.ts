@@ -1,6 +1,7 @@
 import type { KindValue, Watch, WatchKind } from '../protocol/index.js';
 import { ChangeSignal } from './change-signal.js';
 import { ObjectCache, type CacheDelta } from './informer-cache.js';
+import type { KindState } from './informers-state.js';
 import type { InformerStatus } from './stream-state.js';
 
 /**
@@ -20,7 +21,12 @@ export interface Informer<K extends WatchKind> {
   readonly kind: K;
   list(): Array<KindValue[K]>;
   get(id: string): KindValue[K] | undefined;
-  /** True once this kind's initial list reached its tail; stays true through reconnects and relists. */
+  /**
+   * True once this kind's initial list reached its tail; stays true through
+   * reconnects and relists. A seeded informer (SharedInformers.seed) becomes
+   * synced when the resumed stream confirms it: its tail (after a relist) or
+   * the first bookmark (the server's catch-up is done).
+   */
   hasSynced(): boolean;
   /** Resolves at the first sync; rejects on abort, or when the informers fail or stop first. */
   waitForSync(signal?: AbortSignal): Promise<void>;
@@ -149,17 +155,27 @@ export class KindInformer<K extends WatchKind> implements Informer<K> {
     this.#atTail = true;
     // Deletes for what vanished come only now: before the tail, the listing may still confirm an object.
     for (const delta of this.#cache.endRelist()) this.#emit(delta);
-    if (!this.#synced) {
-      this.#synced = true;
-      for (const w of this.#waiters) w.resolve();
-      this.#waiters.clear();
-      this.#signal.notify();
-    }
+    this.#markSynced();
   }
 
   /** The whole stream is consistent up to `revision`: a later event at or below it would be stale. */
   handleBookmark(revision: number): void {
     this.#revision = Math.max(this.#revision, revision);
+    // Bookmarks flow only once the server has caught the stream up: a seeded kind resumed with at_tail is now confirmed.
+    if (this.current) this.#markSynced();
+  }
+
+  /** Before the stream starts: takes a saved cache and resume point; handlers see the objects as adds. */
+  seed(state: KindState<K>): void {
+    if (this.#revision > 0 || this.#cache.size > 0) throw new Error(`the ${this.kind} informer already has a state`);
+    for (const object of [...state.objects].sort((a, b) => a.revision - b.revision)) this.#emit(this.#cache.applyChange(object));
+    this.#revision = state.revision;
+    this.#atTail = state.atTail;
+  }
+
+  /** Cache and resume point; `floor`: a revision the caller knows this kind is consistent with too. */
+  state(floor: number): KindState<K> {
+    return { revision: Math.max(this.#revision, floor), atTail: this.#atTail, objects: this.#cache.list() };
   }
 
   /** After `revision_compacted`: list again from 0, keeping the cache to diff against. */
@@ -176,6 +192,14 @@ export class KindInformer<K extends WatchKind> implements Informer<K> {
     if (!this.#synced) for (const w of this.#waiters) w.reject(error);
     this.#waiters.clear();
     this.#signal.close();
+  }
+
+  #markSynced(): void {
+    if (this.#synced) return;
+    this.#synced = true;
+    for (const w of this.#waiters) w.resolve();
+    this.#waiters.clear();
+    this.#signal.notify();
   }
 
   #advance(revision: number): boolean {

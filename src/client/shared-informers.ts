@@ -4,12 +4,14 @@ import type { FleetplaneClient } from './client.js';
 import { isRetryable } from './error-mapping.js';
 import { CompactedError, ProtocolError, TransportError } from './errors.js';
 import { KindInformer, type Informer } from './informer.js';
+import { parseInformersState, type InformersState } from './informers-state.js';
 import { consoleLogger, type InformerLogger } from './logger.js';
+import { retryAfterOf } from './retry-after.js';
 import { sleep } from './sleep.js';
 import { transition, type InformerStatus, type StreamInput } from './stream-state.js';
 import type { StreamEvent } from './watch-event-parser.js';
 
-/** Server default of PROTOCOL.md: a bookmark at least every 15 s on an idle stream. */
+/** Server default of docs/protocol.md: a bookmark at least every 15 s on an idle stream. */
 export const DEFAULT_BOOKMARK_INTERVAL_MS = 15_000;
 
 export interface SharedInformersOptions {
@@ -47,10 +49,13 @@ function toError(err: unknown): Error {
  *   have, so nobody sees anything twice.
  * - Any disconnect (error, end, 3 bookmark intervals of silence) reconnects
  *   from each kind's last revision with `at_tail`, after a full-jitter backoff
- *   (0.5 s doubling to 30 s, reset after a healthy minute).
+ *   (0.5 s doubling to 30 s, reset after a healthy minute), and never less
+ *   than the server's Retry-After on a 429/503 plus jitter.
  * - `revision_compacted` makes every informer relist from 0 (after the same
  *   backoff) and report only real differences.
  * - It stops only on abort/`stop()`, or on 401/403/404 (`failed` status, error handlers).
+ * - `snapshot()` and `seed()` carry the informers' state across runs (a
+ *   restarted process resumes from where it was instead of listing again).
  */
 export class SharedInformers {
   readonly #client: FleetplaneClient;
@@ -68,6 +73,8 @@ export class SharedInformers {
   #restart = false;
   #wakeJoin: (() => void) | undefined;
   #ended: { error: unknown } | undefined;
+  /** Highest revision of an event or bookmark received while every informer was current (see `snapshot()`). */
+  #agreed = 0;
 
   constructor(client: FleetplaneClient, org: string, opts: SharedInformersOptions = {}) {
     this.#client = client;
@@ -119,6 +126,54 @@ export class SharedInformers {
 
   status(): InformerStatus {
     return this.#status;
+  }
+
+  /**
+   * Loads a state that `snapshot()` gave (possibly in an earlier process)
+   * into the informers created so far; call it after registering handlers
+   * and before `start()`. Each informer of a kind in `state` takes its
+   * objects (its add handlers are called for each, in revision order) and
+   * resumes from its revision with its `at_tail`, so the first watch asks
+   * only for what changed since. Kinds without an informer are ignored;
+   * informers without a state list from 0. A seeded informer is current at
+   * once (the status is `synced` once the stream is accepted) but
+   * `hasSynced()` waits for the server to confirm it: the first bookmark,
+   * or the tail of a relist when the state turns out to be compacted
+   * (`revision_compacted`: the informers relist and report only real
+   * differences, as always). Throws TypeError for a malformed state (see
+   * parseInformersState), Error once started or when an informer already
+   * has a state.
+   */
+  seed(state: InformersState): void {
+    if (this.#loop || this.#ended) throw new Error('seed() must come before start()');
+    const parsed = parseInformersState(state);
+    if ('problem' in parsed) throw new TypeError(`not an informers state: ${parsed.problem}`);
+    for (const i of this.#informers.values()) {
+      if (i.revision() > 0 || i.list().length > 0) throw new Error(`the ${i.kind} informer already has a state`);
+    }
+    for (const [kind, informer] of this.#informers) {
+      const kindState = parsed.state[kind];
+      if (kindState) informer.seed(kindState);
+    }
+  }
+
+  /**
+   * Every informer's objects and resume point, read at one instant (between
+   * two events), for `seed()` to take later; undefined unless every
+   * informer is current (at its tail and not relisting: a relisting cache
+   * mixes two listings, and only the relist's end knows what vanished).
+   * The kinds agree on one revision where the protocol allows it: once
+   * every kind is at its tail, events of all kinds arrive in revision
+   * order, so an event or bookmark at N received then means every kind is
+   * consistent up to N, and each kind's revision is raised to the highest
+   * such N. (Left lagging, a rarely changing kind would resume from far
+   * back, and could meet `revision_compacted`.)
+   */
+  snapshot(): InformersState | undefined {
+    if (!this.#allCurrent()) return undefined;
+    const state: InformersState = {};
+    for (const [kind, informer] of this.#informers) Object.assign(state, { [kind]: informer.state(this.#agreed) });
+    return state;
   }
 
   /** True when every informer has synced. */
@@ -198,7 +253,7 @@ export class SharedInformers {
         this.#report(error, { source: 'stream', fatal: true });
         return;
       }
-      const delayMs = backoff.next(openedAt === undefined ? 0 : this.#now() - openedAt);
+      const delayMs = backoff.next(openedAt === undefined ? 0 : this.#now() - openedAt, retryAfterOf(error));
       this.#apply({ type: 'disconnected', error, attempt: backoff.failures, delayMs });
       this.#report(error, { source: 'stream', fatal: false });
       await sleep(delayMs, signal);
@@ -207,6 +262,7 @@ export class SharedInformers {
   }
 
   #dispatch(event: StreamEvent, members: ReadonlyMap<WatchKind, KindInformer<WatchKind>>): void {
+    if (event.type !== 'tail' && this.#allCurrent()) this.#agreed = Math.max(this.#agreed, event.value.revision);
     if (event.type === 'bookmark') {
       for (const i of members.values()) i.handleBookmark(event.value.revision);
       return;

@@ -11,6 +11,8 @@ export const BUS = {
   orgSignalPrefix: 'org:',
   /** Signal name prefix for an agent connecting anywhere: `agent:<device uuid>`. */
   agentSignalPrefix: 'agent:',
+  /** Signal name prefix for a change of an organization's device statuses or presence: `status:<uuid>`. */
+  statusSignalPrefix: 'status:',
 } as const;
 
 export const REDIS_KEYS = {
@@ -20,6 +22,10 @@ export const REDIS_KEYS = {
 
 export function orgSignal(orgId: string): string {
   return `${BUS.orgSignalPrefix}${orgId}`;
+}
+
+export function statusSignal(orgId: string): string {
+  return `${BUS.statusSignalPrefix}${orgId}`;
 }
 
 export function agentSignal(deviceId: string): string {

@@ -1,13 +1,15 @@
 /**
  * The wire contract shared by server, SDK, agent, CLI and tests
- * (../shared/PROTOCOL.md). Browser-safe: no Node built-ins.
+ * (docs/protocol.md). Browser-safe: no Node built-ins.
  */
 export * from './errors.js';
 export * from './headers.js';
+export * from './bearer.js';
 export * from './paths.js';
 export * from './ip.js';
 export * from './formats.js';
 export * from './watch.js';
+export * from './watch-line.js';
 export * from './tunnel.js';
 export * from './tunnel-frames.js';
 export * from './agent-local.js';

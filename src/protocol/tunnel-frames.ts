@@ -6,7 +6,7 @@ const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSaf
 
 /**
  * Decodes one tunnel text message. Returns undefined when it is not JSON or
- * not one of the frames of PROTOCOL.md (the caller logs it): `status` frames
+ * not one of the frames of docs/protocol.md (the caller logs it): `status` frames
  * need a positive integer `seq` and an object `status`, `status_ack` a `seq`
  * and an optional `error: {code, message}`; requests need a string `id`, a string `method`, an object `params` (absent: `{}`) and a
  * positive `deadline_ms`; responses a string `id` and exactly one of `result`

@@ -1,7 +1,7 @@
 import type { DeviceStatusInput } from './schemas/device.js';
 
 /**
- * Agent tunnel frames (PROTOCOL.md "Agent tunnel and requests to agents").
+ * Agent tunnel frames (docs/protocol.md "Agent tunnel and requests to agents").
  * JSON text messages over a WebSocket opened with the device token.
  */
 export interface TunnelRequest {

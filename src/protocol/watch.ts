@@ -55,7 +55,7 @@ export interface BookmarkEvent {
   value: { revision: number };
 }
 
-/** Stream-level errors a watch can end with (PROTOCOL.md "Watch"). */
+/** Stream-level errors a watch can end with (docs/protocol.md "Watch"). */
 export const WATCH_ERROR_CODES = ['revision_compacted', 'slow_consumer', 'unavailable', 'forbidden'] as const;
 export type WatchErrorCode = (typeof WATCH_ERROR_CODES)[number];
 

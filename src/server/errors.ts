@@ -7,15 +7,18 @@ import { ERRORS, type ErrorBody, type ErrorCode } from '../protocol/index.js';
 export class ApiError extends Error {
   override readonly name = 'ApiError';
   readonly status: number;
+  /** Seconds the client should wait before retrying (sent as `Retry-After` with 429 and 503). */
+  readonly retryAfterS: number | undefined;
 
   constructor(
     readonly code: ErrorCode,
     message?: string,
     readonly details?: Record<string, unknown>,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterS?: number },
   ) {
     super(message ?? ERRORS[code].message, options);
     this.status = ERRORS[code].status;
+    this.retryAfterS = options?.retryAfterS;
   }
 
   toBody(): ErrorBody {

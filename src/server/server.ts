@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
@@ -15,6 +16,7 @@ import { makeSettings, type Settings } from './config/settings.js';
 import { runPeriodically } from '../util/periodic.js';
 import { WatchEngine, WatchMetrics, watchRoutes } from './watch/index.js';
 import { AgentGateway } from './gateway/index.js';
+import { Fleet } from './fleet/index.js';
 
 const CLOSE_GRACE_MS = 5_000;
 
@@ -28,6 +30,7 @@ export interface FleetServer {
   readonly bus: SignalBus;
   readonly replica: ReplicaRegistry;
   readonly gateway: AgentGateway;
+  readonly fleet: Fleet;
   /** Base URL once listening (`listen: true`), else undefined. */
   readonly url: string | undefined;
   close(): Promise<void>;
@@ -75,17 +78,28 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   const bus = opts.bus ?? (await createBus(settings, db, logger, { ...dropEvery, ...opts.busOverrides }));
   const busStats = (bus as { stats?: Readonly<BusStats> }).stats;
   if (busStats) metrics.observeBus(busStats);
+  const store = new Store(db, bus, settings.staleAfter);
+  const replicaId = randomUUID();
+  const fleet = new Fleet({ store, bus, settings, replicaId, registry: metrics.registry, logger });
   // The gateway's private listener must be up before the replica advertises its URL.
-  const gateway = await AgentGateway.start({ settings, db, bus, metrics, logger: logger.child({ component: 'gateway' }) });
+  const gateway = await AgentGateway.start({
+    settings,
+    db,
+    bus,
+    metrics,
+    replicaId,
+    fleet: { presence: fleet.presence, tunnelStatus: (device, frame) => fleet.tunnelStatus(device, frame) },
+    logger: logger.child({ component: 'gateway' }),
+  });
   const replica = new ReplicaRegistry({
     db,
-    id: gateway.replicaId,
+    id: replicaId,
     privateUrl: gateway.privateUrl,
     leaseTtlMs: settings.replicaLeaseTtl * 1000,
+    onRegisteredAgain: () => fleet.presence.reassert(),
     logger: logger.child({ component: 'replicas' }),
   });
   await replica.start();
-  const store = new Store(db, bus);
   let closing = false;
   const stop = new AbortController();
   const ctx: ServerContext = {
@@ -107,8 +121,8 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
       }
     },
   };
-  const watch = new WatchEngine(store, bus, settings, new WatchMetrics(metrics.registry), logger);
-  const app = await buildApp(ctx, [watchRoutes(watch), replicaRoutes(), gateway.routes(), ...(opts.modules ?? [])]);
+  const watch = new WatchEngine(store, bus, settings, new WatchMetrics(metrics.registry), logger, fleet.presence);
+  const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...(opts.modules ?? [])]);
   watch.start();
 
   const compaction = runPeriodically(
@@ -142,6 +156,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     bus,
     replica,
     gateway,
+    fleet,
     url,
     async close() {
       if (closing) return;
@@ -150,6 +165,8 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
       // Streams and tunnels first: the HTTP server's close waits for every connection to end.
       await gateway.shutdown();
       await watch.shutdown();
+      // After the connections closed: their disconnections are in the last batch.
+      await fleet.close();
       // In-flight requests get a grace period; a connection that never sent a request
       // (clients open spare ones) would otherwise hold close() until headersTimeout.
       const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);

@@ -1,14 +1,15 @@
 import pino from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FleetplaneClient, type FetchLike } from '../../src/client/index.js';
 import { StatusReporter, type StatusFields } from '../../src/agent/index.js';
 import type { DeviceStatusInput } from '../../src/protocol/index.js';
+import { FakeStatusTunnel } from './support/fake-status-tunnel.js';
 
 const ORG = '00000000-0000-4000-8000-0000000000aa';
 const DEV = '00000000-0000-4000-8000-000000000001';
 const initial: StatusFields = { applied_revision: null, apply_error: null, local_endpoints: [], os: 'test-os', agent_version: 'test' };
 
-type Answer = 'ok' | 'fail' | 'gone' | 'network' | 'hold';
+type Answer = 'ok' | 'fail' | 'gone' | 'network' | 'hold' | 'busy';
 
 /** A fake server for the status PUT: records bodies; each answer is taken from `answers` (default ok). */
 class FakeStatusServer {
@@ -24,6 +25,7 @@ class FakeStatusServer {
     if (answer === 'network') throw new TypeError('fetch failed');
     if (answer === 'fail') return json(500, { error: { code: 'internal', message: 'boom' } });
     if (answer === 'gone') return json(404, { error: { code: 'not_found', message: 'device not found' } });
+    if (answer === 'busy') return json(503, { error: { code: 'unavailable', message: 'overloaded' } }, { 'retry-after': '2' });
     return json(200, { ...this.puts.at(-1), last_seen: new Date().toISOString() });
   };
   release(): void {
@@ -31,8 +33,8 @@ class FakeStatusServer {
   }
 }
 
-function json(status: number, body: unknown): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {
@@ -173,5 +175,154 @@ describe('StatusReporter', () => {
     await done;
     await reporter.goodbye(1000);
     expect(server.puts.at(-1)).toMatchObject({ online: false, applied_revision: 3 });
+  });
+});
+
+/** A reporter with a tunnel attached (as the agent wires it): statuses prefer the tunnel. */
+function startWithTunnel(server: FakeStatusServer, tunnel: FakeStatusTunnel, opts: { intervalMs?: number; ackTimeoutMs?: number; onRejected?: (kind: string) => void } = {}) {
+  const reporter = new StatusReporter({
+    client: new FleetplaneClient({ baseUrl: 'http://fake', token: 't', fetch: server.fetch }),
+    org: ORG,
+    deviceId: DEV,
+    intervalMs: opts.intervalMs ?? 60_000,
+    initial,
+    logger: pino({ level: 'silent' }),
+    backoff: { initialMs: 5, maxMs: 10 },
+    minSpacingMs: 0,
+    ackTimeoutMs: opts.ackTimeoutMs ?? 5_000,
+    ...(opts.onRejected ? { onRejected: opts.onRejected } : {}),
+  });
+  reporter.attachTunnel(tunnel);
+  const stop = new AbortController();
+  stops.push(stop);
+  const done = reporter.run(stop.signal);
+  return { reporter, stop, done };
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('StatusReporter over the tunnel', () => {
+  it('sends the status on attach and every change as status frames, and makes no PUT while they are acked, not even periodic ones', async () => {
+    const server = new FakeStatusServer();
+    const tunnel = new FakeStatusTunnel();
+    const { reporter } = startWithTunnel(server, tunnel, { intervalMs: 20 });
+    await until(() => tunnel.frames.length === 1, 'the status sent on attach');
+    reporter.update({ applied_revision: 1 });
+    await until(() => tunnel.frames.at(-1)?.applied_revision === 1, 'the first change');
+    reporter.update({ applied_revision: 2, apply_error: 'nft failed' });
+    await until(() => tunnel.frames.at(-1)?.applied_revision === 2, 'the second change');
+    await pause(100); // five status intervals
+    expect(server.puts).toHaveLength(0);
+    expect(tunnel.frames).toHaveLength(3);
+    expect(tunnel.frames[2]).toEqual({ applied_revision: 2, apply_error: 'nft failed', local_endpoints: [], os: 'test-os', agent_version: 'test' });
+    expect(reporter.stats).toMatchObject({ sent: 3, sent_via_tunnel: 3, last_channel: 'tunnel', failed: 0 });
+  });
+
+  it('reports by PUT while the tunnel is down, refreshing every interval; a reconnection re-sends the status over the tunnel and ends the refreshes', async () => {
+    const server = new FakeStatusServer();
+    const tunnel = new FakeStatusTunnel(false);
+    const { reporter } = startWithTunnel(server, tunnel, { intervalMs: 20 });
+    reporter.update({ applied_revision: 3 });
+    await until(() => server.puts.some((p) => p.applied_revision === 3), 'the change, by PUT');
+    await until(() => server.puts.length >= 3, 'periodic PUTs');
+    expect(tunnel.frames).toHaveLength(0);
+    tunnel.open();
+    await until(() => tunnel.frames.length === 1, 'the status re-sent on reconnection');
+    expect(tunnel.frames[0]).toMatchObject({ applied_revision: 3 });
+    const puts = server.puts.length;
+    await pause(100);
+    expect(server.puts).toHaveLength(puts);
+    expect(reporter.stats.last_channel).toBe('tunnel');
+  });
+
+  it('sends the status by PUT when its ack does not come in time, then skips the tunnel until it reconnects', async () => {
+    const server = new FakeStatusServer();
+    const tunnel = new FakeStatusTunnel();
+    tunnel.mode = 'silent';
+    const { reporter } = startWithTunnel(server, tunnel, { ackTimeoutMs: 30 });
+    await until(() => server.puts.length === 1, 'the fallback PUT');
+    expect(tunnel.frames).toHaveLength(1);
+    expect(server.puts[0]).toMatchObject({ online: true, applied_revision: null });
+    reporter.update({ applied_revision: 1 });
+    await until(() => server.puts.length === 2, 'the change, by PUT directly');
+    expect(server.puts[1]).toMatchObject({ applied_revision: 1 });
+    expect(tunnel.frames).toHaveLength(1);
+    tunnel.mode = 'ack';
+    tunnel.open();
+    await until(() => tunnel.frames.length === 2, 'the status re-sent on reconnection');
+    reporter.update({ applied_revision: 2 });
+    await until(() => tunnel.frames.length === 3, 'the next change over the tunnel');
+    expect(server.puts).toHaveLength(2);
+    expect(reporter.stats).toMatchObject({ sent: 4, sent_via_tunnel: 2 });
+  });
+
+  it('sends the status by PUT when the server answers unavailable (or another error), and keeps trying the tunnel first', async () => {
+    const server = new FakeStatusServer();
+    const tunnel = new FakeStatusTunnel();
+    tunnel.answers = ['unavailable', 'validation_failed'];
+    const { reporter } = startWithTunnel(server, tunnel);
+    await until(() => server.puts.length === 1, 'the first fallback');
+    reporter.update({ applied_revision: 1 });
+    await until(() => server.puts.length === 2, 'the second fallback');
+    reporter.update({ applied_revision: 2 });
+    await until(() => tunnel.frames.length === 3, 'the third frame');
+    await until(() => reporter.stats.sent === 3, 'the third status delivered');
+    expect(tunnel.frames.map((f) => f.applied_revision)).toEqual([null, 1, 2]);
+    expect(server.puts.map((p) => p.applied_revision)).toEqual([null, 1]);
+  });
+
+  it('takes a not_found ack as the device being gone: no PUT, nothing sent again, not even after a reconnection', async () => {
+    const server = new FakeStatusServer();
+    const tunnel = new FakeStatusTunnel();
+    tunnel.mode = 'not_found';
+    const rejected: string[] = [];
+    const { reporter } = startWithTunnel(server, tunnel, { intervalMs: 20, onRejected: (kind) => rejected.push(kind) });
+    await until(() => rejected.length === 1, 'the rejection');
+    reporter.update({ applied_revision: 2 });
+    tunnel.open();
+    tunnel.drop(); // and even while it is down, when refreshes would go by PUT
+    await pause(80);
+    expect(rejected).toEqual(['device_gone']);
+    expect(tunnel.frames).toHaveLength(1);
+    expect(server.puts).toHaveLength(0);
+    expect(reporter.deleted).toBe(true);
+  });
+
+  it('says goodbye by PUT with online: false, even with the tunnel up', async () => {
+    const server = new FakeStatusServer();
+    const tunnel = new FakeStatusTunnel();
+    const { reporter, stop, done } = startWithTunnel(server, tunnel);
+    reporter.update({ applied_revision: 3 });
+    await until(() => tunnel.frames.at(-1)?.applied_revision === 3, 'the change');
+    stop.abort();
+    await done;
+    const frames = tunnel.frames.length;
+    await reporter.goodbye(1000);
+    expect(server.puts).toHaveLength(1);
+    expect(server.puts[0]).toMatchObject({ online: false, applied_revision: 3 });
+    expect(tunnel.frames).toHaveLength(frames);
+  });
+});
+
+describe('StatusReporter and Retry-After', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('waits at least the Retry-After of a 503 before sending the status again', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const server = new FakeStatusServer();
+    server.answers = ['busy'];
+    // The backoff alone would retry within 10 ms.
+    const { reporter } = start(server);
+    reporter.update({ applied_revision: 1 });
+    for (let i = 0; i < 100 && server.puts.length === 0; i++) await vi.advanceTimersByTimeAsync(1);
+    expect(server.puts).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1_990);
+    expect(server.puts).toHaveLength(1);
+    // Retry-After 2 s plus at most half of it as jitter.
+    await vi.advanceTimersByTimeAsync(1_020);
+    expect(server.puts).toHaveLength(2);
+    expect(reporter.stats.failed).toBe(1);
   });
 });

@@ -1,6 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { decodeTunnelFrame, type TunnelFrame, type TunnelResponse } from '../../src/protocol/index.js';
+import { decodeTunnelFrame, type TunnelFrame, type TunnelResponse, type TunnelStatusFrame } from '../../src/protocol/index.js';
+
+/** How a fake tunnel answers a status frame: the frame to send back, or undefined to ignore it (an older server). */
+export type StatusAnswer = (frame: TunnelStatusFrame) => unknown;
+
+/** Acknowledges every status frame. */
+export const ackStatus: StatusAnswer = (f) => ({ type: 'status_ack', seq: f.seq });
 
 /** One tunnel as the fake server sees it. */
 export class FakeTunnel {
@@ -14,7 +20,11 @@ export class FakeTunnel {
   /** When false the server ignores the agent's pings (a dead server, as the agent sees it). */
   answerPings = true;
 
-  constructor(readonly ws: WebSocket) {
+  constructor(
+    readonly ws: WebSocket,
+    /** Answers status frames; undefined ignores them. */
+    public answerStatus: StatusAnswer | undefined = undefined,
+  ) {
     this.closed = new Promise((resolve) => {
       ws.once('close', (code: number) => {
         this.closedAt = Date.now();
@@ -28,6 +38,10 @@ export class FakeTunnel {
       this.frames.push(frame);
       if ('type' in frame) {
         if (frame.type === 'ping' && this.answerPings) ws.send(JSON.stringify({ type: 'pong' }));
+        if (frame.type === 'status') {
+          const answer = this.answerStatus?.(frame);
+          if (answer !== undefined) ws.send(JSON.stringify(answer));
+        }
         return;
       }
       if ('method' in frame) return;
@@ -48,8 +62,13 @@ export class FakeTunnel {
     this.ws.send(JSON.stringify(frame));
   }
 
-  count(type: 'ping' | 'pong'): number {
+  count(type: 'ping' | 'pong' | 'status'): number {
     return this.frames.filter((f) => 'type' in f && f.type === type).length;
+  }
+
+  /** The status frames the agent sent on this tunnel, in order. */
+  statuses(): TunnelStatusFrame[] {
+    return this.frames.filter((f): f is TunnelStatusFrame => 'type' in f && f.type === 'status');
   }
 }
 
@@ -57,15 +76,17 @@ export class FakeTunnel {
 export class FakeTunnelServer {
   readonly tunnels: FakeTunnel[] = [];
   readonly tokens: string[] = [];
-  /** Upgrades to refuse (with this status) before accepting. */
-  refuse: number[] = [];
+  /** Upgrades to refuse (with this status, or status and headers) before accepting. */
+  refuse: Array<number | { status: number; headers: Record<string, string> }> = [];
+  /** How new tunnels answer status frames (see StatusAnswer); default: ignored. */
+  answerStatus: StatusAnswer | undefined;
   readonly #wss: WebSocketServer;
   #onTunnel: ((t: FakeTunnel) => void)[] = [];
 
   private constructor(wss: WebSocketServer) {
     this.#wss = wss;
     wss.on('connection', (ws) => {
-      const t = new FakeTunnel(ws);
+      const t = new FakeTunnel(ws, this.answerStatus);
       this.tunnels.push(t);
       const waiting = this.#onTunnel;
       this.#onTunnel = [];
@@ -80,8 +101,9 @@ export class FakeTunnelServer {
       host: '127.0.0.1',
       verifyClient: (info, cb) => {
         server?.tokens.push(info.req.headers.authorization ?? '');
-        const status = server?.refuse.shift();
-        if (status !== undefined) cb(false, status);
+        const refusal = server?.refuse.shift();
+        if (typeof refusal === 'number') cb(false, refusal);
+        else if (refusal !== undefined) cb(false, refusal.status, 'refused', refusal.headers);
         else cb(true);
       },
     });

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS, paths, type ErrorCode, type Organization } from '../../src/protocol/index.js';
 import { backends, errorCode, useServer, wgKey, type Harness, type Method } from './fixtures.js';
 
-/** Who calls: every kind of bearer token PROTOCOL.md knows, plus none and a bogus one. */
+/** Who calls: every kind of bearer token docs/protocol.md knows, plus none and a bogus one. */
 const PRINCIPALS = ['admin', 'orgAdmin', 'orgRead', 'device', 'otherDevice', 'regKey', 'otherOrg', 'missing', 'unknown'] as const;
 type Who = (typeof PRINCIPALS)[number];
 

@@ -18,7 +18,7 @@ describe.each(backends())('convergence on $name', ({ name, available }) => {
       const s = h();
       const org = await s.createOrg();
       const empty = await s.ok<Convergence>(200, 'GET', paths.convergence(org.id));
-      expect(empty).toEqual({ revision: org.revision, devices: 0, at_head: 0, behind: 0, error: 0, stale: 0, not_converged: [] });
+      expect(empty).toEqual({ revision: org.revision, devices: 0, at_head: 0, behind: 0, error: 0, stale: 0, online: 0, not_converged: [] });
 
       const [atHead, behind, failing, silent] = [
         await s.createDevice(org.id),

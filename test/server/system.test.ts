@@ -8,7 +8,7 @@ import { MIGRATIONS } from '../../src/server/db/index.js';
 import { createDatabase } from '../support/postgres-server.js';
 import { Harness, pgAdminUrl, useServer } from './fixtures.js';
 
-/** Routes documented outside the OpenAPI document (PROTOCOL.md: no auth, operational). */
+/** Routes documented outside the OpenAPI document (docs/protocol.md: no auth, operational). */
 const HIDDEN = new Set<string>([ROUTES.healthz, ROUTES.readyz, ROUTES.metrics]);
 
 /**

@@ -19,16 +19,16 @@ function isChangeOf(id: string, revision: number): (e: WatchEvent) => boolean {
 describe('organization feeds (tail caches)', () => {
   let ws: WatchServer;
   let store: Store;
-  let readHeads: Store['readHeads'];
+  let readLive: Store['readLive'];
   beforeAll(async () => {
     ws = await startWatchServer('pglite');
     store = ws.server.ctx.store;
-    readHeads = store.readHeads;
+    readLive = store.readLive;
   });
   /** Streams to break after each test, whatever happened in it. */
   const streams: WatchStream[] = [];
   afterEach(() => {
-    store.readHeads = readHeads;
+    store.readLive = readLive;
     for (const s of streams.splice(0)) s.destroy();
   });
   afterAll(async () => {
@@ -77,15 +77,15 @@ describe('organization feeds (tail caches)', () => {
     const head = await ws.h.head(org.id);
     let patched: { revision: number } | undefined;
     // The head is read, then a write commits and signals before the cache has its ring.
-    store.readHeads = async (ids) => {
-      const heads = await readHeads(ids);
+    store.readLive = async (id) => {
+      const heads = await readLive(id);
       patched = await patchDevice(ws.h, org.id, d.id, { hostname: 'during-start' });
       await delay(20);
       return heads;
     };
     const s = await openWatch(ws.target(org.id), [{ kind: 'device', gt_revision: head, at_tail: true }]);
     streams.push(s);
-    store.readHeads = readHeads;
+    store.readLive = readLive;
     expect(patched?.revision).toBe(head + 1);
     // No other write and no safety check (an hour away): only the signal can bring it.
     await s.waitFor(isChangeOf(d.id, head + 1), 5000, 'the change committed during the cache start');
@@ -99,9 +99,9 @@ describe('organization feeds (tail caches)', () => {
     await store.compact(0);
     await eventually(async () => (await ws.metric('fleetplane_watch_feeds')) === 0, 'no cache is left');
     // Both requests wait for the same cache to start; the refused one (410) comes first.
-    store.readHeads = async (ids) => {
+    store.readLive = async (id) => {
       await delay(300);
-      return readHeads(ids);
+      return readLive(id);
     };
     const refused = watchRequest(ws.target(org.id), [{ kind: 'device', gt_revision: 1 }]);
     await delay(100);
@@ -109,7 +109,7 @@ describe('organization feeds (tail caches)', () => {
     expect((await refused).status).toBe(410);
     const s = await opened;
     streams.push(s);
-    store.readHeads = readHeads;
+    store.readLive = readLive;
     await tails(s, 1);
     const patched = await patchDevice(ws.h, org.id, d.id, { hostname: 'after-refusal' });
     await s.waitFor(isChangeOf(d.id, patched.revision), 5000, 'a change after the refused request');
@@ -121,9 +121,9 @@ describe('organization feeds (tail caches)', () => {
     const org = await ws.h.createOrg();
     let prepared!: () => void;
     const preparing = new Promise<void>((r) => (prepared = r));
-    store.readHeads = async (ids) => {
+    store.readLive = async (id) => {
       await delay(300);
-      const heads = await readHeads(ids);
+      const heads = await readLive(id);
       prepared();
       return heads;
     };

@@ -46,17 +46,17 @@ describe('stream lifecycle', () => {
   let ws: WatchServer;
   let store: Store;
   let readChanges: Store['readChanges'];
-  let readHeads: Store['readHeads'];
+  let readLive: Store['readLive'];
   const streams: WatchStream[] = [];
   beforeAll(async () => {
     ws = await startWatchServer('pglite', { bookmarkInterval: INTERVAL_S, revocationCheckInterval: 0.1 });
     store = ws.server.ctx.store;
     readChanges = store.readChanges;
-    readHeads = store.readHeads;
+    readLive = store.readLive;
   });
   afterEach(() => {
     store.readChanges = readChanges;
-    store.readHeads = readHeads;
+    store.readLive = readLive;
     for (const s of streams.splice(0)) s.destroy();
   });
   afterAll(async () => {
@@ -186,9 +186,9 @@ describe('stream lifecycle', () => {
       await eventually(() => ws.server.watch.watcherCount === 3, 'three watchers are open');
       // One more request is still being prepared (its organization's cache is reading the head) when the server stops.
       const late = await ws.h.createOrg();
-      store.readHeads = async (ids) => {
+      store.readLive = async (id) => {
         await delay(400);
-        return readHeads(ids);
+        return readLive(id);
       };
       const lateRequest = watchRequest(ws.target(late.id), ALL);
       await delay(100);

@@ -1,7 +1,18 @@
 import WebSocket, { type ClientOptions, type RawData } from 'ws';
 import type { Logger } from 'pino';
-import { AGENT_ERROR_CODES, HEADERS, TUNNEL_CLOSE_CODES, decodeTunnelFrame, type TunnelFrame, type TunnelRequest } from '../../protocol/index.js';
+import {
+  AGENT_ERROR_CODES,
+  HEADERS,
+  TUNNEL_CLOSE_CODES,
+  bearerAuthorization,
+  decodeTunnelFrame,
+  type DeviceStatusInput,
+  type TunnelFrame,
+  type TunnelRequest,
+} from '../../protocol/index.js';
+import { parseRetryAfter } from '../../client/retry-after.js';
 import type { RequestRunner } from './request-runner.js';
+import { StatusAcks, type StatusSendOutcome } from './status-acks.js';
 
 /** How a connection ended. `code` 1006 means it was lost without a close frame. */
 export interface CloseInfo {
@@ -9,10 +20,17 @@ export interface CloseInfo {
   readonly reason: string;
 }
 
-/** The server refused the WebSocket upgrade (401: bad token, 403: not a device token, 503: shutting down). */
+/**
+ * The server refused the WebSocket upgrade (401: bad token, 403: not a
+ * device token, 429/503: overloaded or shutting down). `retryAfterMs`: its
+ * Retry-After header, when it sent one.
+ */
 export class TunnelHandshakeError extends Error {
   override readonly name = 'TunnelHandshakeError';
-  constructor(readonly status: number) {
+  constructor(
+    readonly status: number,
+    readonly retryAfterMs?: number,
+  ) {
     super(`the server refused the tunnel with HTTP ${status}`);
   }
 }
@@ -36,6 +54,10 @@ const CLOSE_GRACE_MS = 2_000;
  * runner, exchanges `ping`/`pong` frames every `pingIntervalMs`, and cuts the
  * connection when the server has sent nothing for a whole interval.
  *
+ * Status frames (`sendStatus`) carry this connection's own increasing `seq`;
+ * their acks are matched by it, and any still waiting when the connection
+ * closes end `not_connected`.
+ *
  * Draining (maximum connection age, shutdown): requests that arrive after
  * `drain()` are not started; once every started one is answered the
  * connection closes with TUNNEL_CLOSE_CODES.drained, which tells the server
@@ -45,6 +67,8 @@ export class AgentConnection {
   readonly openedAt = Date.now();
   readonly closed: Promise<CloseInfo>;
   #unanswered = 0;
+  #statusSeq = 0;
+  readonly #acks = new StatusAcks();
   #draining = false;
   #heard = true;
   #localClose: CloseInfo | undefined;
@@ -58,6 +82,7 @@ export class AgentConnection {
     this.closed = new Promise((resolve) => {
       ws.once('close', (code: number, reason: Buffer) => {
         this.stopTimers();
+
         resolve(this.#localClose ?? { code, reason: reason.toString() });
       });
     });
@@ -72,7 +97,7 @@ export class AgentConnection {
     const url = options.url;
     const ws = new WebSocket(url, {
       ...options.wsOptions,
-      headers: { ...options.wsOptions?.headers, [HEADERS.authorization]: `Bearer ${options.token}` },
+      headers: { ...options.wsOptions?.headers, [HEADERS.authorization]: bearerAuthorization(options.token) },
       handshakeTimeout: options.handshakeTimeoutMs,
       maxPayload: options.maxPayloadBytes,
     });
@@ -94,7 +119,8 @@ export class AgentConnection {
         settle();
         res.resume();
         req.destroy();
-        reject(new TunnelHandshakeError(res.statusCode ?? 0));
+        const retryAfter = res.headers[HEADERS.retryAfter];
+        reject(new TunnelHandshakeError(res.statusCode ?? 0, parseRetryAfter(typeof retryAfter === 'string' ? retryAfter : undefined, Date.now())));
       });
       ws.once('error', (err: Error) => {
         settle();
@@ -114,6 +140,22 @@ export class AgentConnection {
   /** Requests started on this connection and not answered yet. */
   get unanswered(): number {
     return this.#unanswered;
+  }
+
+  /**
+   * Sends the device's status in a status frame with this connection's next
+   * `seq`, and resolves with what became of it (see StatusSendOutcome):
+   * `not_connected` at once when the connection isn't open, `timeout` when
+   * no ack came within `timeoutMs`. Rejects with the signal's reason when
+   * `signal` aborts first.
+   */
+  sendStatus(status: DeviceStatusInput, timeoutMs: number, signal?: AbortSignal): Promise<StatusSendOutcome> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (!this.open) return Promise.resolve({ type: 'not_connected' });
+    const seq = ++this.#statusSeq;
+    const outcome = this.#acks.wait(seq, timeoutMs, signal);
+    this.send({ type: 'status', seq, status });
+    return outcome;
   }
 
   /**
@@ -178,6 +220,9 @@ export class AgentConnection {
     }
     if ('type' in frame) {
       if (frame.type === 'ping') this.send({ type: 'pong' });
+      else if (frame.type === 'status_ack') {
+        if (!this.#acks.settle(frame)) this.options.logger.debug({ seq: frame.seq }, 'status ack for a frame nobody waits for any more');
+      } else if (frame.type === 'status') this.options.logger.warn('ignored a status frame from the server: only agents send them');
       return;
     }
     if ('method' in frame) return this.onRequest(frame);

@@ -1,7 +1,16 @@
 /**
  * The agent's tunnel to the server: a WebSocket client that serves agent
- * methods (PROTOCOL.md "Agent tunnel and requests to agents").
+ * methods (docs/protocol.md "Agent tunnel and requests to agents").
  */
-export { TunnelClient, tunnelUrl, type TunnelClientOptions, type TunnelState } from './tunnel-client.js';
+export {
+  TunnelClient,
+  tunnelUrl,
+  DEFAULT_STATUS_ACK_TIMEOUT_MS,
+  type TunnelClientOptions,
+  type TunnelState,
+  type TunnelOpenListener,
+  type SendStatusOptions,
+} from './tunnel-client.js';
+export { MAX_PENDING_STATUS_ACKS, type StatusSendOutcome } from './status-acks.js';
 export { AgentMethodRegistry, AgentMethodError, type AgentMethodHandler, type AgentCallContext } from './method-registry.js';
 export { TunnelHandshakeError, type CloseInfo } from './agent-connection.js';

@@ -1,11 +1,12 @@
 import pino, { type Logger } from 'pino';
 import type { ClientOptions } from 'ws';
-import { AGENT_METHODS, ROUTES, RPC_ANSWER_TIMEOUT_MS, TUNNEL_PING_INTERVAL_MS } from '../../protocol/index.js';
+import { AGENT_METHODS, ROUTES, RPC_ANSWER_TIMEOUT_MS, TUNNEL_PING_INTERVAL_MS, type DeviceStatusInput } from '../../protocol/index.js';
 import { Backoff, type BackoffPolicy } from '../../client/backoff.js';
 import { sleep } from '../../client/sleep.js';
 import { AgentConnection, TunnelHandshakeError, type CloseInfo } from './agent-connection.js';
 import { AgentMethodRegistry, type AgentMethodHandler } from './method-registry.js';
 import { RequestRunner } from './request-runner.js';
+import type { StatusSendOutcome } from './status-acks.js';
 
 export interface TunnelClientOptions {
   /**
@@ -66,6 +67,18 @@ const DEFAULTS = {
 
 const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 20_000, resetAfterMs: 20_000 };
 
+/** How long `sendStatus` waits for the server's ack by default (the server acks within ~250 ms). */
+export const DEFAULT_STATUS_ACK_TIMEOUT_MS = 5_000;
+
+/** A connection just opened (first connection, reconnection, or the replacement of an aged one). */
+export type TunnelOpenListener = (info: { readonly url: string; readonly connections: number }) => void;
+
+export interface SendStatusOptions {
+  signal?: AbortSignal | undefined;
+  /** How long to wait for the ack; default DEFAULT_STATUS_ACK_TIMEOUT_MS. */
+  timeoutMs?: number | undefined;
+}
+
 /** `http://h:p/x` → `ws://h:p/x/api/agent/tunnel`. */
 export function tunnelUrl(base: string): string {
   const u = new URL(base);
@@ -76,13 +89,15 @@ export function tunnelUrl(base: string): string {
 }
 
 /**
- * The agent's end of the tunnel (PROTOCOL.md "Agent tunnel and requests to
+ * The agent's end of the tunnel (docs/protocol.md "Agent tunnel and requests to
  * agents"): keeps one WebSocket open to the server with the device token
  * (two while an aged one is replaced), reconnects with exponential backoff
  * and full jitter, and serves the registered methods, many at once.
  *
  * `ping` is built in (`{pong: true, revision}`); the agent daemon registers
  * `status` and `force-sync` (and modules their own) with `register`.
+ * `sendStatus` reports the device's status on the newest open connection
+ * and waits for the server's ack; `onOpen` tells of every connection opened.
  * `run(signal)` runs until the signal aborts; then running handlers are
  * cancelled, answered, and the connections closed.
  */
@@ -92,6 +107,9 @@ export class TunnelClient {
   readonly #options: TunnelClientOptions;
   readonly #logger: Logger;
   readonly #live = new Set<AgentConnection>();
+  readonly #openListeners = new Set<TunnelOpenListener>();
+  /** The newest open connection: status frames go there. */
+  #current: AgentConnection | undefined;
   #waiters: (() => void)[] = [];
   #running = false;
 
@@ -130,6 +148,31 @@ export class TunnelClient {
         resolve();
       });
     });
+  }
+
+  /**
+   * Calls `listener` after each connection opens (the first, every
+   * reconnection, and the replacement of an aged connection), once it is
+   * the one `sendStatus` uses. Returns the unsubscribe function. A listener
+   * must not throw (what it throws is logged).
+   */
+  onOpen(listener: TunnelOpenListener): () => void {
+    this.#openListeners.add(listener);
+    return () => this.#openListeners.delete(listener);
+  }
+
+  /**
+   * Sends the device's status (a `status` frame, docs/protocol.md "Agent tunnel") on
+   * the newest open connection and resolves with its outcome: `acked` once
+   * the server committed it, `rejected` with the server's error code,
+   * `timeout` when no ack came within `timeoutMs` (an older server ignores
+   * status frames), `not_connected` when no connection is open or it closed
+   * before the ack. Rejects only with the signal's reason, when it aborts.
+   */
+  sendStatus(status: DeviceStatusInput, opts: SendStatusOptions = {}): Promise<StatusSendOutcome> {
+    const conn = this.#current;
+    if (!conn?.open) return opts.signal?.aborted ? Promise.reject(opts.signal.reason) : Promise.resolve({ type: 'not_connected' });
+    return conn.sendStatus(status, opts.timeoutMs ?? DEFAULT_STATUS_ACK_TIMEOUT_MS, opts.signal);
   }
 
   /** Keeps the tunnel up until `signal` aborts; resolves once everything is closed. One run at a time. */
@@ -215,17 +258,22 @@ export class TunnelClient {
           signal,
         );
         this.#live.add(conn);
-        void conn.closed.then(() => this.#live.delete(conn));
+        this.#current = conn;
+        void conn.closed.then(() => {
+          this.#live.delete(conn);
+          if (this.#current === conn) this.#current = undefined;
+        });
         this.#logger.info({ url, connections: this.#live.size }, 'tunnel connected');
         this.emit({ type: 'connected', url, connections: this.#live.size });
         const waiters = this.#waiters;
         this.#waiters = [];
         for (const w of waiters) w();
+
         return conn;
       } catch (err) {
         if (signal.aborted) return undefined;
         const error = err instanceof Error ? err : new Error(String(err));
-        const delayMs = backoff.next(0);
+        const delayMs = backoff.next(0, error instanceof TunnelHandshakeError ? error.retryAfterMs : undefined);
         const refused = error instanceof TunnelHandshakeError && (error.status === 401 || error.status === 403);
         this.#logger[refused ? 'error' : 'warn']({ err: error, url, delayMs: Math.round(delayMs) }, 'tunnel connection failed; retrying');
         this.emit({ type: 'retrying', delayMs, error });
@@ -233,6 +281,16 @@ export class TunnelClient {
       }
     }
     return undefined;
+  }
+
+  private notifyOpen(info: { url: string; connections: number }): void {
+    for (const listener of this.#openListeners) {
+      try {
+        listener(info);
+      } catch (err) {
+        this.#logger.error({ err }, 'tunnel onOpen listener failed');
+      }
+    }
   }
 
   private emit(state: TunnelState): void {

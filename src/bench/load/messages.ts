@@ -25,7 +25,7 @@ export interface PollSpec {
   endpoints: Endpoint[];
   path: string;
   headers: Record<string, string>;
-  /** Send `If-None-Match` with the last ETag (PROTOCOL.md "Lists"). */
+  /** Send `If-None-Match` with the last ETag (docs/protocol.md "Lists"). */
   useEtag: boolean;
 }
 

@@ -15,7 +15,7 @@ export interface PollOutcome {
 /**
  * One polling client: its own keep-alive connection (one socket), listing
  * with `If-None-Match` when it has an ETag, the way a poller that follows
- * PROTOCOL.md "Lists" does.
+ * docs/protocol.md "Lists" does.
  */
 export class Poller {
   private readonly agent: http.Agent;

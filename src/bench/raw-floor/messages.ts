@@ -2,7 +2,8 @@
 export type RawRequest =
   | { id: number; op: 'fire'; mode: RawWriteMode; revision: number }
   | { id: number; op: 'stats' }
-  | { id: number; op: 'gc' };
+  | { id: number; op: 'gc' }
+  | { id: number; op: 'list'; base64: string };
 
 /**
  * `socket`: one pre-framed HTTP chunk written straight to every socket (what

@@ -43,7 +43,7 @@ export class RawFloorServer {
     return this.child.pid ?? -1;
   }
 
-  private call(req: { op: 'fire'; mode: RawWriteMode; revision: number } | { op: 'stats' } | { op: 'gc' }): Promise<RawReply> {
+  private call(req: { op: 'fire'; mode: RawWriteMode; revision: number } | { op: 'stats' } | { op: 'gc' } | { op: 'list'; base64: string }): Promise<RawReply> {
     const id = this.nextId++;
     return new Promise((resolve) => {
       this.pending.set(id, resolve);
@@ -57,6 +57,16 @@ export class RawFloorServer {
     const r = await this.call({ op: 'fire', mode, revision });
     if (!r.ok) throw new Error(`raw-floor fire: ${r.error}`);
     return { ...(r.result as RawFireResult), sentAt };
+  }
+
+  /**
+   * From now on every new request is answered with these pre-framed chunks
+   * right after the head (then held like the others): the raw floor of an
+   * initial list, the same bytes fleetplane sends.
+   */
+  async setListBody(framed: Buffer): Promise<void> {
+    const r = await this.call({ op: 'list', base64: framed.toString('base64') });
+    if (!r.ok) throw new Error(`raw-floor list: ${r.error}`);
   }
 
   async stats(): Promise<RawStats> {

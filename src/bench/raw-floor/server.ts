@@ -7,16 +7,19 @@
  */
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { MEDIA } from '../../protocol/index.js';
+import { MEDIA, watchLineHead } from '../../protocol/index.js';
 import type { RawFireResult, RawReply, RawRequest, RawStats, RawWriteMode } from './messages.js';
 
 const held = new Set<http.ServerResponse>();
+/** Pre-framed chunks written to every new response at once (op `list`: an initial list's bytes). */
+let listBody: Buffer | undefined;
 
 const server = http.createServer((req, res) => {
   req.resume();
   res.writeHead(200, { 'content-type': MEDIA.watch, 'cache-control': 'no-store' });
   res.flushHeaders();
   res.socket?.setNoDelay(true);
+  if (listBody) res.socket?.write(listBody);
   held.add(res);
   res.on('close', () => held.delete(res));
 });
@@ -41,7 +44,7 @@ function rawLine(revision: number): string {
     advertise_cidrs: [],
     organization_id: '33130f66-4f49-43aa-8f48-9e714c24d862',
   };
-  return `{"kind":"device","type":"change","value":${JSON.stringify(value)}}\n`;
+  return `${watchLineHead('change', 'device')}${JSON.stringify(value)}}\n`;
 }
 
 function fire(mode: RawWriteMode, revision: number): RawFireResult {
@@ -70,6 +73,10 @@ process.on('message', (m: unknown) => {
   try {
     if (req.op === 'fire') out = { id: req.id, ok: true, result: fire(req.mode, req.revision) };
     else if (req.op === 'stats') out = { id: req.id, ok: true, result: stats() };
+    else if (req.op === 'list') {
+      listBody = Buffer.from(req.base64, 'base64');
+      out = { id: req.id, ok: true, result: null };
+    }
     else {
       (globalThis as { gc?: () => void }).gc?.();
       out = { id: req.id, ok: true, result: null };

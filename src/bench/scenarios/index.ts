@@ -8,6 +8,7 @@ import { catchUp } from './catch-up.js';
 import { writeThroughput } from './write-throughput.js';
 import { fanoutReplicas, fanoutWorkers } from './fanout-scale-out.js';
 import { enroll } from './enroll.js';
+import { fleet } from './fleet.js';
 
 /** Every scenario, in the order the default set runs them. */
-export const SCENARIOS: readonly Scenario[] = [rawFloor, fanout, idleMemory, queries, pollingBaseline, catchUp, writeThroughput, fanoutWorkers, fanoutReplicas, enroll];
+export const SCENARIOS: readonly Scenario[] = [rawFloor, fanout, idleMemory, queries, pollingBaseline, catchUp, writeThroughput, fanoutWorkers, fanoutReplicas, enroll, fleet];

@@ -1,4 +1,4 @@
-import { HEADERS, paths } from '../../protocol/index.js';
+import { HEADERS, bearerAuthorization, paths } from '../../protocol/index.js';
 import type { Scenario, ScenarioResult, TargetResult } from '../scenario.js';
 import { BENCH_ADMIN_TOKEN, type FleetServer } from '../server/fleet-server.js';
 import type { BenchDevice, FleetApi } from '../http-api.js';
@@ -89,7 +89,7 @@ async function pollWindow(
   signal: AbortSignal,
   label: string,
 ): Promise<ModeFigures & { full: number; notModified: number }> {
-  const spec = { endpoints: [endpointOf(server.url)], path: paths.devices(org), headers: { [HEADERS.authorization]: `Bearer ${BENCH_ADMIN_TOKEN}` }, useEtag: true };
+  const spec = { endpoints: [endpointOf(server.url)], path: paths.devices(org), headers: { [HEADERS.authorization]: bearerAuthorization(BENCH_ADMIN_TOKEN) }, useEtag: true };
   const cpu0 = await server.cpuSeconds(api);
   const t0 = nowMs();
   const polling = pool.pollRun(spec, CLIENTS, POLL_INTERVAL_MS, WINDOW_MS);

@@ -27,8 +27,11 @@ export class ServerRefusedError extends Error {
 export interface FleetServerOptions {
   /** `serve` flags beyond the benchmark's defaults (host, port, admin token, log level, memory). */
   flags?: readonly string[];
-  /** Storage: PGlite in memory (default) or this PostgreSQL URL. */
+  /** Storage: PGlite in memory (default), PGlite files in `dataDir`, or this PostgreSQL URL. */
   databaseUrl?: string;
+  dataDir?: string;
+  /** Port to listen on (default: any free port); a restart on the same data keeps its port. */
+  port?: number;
   startTimeoutMs?: number;
 }
 
@@ -53,8 +56,8 @@ export class FleetServer {
 
   static async start(opts: FleetServerOptions = {}): Promise<FleetServer> {
     const flags = opts.flags ?? [];
-    const storage = opts.databaseUrl ? ['--database-url', opts.databaseUrl] : ['--memory'];
-    const serveArgs = ['serve', '--host', '127.0.0.1', '--port', '0', '--admin-token', BENCH_ADMIN_TOKEN, '--log-level', 'warn', ...storage, ...flags];
+    const storage = opts.databaseUrl ? ['--database-url', opts.databaseUrl] : opts.dataDir ? ['--data-dir', opts.dataDir] : ['--memory'];
+    const serveArgs = ['serve', '--host', '127.0.0.1', '--port', String(opts.port ?? 0), '--admin-token', BENCH_ADMIN_TOKEN, '--log-level', 'warn', ...storage, ...flags];
     const argv = ['--expose-gc', '--import', GC_HOOK, CLI, ...serveArgs];
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     track(child, { group: true });

@@ -17,7 +17,7 @@ export const Tombstone = Type.Object(
   { description: 'An item deleted after the requested revision.' },
 );
 
-/** `{items, next?}` — the list envelope (PROTOCOL.md "Lists"). */
+/** `{items, next?}` — the list envelope (docs/protocol.md "Lists"). */
 export function ListOf<T extends TSchema>(item: T) {
   return Type.Object({
     items: Type.Array(item),

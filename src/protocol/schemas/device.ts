@@ -83,7 +83,7 @@ export const DEVICE_SELF_FIELDS = ['endpoints', 'hostname', 'symmetric_nat'] as 
 
 /**
  * Fields a device request must not set, and the endpoint that owns each
- * (PROTOCOL.md "Field ownership"). `{org}` and `{id}` are filled in.
+ * (docs/protocol.md "Field ownership"). `{org}` and `{id}` are filled in.
  */
 export const DEVICE_OWNED_FIELDS: Readonly<Record<string, string>> = {
   tunnel_ip: 'the server (assigned from PATCH /api/organizations/{org} network.ipv4_cidr)',

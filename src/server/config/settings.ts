@@ -40,6 +40,16 @@ export interface Settings {
   privateSecret: string | undefined;
   advertisePrivateUrl: string | undefined;
   replicaLeaseTtl: number;
+  /** Least time between two status batches (device ACKs and presence), seconds. */
+  statusFlushInterval: number;
+  /** Bytes of encoded objects the per-organization snapshots of this replica may hold in all. */
+  snapshotBudget: number;
+  /** Bytes queued to all watchers together; past it the ones with the most queued are closed with slow_consumer. */
+  watchQueueLimit: number;
+  /** Initial lists streaming at once; more requests wait (up to listQueueTimeout) for a turn. */
+  maxConcurrentLists: number;
+  /** How long a watch request waits for an initial-list turn before it gets 503 with Retry-After. */
+  listQueueTimeout: number;
 }
 
 export const DEFAULT_SETTINGS: Settings = {
@@ -71,6 +81,11 @@ export const DEFAULT_SETTINGS: Settings = {
   privateSecret: undefined,
   advertisePrivateUrl: undefined,
   replicaLeaseTtl: 15,
+  statusFlushInterval: 0.25,
+  snapshotBudget: 512 * 1024 * 1024,
+  watchQueueLimit: 256 * 1024 * 1024,
+  maxConcurrentLists: 512,
+  listQueueTimeout: 10,
 };
 
 type Kind = 'string' | 'int' | 'seconds' | 'bool' | 'bytes';
@@ -116,6 +131,11 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'privateSecret', flag: 'private-secret', env: 'FLEETPLANE_PRIVATE_SECRET', kind: 'string', help: 'Shared HS256 secret of the replicas.' },
   { key: 'advertisePrivateUrl', flag: 'advertise-private-url', env: 'FLEETPLANE_ADVERTISE_PRIVATE_URL', kind: 'string', help: 'URL other replicas use to reach this one.' },
   { key: 'replicaLeaseTtl', flag: 'replica-lease-ttl', env: 'FLEETPLANE_REPLICA_LEASE_TTL', kind: 'seconds', min: 1, help: 'Lifetime of a replica lease in the replicas table.' },
+  { key: 'statusFlushInterval', flag: 'status-flush-interval', env: 'FLEETPLANE_STATUS_FLUSH_INTERVAL', kind: 'seconds', min: 0.01, max: 10, help: 'Least time between two batched writes of device statuses and presence.' },
+  { key: 'snapshotBudget', flag: 'snapshot-budget', env: 'FLEETPLANE_SNAPSHOT_BUDGET', kind: 'bytes', min: 0, help: 'Memory for in-memory organization snapshots that serve initial lists (0: always page the database).' },
+  { key: 'watchQueueLimit', flag: 'watch-queue-limit', env: 'FLEETPLANE_WATCH_QUEUE_LIMIT', kind: 'bytes', min: 65536, help: 'Bytes queued to all watchers together before the ones with the most queued are closed (slow_consumer).' },
+  { key: 'maxConcurrentLists', flag: 'max-concurrent-lists', env: 'FLEETPLANE_MAX_CONCURRENT_LISTS', kind: 'int', min: 1, max: 1_000_000, help: 'Initial lists streaming at once; more wait for a turn.' },
+  { key: 'listQueueTimeout', flag: 'list-queue-timeout', env: 'FLEETPLANE_LIST_QUEUE_TIMEOUT', kind: 'seconds', min: 0, help: 'How long a watch waits for an initial-list turn before 503 with Retry-After.' },
 ];
 
 /** A setting that can't be used; the message names the setting. */

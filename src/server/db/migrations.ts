@@ -40,7 +40,7 @@ CREATE TABLE device_ips (
   PRIMARY KEY (org_id, ip)
 );
 
--- Observed state: written by agents, never revisioned (PROTOCOL.md "Device").
+-- Observed state: written by agents, never revisioned (docs/protocol.md "Device").
 CREATE TABLE device_status (
   device_id uuid PRIMARY KEY,
   org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
@@ -107,6 +107,24 @@ CREATE TABLE ip_free (
   ip bigint NOT NULL,
   PRIMARY KEY (org_id, ip)
 );
+`,
+  },
+  {
+    version: 3,
+    name: 'device-presence',
+    sql: `
+-- A device is online while it holds a tunnel or a watch stream on a replica whose lease is live.
+-- Rows change only when a device's first connection opens or its last one closes on a replica;
+-- a replica's rows go with its row (clean shutdown or garbage collection after its lease expired).
+CREATE TABLE device_presence (
+  device_id uuid NOT NULL,
+  replica_id text NOT NULL REFERENCES replicas(id) ON DELETE CASCADE,
+  PRIMARY KEY (device_id, replica_id)
+);
+CREATE INDEX device_presence_replica ON device_presence (replica_id);
+
+-- What the last PUT said of online (a status frame says nothing: its tunnel is the liveness).
+ALTER TABLE device_status ADD COLUMN reported_online boolean NOT NULL DEFAULT false;
 `,
   },
 ];

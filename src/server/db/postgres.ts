@@ -14,7 +14,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
   const sql = postgres(url, {
     max: options.max ?? 10,
     onnotice: (n) => options.onNotice?.(String(n['message'] ?? '')),
-    // Revisions are bigint; they stay below 2^53 (PROTOCOL.md), so numbers are exact.
+    // Revisions are bigint; they stay below 2^53 (docs/protocol.md), so numbers are exact.
     types: {
       int8: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
     },

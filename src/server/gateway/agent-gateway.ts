@@ -2,7 +2,13 @@ import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { TUNNEL_CLOSE_CODES, TUNNEL_PING_INTERVAL_MS, agentSignal } from '../../protocol/index.js';
+import {
+  TUNNEL_CLOSE_CODES,
+  TUNNEL_PING_INTERVAL_MS,
+  agentSignal,
+  type TunnelStatusAck,
+  type TunnelStatusFrame,
+} from '../../protocol/index.js';
 import type { SignalBus } from '../bus/index.js';
 import type { Settings } from '../config/settings.js';
 import type { Database } from '../db/index.js';
@@ -53,7 +59,15 @@ export interface AgentGatewayOptions {
   logger: Logger;
   /** This replica's id (the replicas table's); default a random UUID. */
   replicaId?: string;
+  /** Presence of tunnels and status frames (the fleet module); without it tunnels count for nothing and status frames get `unavailable`. */
+  fleet?: GatewayFleetHooks;
   tuning?: Partial<GatewayTuning>;
+}
+
+/** What the gateway tells the fleet module. */
+export interface GatewayFleetHooks {
+  presence: { add(deviceId: string, orgId: string): void; remove(deviceId: string): void };
+  tunnelStatus(device: { deviceId: string; orgId: string }, frame: TunnelStatusFrame): Promise<TunnelStatusAck>;
 }
 
 /** Counters for tests and diagnostics. */
@@ -196,10 +210,12 @@ export class AgentGateway {
           maxPayloadBytes: ctx.settings.bodyLimit,
           accept: (ws, device) => {
             if (this.#closing) return ws.close(1012, 'server shutting down');
+            const fleet = this.options.fleet;
             const tunnel = new ServerTunnel(ws, device.deviceId, device.orgId, {
               tokenId: device.tokenId,
               maxPending: this.#tuning.maxPendingPerTunnel,
               answerGraceMs: this.#tuning.answerGraceMs,
+              ...(fleet ? { onStatus: (frame: TunnelStatusFrame) => fleet.tunnelStatus(device, frame) } : {}),
               logger: this.#logger,
             });
             this.tunnels.add(tunnel);
@@ -275,6 +291,8 @@ export class AgentGateway {
 
   private onTunnelChange(change: TunnelChange): void {
     const { tunnel, type } = change;
+    if (type === 'opened') this.options.fleet?.presence.add(tunnel.deviceId, tunnel.orgId);
+    else this.options.fleet?.presence.remove(tunnel.deviceId);
     this.metrics.tunnelsOpen.set(this.tunnels.size);
     this.#logger.info({ device: tunnel.deviceId, tunnel: tunnel.id, event: type, tunnels: this.tunnels.size }, `agent tunnel ${type}`);
     // The registry entry is written before the signal, so a woken waiter finds it.

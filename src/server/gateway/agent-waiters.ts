@@ -92,7 +92,7 @@ class DeviceGroup {
 }
 
 /**
- * Requests waiting for a device to become reachable (PROTOCOL.md `?wait=`).
+ * Requests waiting for a device to become reachable (docs/protocol.md `?wait=`).
  * They are woken by the `agent:<device>` bus signal a replica sends when a
  * tunnel opens, never by polling per request; `recheckMs` repairs lost
  * signals with one read per device.

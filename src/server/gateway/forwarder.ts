@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { HEADERS, MEDIA, paths, type ErrorCode, isErrorCode } from '../../protocol/index.js';
+import { HEADERS, MEDIA, bearerAuthorization, paths, type ErrorCode, isErrorCode } from '../../protocol/index.js';
 import type { Candidate } from './agent-waiters.js';
 import type { Delivery } from './delivery.js';
 import { signPrivateToken } from './private-token.js';
@@ -68,7 +68,7 @@ export class Forwarder {
     try {
       res = await fetch(url, {
         method: 'POST',
-        headers: { [HEADERS.authorization]: `Bearer ${token}`, [HEADERS.contentType]: MEDIA.json },
+        headers: { [HEADERS.authorization]: bearerAuthorization(token), [HEADERS.contentType]: MEDIA.json },
         body: JSON.stringify(params),
         signal: AbortSignal.any([signal, timeout]),
       });

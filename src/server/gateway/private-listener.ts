@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { AGENT_METHOD_PATTERN, HEADERS, MEDIA, ROUTES, RPC_ANSWER_TIMEOUT_MS } from '../../protocol/index.js';
+import { AGENT_METHOD_PATTERN, HEADERS, MEDIA, ROUTES, RPC_ANSWER_TIMEOUT_MS, parseBearer } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import { agentError, type Delivery } from './delivery.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
@@ -25,7 +25,6 @@ export interface PrivateListenerOptions {
 const PATH = new RegExp(`^${ROUTES.privateAgentRpc.replace(':id', '([^/?]+)').replace(':method', '([^/?]+)')}(?:\\?.*)?$`);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const METHOD = new RegExp(AGENT_METHOD_PATTERN);
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   if (res.headersSent || res.destroyed) return;
@@ -120,7 +119,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, o: PrivateListe
     return fail(new ApiError('bad_request', 'malformed path'));
   }
   if (!UUID.test(deviceId) || !METHOD.test(method)) return fail(new ApiError('validation_failed', 'bad device id or method name'));
-  const bearer = BEARER.exec(req.headers[HEADERS.authorization] ?? '')?.[1];
+  const bearer = parseBearer(req.headers[HEADERS.authorization]);
   if (!bearer) return fail(new ApiError('unauthorized', 'missing private token'));
   let deadlineMs: number;
   try {

@@ -20,7 +20,7 @@ const tags = ['agents'];
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 429: ErrorResponse, 502: ErrorResponse, 503: ErrorResponse, 504: ErrorResponse };
 
 /**
- * PROTOCOL.md "Authentication and scope" applied to agent calls: the admin
+ * docs/protocol.md "Authentication and scope" applied to agent calls: the admin
  * token and organization admins may call any method; read tokens only
  * `ping` and `status`; device tokens and registration keys nothing.
  */

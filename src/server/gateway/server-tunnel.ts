@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import WebSocket, { type RawData } from 'ws';
 import type { Logger } from 'pino';
-import { AGENT_ERROR_CODES, TUNNEL_CLOSE_CODES, decodeTunnelFrame, type TunnelFrame, type TunnelRequest } from '../../protocol/index.js';
+import {
+  AGENT_ERROR_CODES,
+  TUNNEL_CLOSE_CODES,
+  decodeTunnelFrame,
+  type TunnelFrame,
+  type TunnelRequest,
+  type TunnelStatusAck,
+  type TunnelStatusFrame,
+} from '../../protocol/index.js';
 import type { Delivery } from './delivery.js';
 
 export interface ServerTunnelOptions {
@@ -11,6 +19,11 @@ export interface ServerTunnelOptions {
   maxPending: number;
   /** How long past its `deadline_ms` an answer is still awaited (the agent answers at its deadline). */
   answerGraceMs: number;
+  /**
+   * Records a status frame and gives the ack to send back; without it, status
+   * frames are answered `unavailable` (the agent falls back to `PUT`).
+   */
+  onStatus?: (frame: TunnelStatusFrame) => Promise<TunnelStatusAck>;
   logger: Logger;
 }
 
@@ -147,6 +160,8 @@ export class ServerTunnel {
     }
     if ('type' in frame) {
       if (frame.type === 'ping') this.send({ type: 'pong' });
+      else if (frame.type === 'status') this.onStatus(frame);
+      else if (frame.type === 'status_ack') this.options.logger.debug({ device: this.deviceId }, 'ignored a status_ack sent by an agent');
       return;
     }
     if ('method' in frame) {
@@ -160,6 +175,21 @@ export class ServerTunnel {
     }
     if ('error' in frame) pending.settle({ kind: 'agent_error', code: frame.error.code, message: frame.error.message });
     else pending.settle({ kind: 'result', value: frame.result });
+  }
+
+  private onStatus(frame: TunnelStatusFrame): void {
+    const record = this.options.onStatus;
+    if (!record) {
+      this.send({ type: 'status_ack', seq: frame.seq, error: { code: 'unavailable', message: 'this server records no statuses on tunnels; use PUT' } });
+      return;
+    }
+    record(frame).then(
+      (ack) => this.send(ack),
+      (err: unknown) => {
+        this.options.logger.error({ err, device: this.deviceId }, 'recording a tunnel status failed');
+        this.send({ type: 'status_ack', seq: frame.seq, error: { code: 'internal', message: 'the status could not be recorded' } });
+      },
+    );
   }
 
   private failPending(code: number, reason: string): void {

@@ -2,7 +2,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { HEADERS, MEDIA, ROUTES } from '../../protocol/index.js';
+import { HEADERS, MEDIA, ROUTES, parseBearer } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import type { Principal } from '../store/index.js';
 
@@ -22,8 +22,6 @@ export interface TunnelPrincipal {
   orgId: string;
   tokenId: string;
 }
-
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 function refuse(socket: Duplex, err: ApiError): void {
   const body = JSON.stringify(err.toBody());
@@ -63,7 +61,7 @@ export function attachTunnelEndpoint(server: Server, options: TunnelEndpointOpti
   };
   const authorize = async (req: IncomingMessage): Promise<TunnelPrincipal> => {
     if (options.closing()) throw new ApiError('unavailable', 'the server is shutting down; connect elsewhere');
-    const secret = BEARER.exec(req.headers[HEADERS.authorization] ?? '')?.[1];
+    const secret = parseBearer(req.headers[HEADERS.authorization]);
     if (!secret) throw new ApiError('unauthorized', 'missing bearer token');
     const p = await options.authenticate(secret);
     if (!p) throw new ApiError('unauthorized', 'unknown, expired or revoked token');

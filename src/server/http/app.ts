@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import { Ajv, type Options as AjvOptions } from 'ajv';
 import type { Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { FORMATS } from '../../protocol/index.js';
+import { BEARER_SCHEME, FORMATS } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import { errorHandler } from './error-handler.js';
 import type { RouteModule, ServerContext } from './context.js';
@@ -60,8 +60,8 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'fleetplane API', version: '1', description: 'See PROTOCOL.md for the contract.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      info: { title: 'fleetplane API', version: '1', description: 'See docs/protocol.md for the contract.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: BEARER_SCHEME } } },
       security: [{ bearer: [] }],
     },
   });

@@ -1,16 +1,13 @@
 import type { FastifyRequest } from 'fastify';
 import type { Principal, Store } from '../store/index.js';
 import { ApiError } from '../errors.js';
+import { parseBearer } from '../../protocol/index.js';
 
 /** What a route needs inside an organization. */
 export type Access = 'read' | 'write';
 
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
-
 export function bearerOf(req: FastifyRequest): string | undefined {
-  const header = req.headers.authorization;
-  const m = header ? BEARER.exec(header) : null;
-  return m?.[1];
+  return parseBearer(req.headers.authorization);
 }
 
 /** Resolves the request's bearer token; 401 when it is missing or unknown. */
@@ -23,7 +20,7 @@ export async function authenticate(req: FastifyRequest, store: Store, adminHash:
 }
 
 /**
- * Checks that `p` may act on organization `orgId` (PROTOCOL.md
+ * Checks that `p` may act on organization `orgId` (docs/protocol.md
  * "Authentication and scope"). Another organization's resources are 404, as
  * if they did not exist; a token of the organization without the right is 403.
  */

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { HEADERS } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 
 interface ValidationIssue {
@@ -55,5 +56,6 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   const api = toApiError(err);
   if (api.code === 'internal') req.log.error({ err }, 'request failed');
   else req.log.debug({ code: api.code, msg: api.message }, 'request rejected');
+  if (api.retryAfterS !== undefined) void reply.header(HEADERS.retryAfter, String(Math.max(1, Math.ceil(api.retryAfterS))));
   void reply.status(api.status).type('application/json').send(api.toBody());
 }

@@ -21,6 +21,8 @@ export interface ReplicaRegistryOptions {
   privateUrl?: string | undefined;
   /** Lifetime of a lease (ms). */
   leaseTtlMs: number;
+  /** Called after this replica's row had expired, been collected and was inserted again (what hung on it went with it). */
+  onRegisteredAgain?: () => void;
   /** How often the lease is renewed (ms); default leaseTtlMs / 3. */
   renewIntervalMs?: number;
   logger: Logger;
@@ -134,6 +136,7 @@ export class ReplicaRegistry {
        ON CONFLICT (id) DO UPDATE SET lease_expires_at = EXCLUDED.lease_expires_at, private_url = EXCLUDED.private_url`,
       params,
     );
+    if (renewal) this.options.onRegisteredAgain?.();
   }
 }
 

@@ -58,3 +58,34 @@ export async function readHeads(q: Queryable, orgIds: readonly string[]): Promis
   );
   return new Map(rows.map((r) => [r.id, { head: Number(r.head_revision), compacted: Number(r.compacted_revision) }]));
 }
+
+/** Every live object of an organization and the counters, in one statement (a snapshot's build). */
+export interface LiveObjects {
+  rows: ChangeRow[];
+  /** The head the rows are consistent with. */
+  head: number;
+  compacted: number;
+  /** False when the organization is gone or deleted. */
+  exists: boolean;
+}
+
+/** Live objects of one organization, oldest revision first, with the head of the same snapshot. */
+export async function readLive(q: Queryable, orgId: string): Promise<LiveObjects> {
+  const rows = await q.query<Record<string, unknown>>(
+    `SELECT g.head_revision, g.compacted_revision, g.deleted_at, o.kind, o.id, o.revision, o.deleted, o.value
+       FROM orgs g
+       LEFT JOIN objects o ON o.org_id = g.id AND NOT o.deleted
+      WHERE g.id = $1
+      ORDER BY o.revision`,
+    [orgId],
+  );
+  const first = rows[0];
+  if (!first) return { rows: [], head: 0, compacted: 0, exists: false };
+  const deleted = first['deleted_at'] !== null && first['deleted_at'] !== undefined;
+  return {
+    rows: rows.filter((r) => r['id'] !== null && r['id'] !== undefined).map(toChangeRow),
+    head: Number(first['head_revision']),
+    compacted: Number(first['compacted_revision']),
+    exists: !deleted,
+  };
+}

@@ -1,46 +1,89 @@
 import type { Queryable } from '../db/index.js';
 import type { Convergence } from '../../protocol/index.js';
-import { requireOrg } from './org-write.js';
+import { notFound } from '../errors.js';
 
 const NOT_CONVERGED_LIMIT = 1000;
 
+interface ConvergenceRow {
+  head_revision: unknown;
+  devices: unknown;
+  at_head: unknown;
+  behind: unknown;
+  error: unknown;
+  stale: unknown;
+  online: unknown;
+  not_converged: unknown;
+}
+
+interface NotConvergedRow {
+  id: string;
+  hostname: string | null;
+  applied_revision: number | string | null;
+  apply_error: string | null;
+  last_seen: string | null;
+}
+
 /**
- * The fleet's convergence (PROTOCOL.md "Fleet convergence"): each device is
- * counted once, in the first of stale, error, at_head, behind that applies;
- * `not_converged` lists up to 1000 of the others than at_head.
+ * The fleet's convergence (docs/protocol.md "Fleet convergence") in one
+ * statement, counted by the database: each device once, in the first of
+ * stale, error, at_head, behind that applies; a connected device is never
+ * stale. `not_converged` lists up to 1000 of the others than at_head, oldest
+ * object revision first. 404 when the organization doesn't exist.
  */
 export async function convergence(q: Queryable, orgId: string, staleAfterSeconds: number): Promise<Convergence> {
-  const { head } = await requireOrg(q, orgId);
-  const rows = await q.query<Record<string, unknown>>(
-    `SELECT o.id, o.value->>'hostname' AS hostname,
-            (s.status->>'applied_revision')::bigint AS applied_revision,
-            s.status->>'apply_error' AS apply_error,
-            s.last_seen,
-            (s.last_seen IS NULL OR s.last_seen < now() - make_interval(secs => $2)) AS stale
-       FROM objects o LEFT JOIN device_status s ON s.device_id = o.id
-      WHERE o.org_id = $1 AND o.kind = 'device' AND NOT o.deleted
-      ORDER BY o.revision`,
+  const rows = await q.query<ConvergenceRow & Record<string, unknown>>(
+    `WITH g AS (SELECT head_revision FROM orgs WHERE id = $1 AND deleted_at IS NULL),
+     d AS (
+       SELECT o.id, o.revision, o.value->>'hostname' AS hostname,
+              (s.status->>'applied_revision')::bigint AS applied_revision,
+              s.status->>'apply_error' AS apply_error,
+              s.last_seen,
+              COALESCE(s.reported_online AND s.last_seen > now() - make_interval(secs => $2), false) AS reported,
+              EXISTS (SELECT 1 FROM device_presence p JOIN replicas r ON r.id = p.replica_id
+                       WHERE p.device_id = o.id AND r.lease_expires_at > now()) AS connected
+         FROM objects o LEFT JOIN device_status s ON s.device_id = o.id
+        WHERE o.org_id = $1 AND o.kind = 'device' AND NOT o.deleted
+     ),
+     c AS (
+       SELECT d.*, (connected OR reported) AS online,
+              CASE WHEN NOT connected AND (last_seen IS NULL OR last_seen <= now() - make_interval(secs => $2)) THEN 'stale'
+                   WHEN apply_error IS NOT NULL THEN 'error'
+                   WHEN applied_revision = (SELECT head_revision FROM g) THEN 'at_head'
+                   ELSE 'behind' END AS state
+         FROM d
+     )
+     SELECT g.head_revision,
+            count(c.id) AS devices,
+            count(c.id) FILTER (WHERE c.state = 'at_head') AS at_head,
+            count(c.id) FILTER (WHERE c.state = 'behind') AS behind,
+            count(c.id) FILTER (WHERE c.state = 'error') AS error,
+            count(c.id) FILTER (WHERE c.state = 'stale') AS stale,
+            count(c.id) FILTER (WHERE c.online) AS online,
+            (SELECT COALESCE(json_agg(x), '[]'::json) FROM (
+               SELECT id, hostname, applied_revision, apply_error,
+                      CASE WHEN connected THEN now() ELSE last_seen END AS last_seen
+                 FROM c WHERE state <> 'at_head' ORDER BY revision LIMIT ${NOT_CONVERGED_LIMIT}) x) AS not_converged
+       FROM g LEFT JOIN c ON true
+      GROUP BY g.head_revision`,
     [orgId, staleAfterSeconds],
   );
-  const out: Convergence = { revision: head, devices: rows.length, at_head: 0, behind: 0, error: 0, stale: 0, online: 0, not_converged: [] };
-  for (const r of rows) {
-    const applied = r['applied_revision'] === null || r['applied_revision'] === undefined ? null : Number(r['applied_revision']);
-    const applyError = (r['apply_error'] as string | null) ?? null;
-    if (r['stale'] === true) out.stale++;
-    else if (applyError !== null) out.error++;
-    else if (applied === head) {
-      out.at_head++;
-      continue;
-    } else out.behind++;
-    if (out.not_converged.length < NOT_CONVERGED_LIMIT) {
-      out.not_converged.push({
-        id: r['id'] as string,
-        hostname: (r['hostname'] as string) ?? '',
-        applied_revision: applied,
-        apply_error: applyError,
-        last_seen: r['last_seen'] ? new Date(r['last_seen'] as string).toISOString() : null,
-      });
-    }
-  }
-  return out;
+  const row = rows[0];
+  if (!row) throw notFound('organization');
+  const list = (typeof row.not_converged === 'string' ? JSON.parse(row.not_converged) : row.not_converged) as NotConvergedRow[];
+  return {
+    revision: Number(row.head_revision),
+    devices: Number(row.devices),
+    at_head: Number(row.at_head),
+    behind: Number(row.behind),
+    error: Number(row.error),
+    stale: Number(row.stale),
+    online: Number(row.online),
+    not_converged: list.map((d) => ({
+      id: d.id,
+      hostname: d.hostname ?? '',
+      applied_revision: d.applied_revision === null ? null : Number(d.applied_revision),
+      apply_error: d.apply_error,
+      last_seen: d.last_seen === null ? null : new Date(d.last_seen).toISOString(),
+    })),
+  };
 }

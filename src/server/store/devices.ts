@@ -11,13 +11,13 @@ import {
   type DeviceObject,
   type DevicePatch,
   type DeviceStatus,
-  type DeviceStatusInput,
   type Organization,
 } from '../../protocol/index.js';
 import { ApiError, notFound, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject, type StoredValue } from './objects.js';
 import { writeInOrg, type OrgWrite } from './org-write.js';
 import { sameJson } from './same-json.js';
+import { effectiveStatus, statusColumns, statusesOf, type StatusRow } from './device-status.js';
 import { releaseTunnelIp, takeTunnelIp } from './tunnel-ips.js';
 import { hashSecret, newSecret } from './secrets.js';
 
@@ -112,26 +112,16 @@ export async function createDevice(
   }
 }
 
-export async function getDevice(q: Queryable, orgId: string, id: string): Promise<Device | undefined> {
-  const rows = await q.query<{ value: DeviceObject; status: DeviceStatus | null }>(
-    `SELECT o.value, s.status FROM objects o
+export async function getDevice(q: Queryable, orgId: string, id: string, staleAfterSeconds: number): Promise<Device | undefined> {
+  const rows = await q.query<StatusRow & { value: DeviceObject }>(
+    `SELECT o.value, ${statusColumns('o.id', '$3')} FROM objects o
        JOIN orgs g ON g.id = o.org_id
        LEFT JOIN device_status s ON s.device_id = o.id
       WHERE o.id = $1 AND o.org_id = $2 AND o.kind = 'device' AND NOT o.deleted AND g.deleted_at IS NULL`,
-    [id, orgId],
+    [id, orgId, staleAfterSeconds],
   );
   const row = rows[0];
-  return row ? withStatus(row.value, row.status ?? undefined) : undefined;
-}
-
-/** Status of many devices at once, for lists. */
-export async function statusesOf(q: Queryable, ids: readonly string[]): Promise<Map<string, DeviceStatus>> {
-  if (ids.length === 0) return new Map();
-  const rows = await q.query<{ device_id: string; status: DeviceStatus }>(
-    'SELECT device_id, status FROM device_status WHERE device_id = ANY($1::uuid[])',
-    [ids],
-  );
-  return new Map(rows.map((r) => [r.device_id, r.status]));
+  return row ? withStatus(row.value, effectiveStatus(row)) : undefined;
 }
 
 export async function patchDevice(
@@ -140,17 +130,15 @@ export async function patchDevice(
   orgId: string,
   id: string,
   patch: DevicePatch,
+  staleAfterSeconds: number,
   ifMatch?: string,
 ): Promise<Device> {
-  let status: DeviceStatus | undefined;
   try {
     const device = await writeInOrg(db, bus, orgId, async (w) => {
       const current = await lockObject<StoredDevice>(w.tx, orgId, KIND, id);
       checkIfMatch(ifMatch, current.revision);
       const next: StoredDevice = { ...current };
       for (const [k, v] of Object.entries(patch)) if (v !== undefined) (next as Record<string, unknown>)[k] = v;
-      const rows = await w.tx.query<{ status: DeviceStatus }>('SELECT status FROM device_status WHERE device_id = $1', [id]);
-      status = rows[0]?.status;
       if (sameJson(next, current)) return current;
       const revision = await w.revision();
       if (patch.security_group_id !== undefined && patch.security_group_id !== current.security_group_id) {
@@ -160,7 +148,7 @@ export async function patchDevice(
       await updateObject(w.tx, updated);
       return updated;
     });
-    return withStatus(device, status);
+    return withStatus(device, (await statusesOf(db, [id], staleAfterSeconds)).get(id));
   } catch (err) {
     return uniqueViolation(err);
   }
@@ -175,32 +163,7 @@ export async function deleteDevice(db: Database, bus: SignalBus, orgId: string, 
     await tombstoneObject(w.tx, current, revision);
     await releaseTunnelIp(w.tx, orgId, id);
     await w.tx.query('DELETE FROM device_status WHERE device_id = $1', [id]);
+    await w.tx.query('DELETE FROM device_presence WHERE device_id = $1', [id]);
     await w.tx.query('UPDATE tokens SET revoked_at = now() WHERE device_id = $1 AND revoked_at IS NULL', [id]);
   });
-}
-
-/**
- * Records a device's observed state. Takes no revision and signals nothing
- * (PROTOCOL.md: status is not desired state). `last_seen` is the server's clock.
- */
-export async function putDeviceStatus(q: Queryable, orgId: string, id: string, input: DeviceStatusInput): Promise<DeviceStatus> {
-  const status: DeviceStatus = {
-    online: input.online ?? true,
-    last_seen: new Date().toISOString(),
-    applied_revision: input.applied_revision,
-    apply_error: input.apply_error,
-    local_endpoints: input.local_endpoints,
-    os: input.os,
-    agent_version: input.agent_version,
-  };
-  const rows = await q.query(
-    `INSERT INTO device_status (device_id, org_id, status, last_seen)
-       SELECT o.id, o.org_id, $3::text::jsonb, now() FROM objects o
-        WHERE o.id = $1 AND o.org_id = $2 AND o.kind = 'device' AND NOT o.deleted
-     ON CONFLICT (device_id) DO UPDATE SET status = EXCLUDED.status, last_seen = EXCLUDED.last_seen
-     RETURNING device_id`,
-    [id, orgId, JSON.stringify(status)],
-  );
-  if (rows.length === 0) throw notFound('device');
-  return status;
 }

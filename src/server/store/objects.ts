@@ -2,7 +2,7 @@ import type { Queryable } from '../db/index.js';
 import type { WatchKind } from '../../protocol/index.js';
 import { ApiError, notFound } from '../errors.js';
 import { encodeCursor, decodeCursor } from './cursor.js';
-import { parseEtag } from '../../protocol/index.js';
+import { HEADERS, parseEtag } from '../../protocol/index.js';
 
 /** A stored object: the value every kind shares. */
 export interface StoredValue {
@@ -81,7 +81,7 @@ export async function tombstoneObject(tx: Queryable, last: StoredValue, revision
 export function checkIfMatch(ifMatch: string | undefined, revision: number): void {
   if (ifMatch === undefined || ifMatch.trim() === '*') return;
   const wanted = parseEtag(ifMatch);
-  if (wanted === undefined) throw new ApiError('bad_request', 'If-Match must be "<revision>"', { path: 'If-Match' });
+  if (wanted === undefined) throw new ApiError('bad_request', 'If-Match must be "<revision>"', { path: HEADERS.ifMatch });
   if (wanted !== revision) {
     throw new ApiError('precondition_failed', `If-Match "${wanted}" does not match the current revision ${revision}`, {
       revision,
@@ -103,7 +103,7 @@ export interface ListPage {
 }
 
 /**
- * Lists one kind by revision (PROTOCOL.md "Lists"). Tombstones are included
+ * Lists one kind by revision (docs/protocol.md "Lists"). Tombstones are included
  * when the listing has a starting point (`gt_revision`, or a cursor from a
  * listing that began at some head): an item deleted mid-listing reappears as
  * a tombstone, so a client reading to the end can't miss it.

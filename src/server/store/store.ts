@@ -3,7 +3,6 @@ import type { SignalBus } from '../bus/index.js';
 import type {
   DeviceCreate,
   DevicePatch,
-  DeviceStatusInput,
   OrganizationCreate,
   OrganizationPatch,
   OrgTokenCreate,
@@ -16,9 +15,10 @@ import * as orgs from './organizations.js';
 import * as devices from './devices.js';
 import * as groups from './security-groups.js';
 import * as creds from './credentials.js';
-import { readChanges, readHeads } from './changes.js';
+import { readChanges, readHeads, readLive } from './changes.js';
 import { compact } from './compaction.js';
 import { convergence } from './convergence.js';
+import { clearPresence, statusesOf, writeStatusBatch, type StatusBatch } from './device-status.js';
 import { listKind, type ListParams } from './objects.js';
 
 /**
@@ -30,6 +30,8 @@ export class Store {
   constructor(
     readonly db: Database,
     readonly bus: SignalBus,
+    /** Devices not seen for longer than this are stale, and a PUT's `online` no longer counts. */
+    readonly staleAfterSeconds = 90,
   ) {}
 
   createOrganization = (input: OrganizationCreate) => orgs.createOrganization(this.db, input);
@@ -40,15 +42,17 @@ export class Store {
   deleteOrganization = (id: string, ifMatch?: string) => orgs.deleteOrganization(this.db, this.bus, id, ifMatch);
 
   list = (orgId: string, kind: WatchKind, params: ListParams) => listKind(this.db, orgId, kind, params);
-  statusesOf = (ids: readonly string[]) => devices.statusesOf(this.db, ids);
+  statusesOf = (ids: readonly string[]) => statusesOf(this.db, ids, this.staleAfterSeconds);
 
   createDevice = (orgId: string, input: DeviceCreate, registrationKeyId?: string) =>
     devices.createDevice(this.db, this.bus, orgId, input, registrationKeyId);
-  getDevice = (orgId: string, id: string) => devices.getDevice(this.db, orgId, id);
+  getDevice = (orgId: string, id: string) => devices.getDevice(this.db, orgId, id, this.staleAfterSeconds);
   patchDevice = (orgId: string, id: string, patch: DevicePatch, ifMatch?: string) =>
-    devices.patchDevice(this.db, this.bus, orgId, id, patch, ifMatch);
+    devices.patchDevice(this.db, this.bus, orgId, id, patch, this.staleAfterSeconds, ifMatch);
   deleteDevice = (orgId: string, id: string, ifMatch?: string) => devices.deleteDevice(this.db, this.bus, orgId, id, ifMatch);
-  putDeviceStatus = (orgId: string, id: string, input: DeviceStatusInput) => devices.putDeviceStatus(this.db, orgId, id, input);
+  /** Records statuses and this replica's presence changes in one statement (the status batcher's flush). */
+  writeStatusBatch = (batch: StatusBatch) => writeStatusBatch(this.db, batch);
+  clearPresence = (replicaId: string) => clearPresence(this.db, replicaId);
 
   createSecurityGroup = (orgId: string, input: SecurityGroupCreate) => groups.createSecurityGroup(this.db, this.bus, orgId, input);
   getSecurityGroup = (orgId: string, id: string) => groups.getSecurityGroup(this.db, orgId, id);
@@ -69,6 +73,7 @@ export class Store {
   readChanges = (orgId: string, after: number, limit: number, kinds?: readonly WatchKind[]) =>
     readChanges(this.db, orgId, after, limit, kinds);
   readHeads = (orgIds: readonly string[]) => readHeads(this.db, orgIds);
+  readLive = (orgId: string) => readLive(this.db, orgId);
   compact = (retentionSeconds: number) => compact(this.db, retentionSeconds);
-  convergence = (orgId: string, staleAfterSeconds: number) => convergence(this.db, orgId, staleAfterSeconds);
+  convergence = (orgId: string) => convergence(this.db, orgId, this.staleAfterSeconds);
 }

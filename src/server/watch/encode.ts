@@ -1,4 +1,4 @@
-import type { ErrorCode, WatchKind } from '../../protocol/index.js';
+import { watchLineHead, type ErrorCode, type WatchKind } from '../../protocol/index.js';
 
 /**
  * Watch events are encoded once, as complete HTTP/1.1 chunks
@@ -17,15 +17,15 @@ const CRLF = Buffer.from('\r\n', 'latin1');
 export const LAST_CHUNK = Buffer.from('0\r\n\r\n', 'latin1');
 
 export function encodeObjectEvent(kind: WatchKind, type: 'change' | 'delete', value: unknown): Buffer {
-  return chunk(`{"kind":${JSON.stringify(kind)},"type":"${type}","value":${JSON.stringify(value)}}`);
+  return chunk(`${watchLineHead(type, kind)}${JSON.stringify(value)}}`);
 }
 
 export function encodeTail(kind: WatchKind, revision: number): Buffer {
-  return chunk(`{"kind":${JSON.stringify(kind)},"type":"tail","value":{"revision":${revision}}}`);
+  return chunk(`${watchLineHead('tail', kind)}{"revision":${revision}}}`);
 }
 
 export function encodeBookmark(revision: number): Buffer {
-  return chunk(`{"type":"bookmark","value":{"revision":${revision}}}`);
+  return chunk(`${watchLineHead('bookmark')}{"revision":${revision}}}`);
 }
 
 export function encodeError(code: ErrorCode, message: string): Buffer {
@@ -38,4 +38,9 @@ export function responseHead(contentType: string): Buffer {
     `HTTP/1.1 200 OK\r\nContent-Type: ${contentType}\r\nTransfer-Encoding: chunked\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n`,
     'latin1',
   );
+}
+
+/** A line of a convergence stream (docs/protocol.md "Fleet convergence"). */
+export function encodeConvergence(value: unknown): Buffer {
+  return chunk(`{"type":"convergence","value":${JSON.stringify(value)}}`);
 }

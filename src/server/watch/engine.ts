@@ -8,6 +8,8 @@ import { ApiError } from '../errors.js';
 import { runPeriodically } from '../../util/periodic.js';
 import { OrgFeed } from './org-feed.js';
 import { Watcher } from './watcher.js';
+import { ListAdmission } from './list-admission.js';
+import { SnapshotBudget } from './org-snapshot.js';
 import { responseHead } from './encode.js';
 import type { WatchMetrics } from './watch-metrics.js';
 
@@ -15,7 +17,25 @@ export interface OpenStream {
   orgId: string;
   watches: readonly Watch[];
   tokenId: string | undefined;
+  /** The device whose own token opened the stream: it counts as connected while the stream is open. */
+  deviceId: string | undefined;
   socket: Socket;
+}
+
+/** A watch request checked by `prepare`, to be opened with `open` (or given back with `abandon`). */
+export interface PreparedWatch {
+  readonly feed: OrgFeed;
+  /** The request holds an initial-list turn, released when its stream reaches the head or ends. */
+  readonly listTurn: boolean;
+}
+
+/** Least time between two sums of every watcher's queued bytes when watchers pause. */
+const QUEUE_CHECK_SPACING_MS = 100;
+
+/** Where watch streams opened with a device token are counted (the fleet module's presence). */
+export interface StreamPresence {
+  add(deviceId: string, orgId: string): void;
+  remove(deviceId: string): void;
 }
 
 /**
@@ -27,10 +47,16 @@ export class WatchEngine {
   private readonly feeds = new Map<string, Promise<OrgFeed>>();
   private readonly watchers = new Set<Watcher>();
   private readonly byToken = new Map<string, Set<Watcher>>();
+  private readonly deviceOf = new Map<Watcher, string>();
   private readonly stop = new AbortController();
   private loops: Promise<void>[] = [];
   private closing = false;
   private readonly revocations: RevocationCursor;
+  /** Memory the organizations' snapshots share (`--snapshot-budget`). */
+  readonly snapshotBudget: SnapshotBudget;
+  readonly admission: ListAdmission;
+  private readonly listTurns = new Set<Watcher>();
+  private lastQueueCheck = 0;
 
   constructor(
     private readonly store: Store,
@@ -38,8 +64,20 @@ export class WatchEngine {
     private readonly settings: Settings,
     private readonly metrics: WatchMetrics,
     private readonly logger: Logger,
+    private readonly presence?: StreamPresence,
   ) {
     this.revocations = new RevocationCursor(store.db);
+    this.snapshotBudget = new SnapshotBudget(settings.snapshotBudget);
+    this.admission = new ListAdmission({
+      maxActive: settings.maxConcurrentLists,
+      maxQueued: 100_000,
+      timeoutMs: settings.listQueueTimeout * 1000,
+      // Spread over a few seconds, so a refused herd doesn't come back as one.
+      retryAfterS: () => 1 + Math.floor(Math.random() * 4),
+    });
+    const budget = this.snapshotBudget;
+    metrics.snapshotBytes.set(0);
+    metrics.observeSnapshot(() => budget.used);
   }
 
   start(): void {
@@ -64,7 +102,7 @@ export class WatchEngine {
   private feedFor(orgId: string): Promise<OrgFeed> {
     let p = this.feeds.get(orgId);
     if (!p) {
-      const feed = new OrgFeed(orgId, this.store, this.settings.tailCacheSize, this.metrics, this.logger);
+      const feed = new OrgFeed(orgId, this.store, this.settings.tailCacheSize, this.metrics, this.logger, this.snapshotBudget);
       p = feed.start((onWake) => this.bus.subscribe(orgSignal(orgId), onWake)).then(() => feed);
       p.catch(() => this.feeds.delete(orgId));
       this.feeds.set(orgId, p);
@@ -79,8 +117,28 @@ export class WatchEngine {
    * reserved until `open` takes it, so it can't be dropped in between: every
    * successful `prepare` must be followed by `open`.
    */
-  async prepare(orgId: string, watches: readonly Watch[]): Promise<OrgFeed> {
+  async prepare(orgId: string, watches: readonly Watch[]): Promise<PreparedWatch> {
     if (this.closing) throw new ApiError('unavailable', 'the server is shutting down');
+    const listTurn = watches.some((w) => (w.gt_revision ?? 0) === 0);
+    if (listTurn) this.metrics.listWaits.inc({ outcome: await this.admitList() });
+    try {
+      return { feed: await this.prepareFeed(orgId, watches), listTurn };
+    } catch (err) {
+      if (listTurn) this.admission.release();
+      throw err;
+    }
+  }
+
+  private async admitList(): Promise<'immediate' | 'waited'> {
+    try {
+      return await this.admission.acquire();
+    } catch (err) {
+      this.metrics.listWaits.inc({ outcome: 'refused' });
+      throw err;
+    }
+  }
+
+  private async prepareFeed(orgId: string, watches: readonly Watch[]): Promise<OrgFeed> {
     let feed = await this.feedFor(orgId);
     // Dropped between its lookup and now (its last watcher left): a new one takes its place.
     while (feed.closed) {
@@ -120,10 +178,12 @@ export class WatchEngine {
    * Starts streaming on a socket whose request was validated and authorized
    * (with the feed `prepare` returned). Undefined when the client left meanwhile.
    */
-  open(feed: OrgFeed, req: OpenStream): Watcher | undefined {
+  open(prepared: PreparedWatch, req: OpenStream): Watcher | undefined {
+    const { feed, listTurn } = prepared;
     feed.reservations = Math.max(0, feed.reservations - 1);
     // Gone while the request was prepared: its 'close' was emitted already and would never reach a watcher.
     if (req.socket.destroyed || !req.socket.writable) {
+      if (listTurn) this.admission.release();
       this.release(feed);
       return undefined;
     }
@@ -140,10 +200,19 @@ export class WatchEngine {
       slowConsumerTimeoutMs: this.settings.slowConsumerTimeout * 1000,
       metrics: this.metrics,
       logger: this.logger,
+      onListed: (w) => {
+        if (this.listTurns.delete(w)) this.admission.release();
+      },
+      onPaused: () => this.checkQueue(),
       onClose: (w) => this.remove(w),
     });
+    if (listTurn) this.listTurns.add(watcher);
     this.watchers.add(watcher);
     feed.listeners.add(watcher);
+    if (req.deviceId !== undefined) {
+      this.presence?.add(req.deviceId, req.orgId);
+      this.deviceOf.set(watcher, req.deviceId);
+    }
     if (req.tokenId !== undefined) {
       let set = this.byToken.get(req.tokenId);
       if (!set) this.byToken.set(req.tokenId, (set = new Set()));
@@ -157,6 +226,11 @@ export class WatchEngine {
 
   private remove(w: Watcher): void {
     this.watchers.delete(w);
+    const device = this.deviceOf.get(w);
+    if (device !== undefined) {
+      this.deviceOf.delete(w);
+      this.presence?.remove(device);
+    }
     w.feed.listeners.delete(w);
     if (w.tokenId !== undefined) {
       const set = this.byToken.get(w.tokenId);
@@ -196,7 +270,34 @@ export class WatchEngine {
     }
   }
 
+  /**
+   * The bound on bytes queued to all watchers together: past
+   * `--watch-queue-limit`, the watchers with the most queued are closed with
+   * `slow_consumer` (they resume from their last revision) until the total
+   * is under it. Runs when a watcher pauses (at most every
+   * QUEUE_CHECK_SPACING_MS) and with the bookmarks.
+   */
+  checkQueue(force = false): void {
+    const now = performance.now();
+    if (!force && now - this.lastQueueCheck < QUEUE_CHECK_SPACING_MS) return;
+    this.lastQueueCheck = now;
+    let total = 0;
+    for (const w of this.watchers) total += w.buffered;
+    this.metrics.queuedBytes.set(total);
+    const limit = this.settings.watchQueueLimit;
+    if (total <= limit) return;
+    const heaviest = [...this.watchers].filter((w) => w.buffered > 0).sort((a, b) => b.buffered - a.buffered);
+    for (const w of heaviest) {
+      if (total <= limit) break;
+      total -= w.buffered;
+      this.metrics.slowConsumerCloses.inc();
+      w.close('slow_consumer', 'the server has too much queued for slow watchers; resume from your last revision');
+    }
+    this.logger.warn({ limit, queued: total }, 'watch queue over its limit: closed the slowest watchers');
+  }
+
   bookmarks(): void {
+    this.checkQueue(true);
     const idleMs = this.settings.bookmarkInterval * 1000 * 0.75;
     const now = performance.now();
     for (const w of this.watchers) {

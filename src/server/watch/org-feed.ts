@@ -3,6 +3,7 @@ import type { Store, ChangeRow } from '../store/index.js';
 import type { Subscription } from '../bus/index.js';
 import { CatchUpReads } from './catch-up-reads.js';
 import { EventRing, type CachedEvent } from './event-ring.js';
+import { OrgSnapshot, type SnapshotBudget } from './org-snapshot.js';
 import { encodeBookmark, encodeObjectEvent } from './encode.js';
 import type { WatchMetrics } from './watch-metrics.js';
 
@@ -31,6 +32,8 @@ export class OrgFeed {
   readonly catchUp: CatchUpReads;
   /** Dropped (no watchers, or shutdown): it is no longer filled and must not take watchers. */
   closed = false;
+  /** Live objects at the ring's head, for initial lists; undefined when over the budget (lists page the database). */
+  snapshot: OrgSnapshot | undefined;
   private filling: Promise<void> | undefined;
   private again = false;
   private subscription: Subscription | undefined;
@@ -44,16 +47,27 @@ export class OrgFeed {
     private readonly capacity: number,
     private readonly metrics: WatchMetrics,
     private readonly logger: Logger,
+    private readonly budget?: SnapshotBudget,
   ) {
     this.catchUp = new CatchUpReads(orgId, store, metrics);
   }
 
-  /** Reads the head (one query) and starts listening. Called once, before use. */
+  /**
+   * Reads the head, with every live object when the snapshot budget has room
+   * (one query either way), and starts listening. Called once, before use.
+   */
   async start(subscribe: (onWake: () => void) => Subscription): Promise<void> {
     // Subscribe before reading the head, so a change committed in between still wakes us.
     this.subscription = subscribe(() => this.signal());
-    const heads = await this.store.readHeads([this.orgId]);
-    const h = heads.get(this.orgId);
+    let h: { head: number; compacted: number } | undefined;
+    if (this.budget && this.budget.used < this.budget.limit) {
+      const live = await this.store.readLive(this.orgId);
+      this.metrics.snapshotQueries.inc();
+      if (live.exists) h = live;
+      if (live.exists) this.snapshot = this.build(live.rows);
+    } else {
+      h = (await this.store.readHeads([this.orgId])).get(this.orgId);
+    }
     this.exists = h !== undefined;
     this.ring = new EventRing(this.capacity, h?.head ?? 0);
     this.compacted = h?.compacted ?? 0;
@@ -102,7 +116,9 @@ export class OrgFeed {
       this.compacted = Math.max(this.compacted, batch.compacted);
       for (const row of batch.rows) {
         if (row.revision <= ring.head) continue;
-        ring.push(this.encode(row));
+        const event = this.encode(row);
+        ring.push(event);
+        if (this.snapshot && !this.snapshot.apply(row.id, event)) this.dropSnapshot();
         this.metrics.changes.inc();
       }
       const more = batch.rows.length === FILL_PAGE;
@@ -111,6 +127,25 @@ export class OrgFeed {
       this.wake();
       if (since !== undefined) this.metrics.fanoutSeconds.observe((performance.now() - since) / 1000);
     } while (this.again);
+  }
+
+  private build(rows: readonly ChangeRow[]): OrgSnapshot | undefined {
+    if (!this.budget) return undefined;
+    const snapshot = new OrgSnapshot(this.budget);
+    for (const row of rows) {
+      if (!snapshot.apply(row.id, this.encode(row))) {
+        snapshot.release();
+        this.logger.warn({ org: this.orgId, objects: rows.length, budget: this.budget.limit }, 'organization over the snapshot budget: its lists page the database');
+        return undefined;
+      }
+    }
+    return snapshot;
+  }
+
+  private dropSnapshot(): void {
+    this.logger.warn({ org: this.orgId, budget: this.budget?.limit }, 'organization grew over the snapshot budget: its lists page the database');
+    this.snapshot?.release();
+    this.snapshot = undefined;
   }
 
   encode(row: ChangeRow): CachedEvent {
@@ -137,6 +172,8 @@ export class OrgFeed {
     this.subscription?.close();
     this.subscription = undefined;
     this.catchUp.close();
+    this.snapshot?.release();
+    this.snapshot = undefined;
     this.ring = undefined;
     this.listeners.clear();
   }

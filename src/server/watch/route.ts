@@ -1,11 +1,11 @@
-import { ErrorResponse, OrgParams, ROUTES, WatchRequest } from '../../protocol/index.js';
+import { ErrorResponse, MEDIA, OrgParams, ROUTES, WatchRequest } from '../../protocol/index.js';
 import type { RouteModule } from '../http/context.js';
 import { requireOrgAccess } from '../http/auth.js';
 import { authenticated, principalOf } from '../http/routes/shared.js';
 import { validationFailed } from '../errors.js';
 import type { WatchEngine } from './engine.js';
 
-/** `POST /api/organizations/{org}/events` (PROTOCOL.md "Watch"). */
+/** `POST /api/organizations/{org}/events` (docs/protocol.md "Watch"). */
 export function watchRoutes(engine: WatchEngine): RouteModule {
   return {
     register(app, ctx) {
@@ -15,7 +15,7 @@ export function watchRoutes(engine: WatchEngine): RouteModule {
           ...authenticated(ctx),
           schema: {
             tags: ['watch'],
-            summary: 'List and watch: an NDJSON stream (application/json;stream=watch) of change, delete, tail, bookmark and error events',
+            summary: `List and watch: an NDJSON stream (${MEDIA.watch}) of change, delete, tail, bookmark and error events`,
             params: OrgParams,
             body: WatchRequest,
             response: { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 410: ErrorResponse, 503: ErrorResponse },
@@ -29,12 +29,13 @@ export function watchRoutes(engine: WatchEngine): RouteModule {
           });
           const p = await principalOf(req, ctx);
           requireOrgAccess(p, req.params.org, 'read');
-          const feed = await engine.prepare(req.params.org, req.body);
+          const prepared = await engine.prepare(req.params.org, req.body);
           reply.hijack();
-          engine.open(feed, {
+          engine.open(prepared, {
             orgId: req.params.org,
             watches: req.body,
             tokenId: p.type === 'org' || p.type === 'device' ? p.tokenId : undefined,
+            deviceId: p.type === 'device' ? p.deviceId : undefined,
             socket: req.raw.socket,
           });
         },

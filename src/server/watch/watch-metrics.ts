@@ -8,6 +8,11 @@ export class WatchMetrics {
   readonly bytesWritten: Counter;
   readonly fillQueries: Counter;
   readonly catchUpQueries: Counter;
+  readonly snapshotQueries: Counter;
+  readonly snapshotBytes: Gauge;
+  readonly queuedBytes: Gauge;
+  readonly listsFromSnapshot: Counter;
+  readonly listWaits: Counter<'outcome'>;
   readonly changes: Counter;
   readonly slowConsumerCloses: Counter;
   readonly fanoutSeconds: Histogram;
@@ -18,6 +23,8 @@ export class WatchMetrics {
    * at 10,000 watchers. Reported by the counters above at scrape time.
    */
   readonly written = { events: 0, bytes: 0 };
+  /** Reports the snapshot budget's use at scrape time. */
+  readonly observeSnapshot: (used: () => number) => void;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -50,6 +57,39 @@ export class WatchMetrics {
     this.catchUpQueries = new Counter({
       name: 'fleetplane_watch_catchup_queries_total',
       help: 'Queries by watchers behind the tail cache (initial lists, resumes, slow watchers).',
+      registers,
+    });
+    this.snapshotQueries = new Counter({
+      name: 'fleetplane_watch_snapshot_queries_total',
+      help: "Reads of a whole organization to build its snapshot (one per organization when its first watcher arrives).",
+      registers,
+    });
+    let snapshotUsed = (): number => 0;
+    this.snapshotBytes = new Gauge({
+      name: 'fleetplane_watch_snapshot_bytes',
+      help: 'Bytes charged to the snapshot budget by the organizations in memory.',
+      registers,
+      collect() {
+        this.set(snapshotUsed());
+      },
+    });
+    this.observeSnapshot = (used) => {
+      snapshotUsed = used;
+    };
+    this.queuedBytes = new Gauge({
+      name: 'fleetplane_watch_queued_bytes',
+      help: 'Bytes queued to all watchers together at the last check (bounded by --watch-queue-limit).',
+      registers,
+    });
+    this.listsFromSnapshot = new Counter({
+      name: 'fleetplane_watch_lists_from_snapshot_total',
+      help: 'Initial lists written from the in-memory snapshot (no database read).',
+      registers,
+    });
+    this.listWaits = new Counter({
+      name: 'fleetplane_watch_list_admissions_total',
+      help: 'Watch requests with an initial list, by admission outcome (immediate, waited, refused).',
+      labelNames: ['outcome'] as const,
       registers,
     });
     this.changes = new Counter({ name: 'fleetplane_watch_changes_total', help: 'Changes appended to tail caches.', registers });

@@ -29,7 +29,25 @@ export interface WatcherOptions {
   slowConsumerTimeoutMs: number;
   metrics: WatchMetrics;
   logger: Logger;
+  /** Called once, when the stream first reached the head (all tails sent) or closed before. */
+  onListed?(w: Watcher): void;
+  /** Called when writing pauses because the socket's buffer is over its limit. */
+  onPaused?(): void;
   onClose(w: Watcher): void;
+}
+
+/**
+ * Bytes an initial list from the snapshot may have queued in its socket
+ * before writing pauses until drain: what a stalled joiner holds is this
+ * many bytes of references to shared buffers, whatever its organization's size.
+ */
+export const LIST_HIGH_WATER = 256 * 1024;
+
+/** Where a watcher is in its initial list from the snapshot: the shared arrays and a cursor. */
+interface SnapshotList {
+  readonly lists: readonly (readonly CachedEvent[])[];
+  list: number;
+  index: number;
 }
 
 type Row = Pick<CachedEvent, 'revision' | 'kind' | 'deleted'>;
@@ -68,6 +86,8 @@ export class Watcher implements FeedListener {
   private readonly maxGt: number;
   private reading = false;
   private wakeAgain = false;
+  private snapshotList: SnapshotList | undefined;
+  private listed = false;
   private slowTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: WatcherOptions) {
@@ -87,6 +107,12 @@ export class Watcher implements FeedListener {
     this.openedMark = o.feed.catchUp.mark();
     // Sorted: watchers asking for the same kinds share catch-up reads.
     this.kindList = [...this.kinds.keys()].sort();
+    // A fresh list at the snapshot's head is written from memory; resumes and mixed requests read as before.
+    const snapshot = o.feed.snapshot;
+    if (snapshot && o.startHead === o.feed.head && o.watches.every((w) => (w.gt_revision ?? 0) === 0)) {
+      this.snapshotList = { lists: this.kindList.map((k) => snapshot.list(k)), list: 0, index: 0 };
+      o.metrics.listsFromSnapshot.inc();
+    }
     o.socket.on('close', () => this.finish('client_closed'));
     o.socket.on('error', (err) => {
       o.logger.debug({ err, org: this.feed.orgId }, 'watch socket error');
@@ -101,6 +127,7 @@ export class Watcher implements FeedListener {
   /** Sends what the watcher is missing; synchronous while it is inside the ring. */
   pump(): void {
     if (this.closed || this.paused) return;
+    if (this.snapshotList && !this.writeSnapshotList(this.snapshotList)) return;
     if (this.reading) {
       this.wakeAgain = true;
       return;
@@ -123,6 +150,31 @@ export class Watcher implements FeedListener {
           this.pump();
         }
       });
+  }
+
+  /** Writes the list from the snapshot's shared buffers; false when it paused (the rest goes on drain). */
+  private writeSnapshotList(l: SnapshotList): boolean {
+    const limit = Math.min(this.o.bufferLimit, LIST_HIGH_WATER);
+    this.o.socket.cork();
+    try {
+      for (; l.list < l.lists.length; l.list++, l.index = 0) {
+        const events = l.lists[l.list] ?? [];
+        while (l.index < events.length) {
+          const e = events[l.index++];
+          if (e) this.write(e.bytes, true);
+          if (this.o.socket.writableLength > limit) {
+            this.pause();
+            return false;
+          }
+        }
+      }
+    } finally {
+      this.o.socket.uncork();
+    }
+    this.snapshotList = undefined;
+    // Everything that existed at the start head was sent: the ring (or the database) serves the rest.
+    this.position = Math.max(this.position, this.o.startHead);
+    return true;
   }
 
   private inRing(ring: EventRing): boolean {
@@ -213,6 +265,13 @@ export class Watcher implements FeedListener {
       this.write(encodeTail(kind, Math.max(this.position, k.gt)), false);
     }
     this.caughtUp = true;
+    this.markListed();
+  }
+
+  private markListed(): void {
+    if (this.listed) return;
+    this.listed = true;
+    this.o.onListed?.(this);
   }
 
   write(bytes: Buffer, isEvent: boolean): void {
@@ -234,6 +293,7 @@ export class Watcher implements FeedListener {
 
   private pause(): void {
     this.paused = true;
+    this.o.onPaused?.();
     this.o.socket.once('drain', () => this.resume());
     this.slowTimer = setTimeout(() => {
       this.o.metrics.slowConsumerCloses.inc();
@@ -266,6 +326,8 @@ export class Watcher implements FeedListener {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.slowTimer);
+    this.snapshotList = undefined;
+    this.markListed();
     this.o.metrics.streamsEnded.inc({ reason });
     this.o.onClose(this);
   }

@@ -1,5 +1,5 @@
 /**
- * An in-memory fleetplane server for SDK tests, speaking PROTOCOL.md's watch
+ * An in-memory fleetplane server for SDK tests, speaking docs/protocol.md's watch
  * stream and a subset of the REST routes. Level-based like the real one: a
  * resume gets the latest state of everything changed after its revision.
  * Tests drive it: mutate, compact, send bookmarks/errors/raw lines, freeze
@@ -20,6 +20,7 @@ import {
   type ErrorCode,
   type WatchKind,
 } from '../../../src/protocol/index.js';
+import { FakeConvergenceFeed } from './fake-convergence.js';
 
 export type Obj = { id: string; revision: number } & Record<string, unknown>;
 
@@ -56,6 +57,10 @@ export class FakeFleetServer {
   lowestRevisionForAll = false;
   /** Answer the next watch requests with this error instead of a stream. */
   rejectWatches: ErrorCode | undefined;
+  /** `Retry-After` sent with rejected watches answering 429/503. */
+  rejectRetryAfter: string | undefined;
+  /** `GET .../convergence[?watch=true]`. */
+  readonly convergence = new FakeConvergenceFeed();
   /** Every request line (method and URL), with its headers. */
   readonly requests: Array<{ method: string; url: string; headers: IncomingMessage['headers']; body: string }> = [];
   #server: Server;
@@ -77,6 +82,7 @@ export class FakeFleetServer {
 
   async close(): Promise<void> {
     this.cutAll();
+    this.convergence.cut();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
@@ -155,6 +161,7 @@ export class FakeFleetServer {
     if (org !== this.org) return this.#error(res, 'not_found', 'organization not found');
     const sub = parts[3] ?? '';
     if (sub === 'events' && req.method === 'POST') return this.#watch(res, body);
+    if (sub === 'convergence' && req.method === 'GET') return this.convergence.handle(res, url);
     if (sub === 'tokens' && req.method === 'POST') {
       const input = JSON.parse(body) as Record<string, unknown>;
       return this.#json(res, 201, { id: randomUUID(), organization_id: org, role: input['role'], description: input['description'] ?? '', expires_at: null, created_at: now(), token: 'fpt_secret' });
@@ -231,7 +238,10 @@ export class FakeFleetServer {
 
   #watch(res: ServerResponse, body: string): void {
     this.watchRequests.push(JSON.parse(body));
-    if (this.rejectWatches) return this.#error(res, this.rejectWatches);
+    if (this.rejectWatches) {
+      if (this.rejectRetryAfter !== undefined) res.setHeader(HEADERS.retryAfter, this.rejectRetryAfter);
+      return this.#error(res, this.rejectWatches);
+    }
     const watches = JSON.parse(body) as Array<{ kind: string; gt_revision?: number; at_tail?: boolean }>;
     if (!Array.isArray(watches) || watches.length === 0 || !watches.every((w) => isWatchKind(w.kind))) {
       return this.#error(res, 'validation_failed');

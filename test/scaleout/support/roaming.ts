@@ -28,7 +28,7 @@ export function emptyRoamStats(): RoamStats {
 }
 
 /**
- * A resuming client (PROTOCOL.md "Watch") that opens every session on a
+ * A resuming client (docs/protocol.md "Watch") that opens every session on a
  * replica other than the one of its previous session.
  */
 export class RoamingClient {

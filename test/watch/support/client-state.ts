@@ -39,7 +39,7 @@ interface Resume {
 }
 
 /**
- * A client that resumes as PROTOCOL.md says: per kind, the highest revision
+ * A client that resumes as docs/protocol.md says: per kind, the highest revision
  * seen in that kind's change/delete/tail events or in any bookmark, and
  * `at_tail` once it saw the tail. It applies events to its local state and
  * records every violation of the stream's ordering rules it sees.

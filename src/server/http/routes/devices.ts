@@ -28,7 +28,7 @@ const tags = ['devices'];
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
 
 /**
- * Field ownership (PROTOCOL.md): fields the server or another endpoint owns
+ * Field ownership (docs/protocol.md): fields the server or another endpoint owns
  * are refused with 409 naming that owner, before schema validation would
  * call them merely unknown.
  */
@@ -140,28 +140,6 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       await ctx.store.deleteDevice(req.params.org, req.params.id, ifMatchOf(req));
       return reply.status(204).send(null);
-    },
-  );
-
-  app.put(
-    ROUTES.deviceStatus,
-    {
-      ...auth,
-      schema: {
-        tags,
-        summary: "Report a device's observed state (device token only; changes no revision)",
-        params: OrgIdParams,
-        body: DeviceStatusInput,
-        response: { 200: DeviceStatus, ...errors },
-      },
-    },
-    async (req) => {
-      const p = await principalOf(req, ctx);
-      requireOrgAccess(p, req.params.org, 'read');
-      if (p.type !== 'device' || p.deviceId !== req.params.id) {
-        throw new ApiError('forbidden', 'only the device itself may write its status');
-      }
-      return ctx.store.putDeviceStatus(req.params.org, req.params.id, req.body);
     },
   );
 }

@@ -21,7 +21,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
   const auth = authenticated(ctx);
   app.get(
     ROUTES.organizations,
-    { ...auth, schema: { tags, summary: 'List organizations the token can see (no paging: see docs/protocol-additions.md)', querystring: Type.Object({}, { additionalProperties: false }), response: { 200: Type.Object({ items: Type.Array(Organization) }), 401: ErrorResponse } } },
+    { ...auth, schema: { tags, summary: 'List organizations the token can see (no paging: see docs/protocol.md "Lists")', querystring: Type.Object({}, { additionalProperties: false }), response: { 200: Type.Object({ items: Type.Array(Organization) }), 401: ErrorResponse } } },
     async (req) => {
       const p = await principalOf(req, ctx);
       if (p.type === 'registration') throw new ApiError('forbidden', 'a registration key may only enroll a device');
@@ -69,15 +69,6 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
       requireAdmin(p);
       await ctx.store.deleteOrganization(req.params.org, ifMatchOf(req));
       return reply.status(204).send(null);
-    },
-  );
-
-  app.get(
-    ROUTES.convergence,
-    { ...auth, schema: { tags, summary: 'How many devices applied the head revision', params: OrgParams, response: { 200: Convergence, ...errors } } },
-    async (req) => {
-      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
-      return ctx.store.convergence(req.params.org, ctx.settings.staleAfter);
     },
   );
 }

@@ -19,7 +19,7 @@ export function principalOf(req: FastifyRequest, ctx: ServerContext): Promise<Pr
 
 /**
  * Route options that authenticate before the body is read or validated: a
- * caller without a valid token gets 401 whatever it sent (PROTOCOL.md), never
+ * caller without a valid token gets 401 whatever it sent (docs/protocol.md), never
  * a validation error that describes the schema to it.
  */
 export function authenticated(ctx: ServerContext): { onRequest: (req: FastifyRequest) => Promise<void> } {
@@ -64,7 +64,7 @@ export async function answeredNotModified(
 
 export type TombstoneItem = { id: string; revision: number; deleted: true };
 
-/** The list envelope with the revision headers (PROTOCOL.md "Lists"). */
+/** The list envelope with the revision headers (docs/protocol.md "Lists"). */
 export function sendList<T, R extends FastifyReply>(reply: R, page: ListPage, live: (row: ChangeRow) => T): R {
   const items: (T | TombstoneItem)[] = page.rows.map((row) =>
     row.deleted ? { id: row.id, revision: row.revision, deleted: true as const } : live(row),

@@ -1,0 +1,139 @@
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { track } from '../children.js';
+import { addCounters, type AgentCounters } from './agent-counters.js';
+import { SOCKETS_PER_AGENT, type AckMode, type AgentGauges, type AgentIdentity, type AgentTarget, type AgentWorkerApi, type ProgressField } from './agent-messages.js';
+import { allocateAddresses, SOCKETS_PER_ADDRESS } from './loopback.js';
+import { MAX_SOCKETS_PER_WORKER } from './messages.js';
+import { RpcChild } from './rpc-child.js';
+
+const WORKER = fileURLToPath(new URL('./agent-worker.js', import.meta.url));
+
+/** Keep-alive sockets of each worker's PUT pool (ACKs by PUT). */
+export const PUT_CONNECTIONS_PER_WORKER = 32;
+
+interface Worker {
+  rpc: RpcChild<AgentWorkerApi>;
+  agents: number;
+}
+
+/** Worker processes for `agents` simulated agents at `socketsPerWorker` sockets each (2 per agent). */
+export function agentWorkersFor(agents: number, socketsPerWorker: number): number {
+  return Math.max(1, Math.ceil((agents * SOCKETS_PER_AGENT) / Math.max(SOCKETS_PER_AGENT, socketsPerWorker - PUT_CONNECTIONS_PER_WORKER)));
+}
+
+/**
+ * The harness side of the simulated fleet: W forked worker processes, each
+ * holding its share of the agents (a watch stream and a tunnel each, on its
+ * own loopback source addresses). Results come back on the harness's clock.
+ */
+export class AgentPool {
+  /** Largest clock uncertainty (half the fastest IPC round trip) over the workers, ms. */
+  clockUncertaintyMs = 0;
+
+  private constructor(private readonly workers: Worker[]) {}
+
+  static async start(identities: readonly AgentIdentity[], socketsPerWorker: number): Promise<AgentPool> {
+    const count = agentWorkersFor(identities.length, socketsPerWorker);
+    const workers: Worker[] = [];
+    let at = 0;
+    for (let i = 0; i < count; i++) {
+      const n = Math.floor(identities.length / count) + (i < identities.length % count ? 1 : 0);
+      if (n * SOCKETS_PER_AGENT + PUT_CONNECTIONS_PER_WORKER > MAX_SOCKETS_PER_WORKER) throw new Error(`${n} agents exceed one worker's socket budget`);
+      const child = fork(WORKER, [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-old-space-size=4096'] });
+      track(child);
+      workers.push({ rpc: new RpcChild<AgentWorkerApi>(child), agents: n });
+      const mine = identities.slice(at, at + n);
+      at += n;
+      const perAddress = Math.floor(SOCKETS_PER_ADDRESS / SOCKETS_PER_AGENT);
+      const w = workers[workers.length - 1];
+      await w?.rpc.call('setup', { agents: mine, localAddresses: allocateAddresses(n, perAddress), agentsPerAddress: perAddress, putConnections: PUT_CONNECTIONS_PER_WORKER });
+    }
+    const pool = new AgentPool(workers);
+    for (const w of workers) pool.clockUncertaintyMs = Math.max(pool.clockUncertaintyMs, await w.rpc.calibrate());
+    return pool;
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  get agents(): number {
+    return this.workers.reduce((n, w) => n + w.agents, 0);
+  }
+
+  /**
+   * Starts every agent afresh against `target`, at most `concurrency` joining
+   * at once over the whole pool (split over the workers). Resolves when all
+   * are at their tails or at the timeout; agents not there yet keep trying.
+   */
+  async join(target: AgentTarget, concurrency: number, timeoutMs: number): Promise<{ startedAt: number; readyAt: Float64Array }> {
+    const total = this.agents;
+    const parts = await Promise.all(
+      this.workers.map((w) => {
+        const share = Math.max(1, Math.round((concurrency * w.agents) / Math.max(1, total)));
+        return w.rpc.call('join', { target, concurrency: share, timeoutMs }).then((r) => ({ r, w }));
+      }),
+    );
+    return {
+      startedAt: Math.min(...parts.map(({ r, w }) => r.startedAt - w.rpc.offset)),
+      readyAt: concat(parts.map(({ r, w }) => ({ times: r.readyAt, offset: w.rpc.offset }))),
+    };
+  }
+
+  /** Resets every agent's connections (TCP RST); they stay stopped until the next join. */
+  async stopAll(): Promise<number> {
+    const r = await Promise.all(this.workers.map((w) => w.rpc.call('stopAll', {})));
+    return r.reduce((n, x) => n + x.stopped, 0);
+  }
+
+  async setAck(mode: AckMode): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.rpc.call('setAck', { mode })));
+  }
+
+  /**
+   * Waits until every running agent's `field` is ≥ `atLeast` (or the
+   * timeout); per agent, when its value last rose (NaN: not there). For the
+   * time fields (`ready`, `tunnel`), `atLeast` is a harness time.
+   */
+  async awaitField(field: ProgressField, atLeast: number, timeoutMs: number): Promise<Float64Array> {
+    const isTime = field === 'ready' || field === 'tunnel';
+    const parts = await Promise.all(
+      this.workers.map((w) =>
+        w.rpc.call('await', { field, atLeast: isTime ? atLeast + w.rpc.offset : atLeast, timeoutMs }).then((r) => ({ times: r.times, offset: w.rpc.offset })),
+      ),
+    );
+    return concat(parts);
+  }
+
+  async counters(): Promise<{ counters: AgentCounters; gauges: AgentGauges }> {
+    const all = await Promise.all(this.workers.map((w) => w.rpc.call('counters', {})));
+    const counters: AgentCounters = {};
+    const gauges: AgentGauges = { agents: 0, running: 0, watchesOpen: 0, watchesReady: 0, tunnelsOpen: 0 };
+    for (const c of all) {
+      addCounters(counters, c.counters);
+      gauges.agents += c.gauges.agents;
+      gauges.running += c.gauges.running;
+      gauges.watchesOpen += c.gauges.watchesOpen;
+      gauges.watchesReady += c.gauges.watchesReady;
+      gauges.tunnelsOpen += c.gauges.tunnelsOpen;
+    }
+    return { counters, gauges };
+  }
+
+  /** Ends the workers (they reset their sockets when the IPC channel closes). */
+  async stop(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.rpc.stop()));
+  }
+}
+
+/** Worker arrays, in worker order, on the harness clock. */
+function concat(parts: readonly { times: Float64Array; offset: number }[]): Float64Array {
+  const out = new Float64Array(parts.reduce((n, p) => n + p.times.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    for (let i = 0; i < p.times.length; i++) out[at + i] = (p.times[i] ?? Number.NaN) - p.offset;
+    at += p.times.length;
+  }
+  return out;
+}

@@ -1,0 +1,230 @@
+import { connect, type Socket } from 'node:net';
+import { HEADERS, MEDIA, WATCH_KINDS, bearerAuthorization, paths, type WatchRequest } from '../../protocol/index.js';
+import { nowMs } from '../clock.js';
+import { COUNTER, bump, type AgentCounters } from './agent-counters.js';
+import { ChunkedLines, headerOf } from './chunked-lines.js';
+import { RetryWait, WATCH_BACKOFF, retryAfterMs } from './retry-wait.js';
+import { scanWatchLine } from './watch-line-scan.js';
+
+/** Where and as whom an agent watches. */
+export interface WatchTarget {
+  host: string;
+  port: number;
+  org: string;
+  token: string;
+}
+
+/** What the watch tells its agent. Times are nowMs() of the read that carried the news. */
+export interface AgentWatchEvents {
+  /** Every kind is at its tail on an open stream: after an initial list, or at once on an at_tail resume. */
+  onReady(at: number): void;
+  /** The revision the agent has seen rose (reported only while every kind is at its tail). */
+  onSeen(revision: number, at: number): void;
+}
+
+/** A response head must arrive within this; otherwise the attempt counts as a timeout. */
+const HEAD_TIMEOUT_MS = 30_000;
+const COMPACTED = 'revision_compacted';
+
+type State = 'idle' | 'connecting' | 'answered' | 'open' | 'ended';
+
+/**
+ * An agent's watch stream (`POST .../events` for device, security-group and
+ * organization, with the device token), spoken as HTTP/1.1 on a socket bound
+ * to the agent's loopback source address. It keeps, per kind, whether the
+ * tail was reached and the highest revision seen, and the last bookmark;
+ * after any disconnect it resumes with each kind's `gt_revision` (and
+ * `at_tail: true` for kinds past their tail), after the SDK's backoff or a
+ * 429/503's Retry-After plus jitter. It runs until `stop()`.
+ */
+export class AgentWatch {
+  lines = 0;
+  bodyBytes = 0;
+  private readonly rev: number[] = WATCH_KINDS.map(() => 0);
+  private readonly tailed: boolean[] = WATCH_KINDS.map(() => false);
+  private bookmark = 0;
+  private lastSeen = 0;
+  private running = false;
+  private state: State = 'idle';
+  private ready = false;
+  private openedAt = 0;
+  private retryAfter: number | undefined;
+  private errorCode: string | undefined;
+  private socket: Socket | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly reader: ChunkedLines;
+  private readonly wait = new RetryWait(WATCH_BACKOFF);
+
+  constructor(
+    private readonly target: WatchTarget,
+    private readonly localAddress: string,
+    private readonly counters: AgentCounters,
+    private readonly events: AgentWatchEvents,
+  ) {
+    this.reader = new ChunkedLines({
+      onHead: (status, head) => this.onHead(status, head),
+      onLine: (text, start, end) => this.onLine(text, start, end),
+      onEnd: () => this.onEnd(),
+    });
+  }
+
+  /** Open (200) and every kind at its tail. */
+  get isReady(): boolean {
+    return this.ready;
+  }
+
+  get isOpen(): boolean {
+    return this.state === 'open';
+  }
+
+  /** Starts afresh: no revision known, every kind lists from the beginning. */
+  start(): void {
+    this.stop();
+    this.rev.fill(0);
+    this.tailed.fill(false);
+    this.bookmark = 0;
+    this.lastSeen = 0;
+    this.wait.reset();
+    this.running = true;
+    this.connect();
+  }
+
+  /** Resets the connection (TCP RST, no TIME_WAIT: NOTES.md) and stops reconnecting. */
+  stop(): void {
+    this.running = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.socket?.resetAndDestroy();
+    this.socket = undefined;
+    this.state = 'idle';
+    this.ready = false;
+  }
+
+  private request(): string {
+    const body: WatchRequest = WATCH_KINDS.map((kind, k) => {
+      const rev = this.rev[k] ?? 0;
+      if (this.tailed[k]) return { kind, gt_revision: Math.max(rev, this.bookmark), at_tail: true };
+      return rev > 0 ? { kind, gt_revision: rev } : { kind };
+    });
+    const json = JSON.stringify(body);
+    return (
+      `POST ${paths.events(this.target.org)} HTTP/1.1\r\nhost: ${this.target.host}:${this.target.port}\r\n` +
+      `${HEADERS.authorization}: ${bearerAuthorization(this.target.token)}\r\n${HEADERS.contentType}: ${MEDIA.json}\r\n` +
+      `content-length: ${Buffer.byteLength(json)}\r\n\r\n${json}`
+    );
+  }
+
+  private connect(): void {
+    this.timer = undefined;
+    if (!this.running) return;
+    bump(this.counters, COUNTER.watchRequests);
+    this.state = 'connecting';
+    this.retryAfter = undefined;
+    this.errorCode = undefined;
+    this.reader.reset();
+    const socket = connect({ host: this.target.host, port: this.target.port, localAddress: this.localAddress, noDelay: true });
+    this.socket = socket;
+    const headTimer = setTimeout(() => {
+      if (this.socket !== socket || this.state !== 'connecting') return;
+      this.errorCode = 'timeout';
+      socket.resetAndDestroy();
+    }, HEAD_TIMEOUT_MS);
+    socket.on('data', (buf: Buffer) => {
+      if (this.socket !== socket) return;
+      const bad = this.reader.feed(buf);
+      if (bad !== undefined) {
+        bump(this.counters, COUNTER.unparsedLines);
+        this.errorCode = 'bad-response';
+        socket.resetAndDestroy();
+      }
+    });
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      if (this.socket === socket) this.errorCode ??= err.code ?? 'error';
+    });
+    socket.on('close', () => {
+      clearTimeout(headTimer);
+      if (this.socket === socket) this.onClose();
+    });
+    socket.write(this.request());
+  }
+
+  private onHead(status: number, head: string): boolean {
+    if (status !== 200) {
+      bump(this.counters, COUNTER.http('watch', status));
+      if (status === 503 || status === 429) this.retryAfter = retryAfterMs(headerOf(head, HEADERS.retryAfter));
+      this.state = 'answered';
+      this.socket?.resetAndDestroy();
+      return false;
+    }
+    bump(this.counters, COUNTER.watchOpened);
+    this.state = 'open';
+    this.openedAt = nowMs();
+    if (this.tailed.every(Boolean)) this.becomeReady(this.openedAt);
+    return true;
+  }
+
+  private onLine(text: string, start: number, end: number): void {
+    const at = nowMs();
+    this.lines++;
+    this.bodyBytes += end - start + 1;
+    const line = scanWatchLine(text, start, end);
+    switch (line.type) {
+      case 'change':
+      case 'delete':
+        if (line.revision > (this.rev[line.kind] ?? 0)) this.rev[line.kind] = line.revision;
+        break;
+      case 'tail':
+        if (line.revision > (this.rev[line.kind] ?? 0)) this.rev[line.kind] = line.revision;
+        this.tailed[line.kind] = true;
+        if (!this.ready && this.tailed.every(Boolean)) this.becomeReady(at);
+        break;
+      case 'bookmark':
+        if (line.revision > this.bookmark) this.bookmark = line.revision;
+        break;
+      case 'error':
+        bump(this.counters, COUNTER.streamError(line.code));
+        // The stream ends after it; a compacted kind must list again.
+        if (line.code === COMPACTED) {
+          this.rev.fill(0);
+          this.tailed.fill(false);
+          this.bookmark = 0;
+        }
+        return;
+      case 'unparsed':
+        bump(this.counters, COUNTER.unparsedLines);
+        return;
+    }
+    if (this.ready) this.reportSeen(at);
+  }
+
+  private becomeReady(at: number): void {
+    this.ready = true;
+    this.events.onReady(at);
+    this.reportSeen(at);
+  }
+
+  private reportSeen(at: number): void {
+    const seen = Math.max(this.bookmark, ...this.rev);
+    if (seen <= this.lastSeen) return;
+    this.lastSeen = seen;
+    this.events.onSeen(seen, at);
+  }
+
+  private onEnd(): void {
+    bump(this.counters, COUNTER.watchEnded);
+    this.state = 'ended';
+    this.socket?.resetAndDestroy();
+  }
+
+  private onClose(): void {
+    const healthyMs = this.state === 'open' || this.state === 'ended' ? nowMs() - this.openedAt : 0;
+    if (this.state === 'open') bump(this.counters, COUNTER.watchDropped);
+    else if (this.state === 'connecting') bump(this.counters, COUNTER.connectError('watch', this.errorCode ?? 'closed'));
+    this.socket = undefined;
+    this.state = 'idle';
+    this.ready = false;
+    if (!this.running) return;
+    if (this.retryAfter !== undefined) bump(this.counters, COUNTER.retryAfterWaits);
+    this.timer = setTimeout(() => this.connect(), this.wait.next(healthyMs, this.retryAfter));
+  }
+}

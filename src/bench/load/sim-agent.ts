@@ -1,0 +1,231 @@
+import { TUNNEL_FRAME_TYPES, type DeviceStatusInput } from '../../protocol/index.js';
+import { nowMs } from '../clock.js';
+import { COUNTER, bump, type AgentCounters } from './agent-counters.js';
+import type { AckMode, AgentIdentity, AgentTarget, ProgressField } from './agent-messages.js';
+import { AgentTunnel } from './agent-tunnel.js';
+import { AgentWatch } from './agent-watch.js';
+import { RetryWait } from './retry-wait.js';
+import type { StatusPutSender } from './status-put.js';
+
+/** The load worker, as its agents see it. */
+export interface AgentHost {
+  readonly counters: AgentCounters;
+  /** The worker's PUT pool for the current target (ACKs by PUT). */
+  putSender(): StatusPutSender | undefined;
+  /** An agent's progress value rose from `before` to `after` (see ProgressField). */
+  progress(agent: SimAgent, field: ProgressField, before: number, after: number): void;
+}
+
+/** Frames awaiting a status_ack are forgotten past this (a server that never answers them). */
+const MAX_UNACKED = 64;
+/** A failed PUT is retried like the agent's status reporter: 1 s doubling to 30 s, full jitter. */
+const PUT_RETRY = { initialMs: 1_000, maxMs: 30_000, resetAfterMs: Number.MAX_SAFE_INTEGER };
+
+/**
+ * One simulated `fleetplane agent`: a watch stream on its organization, a
+ * tunnel, and ACKs. Whenever the revision it has seen rises it reports
+ * `{applied_revision: R, apply_error: null, …}`: as a tunnel `status` frame
+ * (expecting a `status_ack` of the same `seq`), or by `PUT .../status`, or
+ * not at all (`none`, for the raw floor). It applies nothing.
+ *
+ * Progress values (for the harness's waits), -Infinity until known:
+ * `seen`/`acked` are revisions, `ready`/`tunnel` the last time (nowMs()) the
+ * watch reached its tails / the tunnel opened.
+ */
+export class SimAgent {
+  seen = 0;
+  seenAt = Number.NEGATIVE_INFINITY;
+  acked = 0;
+  ackedAt = Number.NEGATIVE_INFINITY;
+  readyAt = Number.NEGATIVE_INFINITY;
+  tunnelAt = Number.NEGATIVE_INFINITY;
+  running = false;
+  private watch: AgentWatch | undefined;
+  private tunnel: AgentTunnel | undefined;
+  private target: AgentTarget | undefined;
+  private ackMode: AckMode = 'none';
+  private seq = 0;
+  /** Highest revision sent in the current mode (a frame or PUT may still be unanswered). */
+  private sent = 0;
+  private readonly unacked = new Map<number, number>();
+  private putBusy = false;
+  private putTimer: NodeJS.Timeout | undefined;
+  private readonly putRetry = new RetryWait(PUT_RETRY);
+  private pastLines = 0;
+  private pastBodyBytes = 0;
+
+  constructor(
+    readonly index: number,
+    readonly identity: AgentIdentity,
+    private readonly localAddress: string,
+    private readonly host: AgentHost,
+  ) {}
+
+  /** Watch lines and NDJSON bytes so far, over every start (for counters; cheaper than a counter bump per line). */
+  get watchLines(): number {
+    return this.pastLines + (this.watch?.lines ?? 0);
+  }
+
+  get watchBodyBytes(): number {
+    return this.pastBodyBytes + (this.watch?.bodyBytes ?? 0);
+  }
+
+  get watchReady(): boolean {
+    return this.watch?.isReady ?? false;
+  }
+
+  get watchOpen(): boolean {
+    return this.watch?.isOpen ?? false;
+  }
+
+  get tunnelOpen(): boolean {
+    return this.tunnel?.isOpen ?? false;
+  }
+
+  value(field: ProgressField): number {
+    if (field === 'seen') return this.seen;
+    if (field === 'acked') return this.acked;
+    if (field === 'ready') return this.readyAt;
+    return this.tunnelAt;
+  }
+
+  /** The time `field` last rose, or the value itself for the time fields. */
+  timeOf(field: ProgressField): number {
+    if (field === 'seen') return this.seenAt;
+    if (field === 'acked') return this.ackedAt;
+    return this.value(field);
+  }
+
+  /** Starts afresh against `target`: lists everything, opens the tunnel if asked. */
+  start(target: AgentTarget): void {
+    this.stop();
+    this.target = target;
+    this.ackMode = target.ack;
+    this.seen = this.acked = this.sent = 0;
+    this.seenAt = this.ackedAt = this.readyAt = this.tunnelAt = Number.NEGATIVE_INFINITY;
+    this.unacked.clear();
+    this.running = true;
+    const watchTarget = { host: target.host, port: target.port, org: target.org, token: this.identity.token };
+    const watch = new AgentWatch(watchTarget, this.localAddress, this.host.counters, {
+      onReady: (at) => this.set('ready', at),
+      onSeen: (revision, at) => {
+        this.seenAt = at;
+        this.set('seen', revision);
+        this.ack();
+      },
+    });
+    this.watch = watch;
+    if (target.tunnel) {
+      this.tunnel = new AgentTunnel(AgentTunnel.urlOf(target.host, target.port), this.identity.token, this.localAddress, this.host.counters, {
+        onOpen: (at) => {
+          this.set('tunnel', at);
+          // A frame sent on a tunnel that closed may be lost: report again what isn't acknowledged.
+          if (this.ackMode === 'tunnel') this.sent = this.acked;
+          this.ack();
+        },
+        onStatusAck: (seq, error, at) => this.onStatusAck(seq, error, at),
+        revision: () => this.seen,
+      });
+      this.tunnel.start();
+    }
+    watch.start();
+  }
+
+  /** Resets both connections and stops reconnecting and reporting. */
+  stop(): void {
+    this.running = false;
+    if (this.watch) {
+      this.watch.stop();
+      this.pastLines += this.watch.lines;
+      this.pastBodyBytes += this.watch.bodyBytes;
+      this.watch = undefined;
+    }
+    this.tunnel?.stop();
+    this.tunnel = undefined;
+    clearTimeout(this.putTimer);
+    this.putTimer = undefined;
+    this.putBusy = false;
+  }
+
+  setAck(mode: AckMode): void {
+    this.ackMode = mode;
+    this.sent = this.acked;
+    this.unacked.clear();
+    this.ack();
+  }
+
+  private set(field: ProgressField, after: number): void {
+    const before = this.value(field);
+    if (field === 'seen') this.seen = after;
+    else if (field === 'acked') this.acked = after;
+    else if (field === 'ready') this.readyAt = after;
+    else this.tunnelAt = after;
+    if (after > before) this.host.progress(this, field, before, after);
+  }
+
+  private status(revision: number): DeviceStatusInput {
+    return { applied_revision: revision, apply_error: null, local_endpoints: [], os: 'linux', agent_version: 'bench' };
+  }
+
+  private ack(): void {
+    if (!this.running || this.seen <= this.sent) return;
+    if (this.ackMode === 'tunnel') this.ackByFrame();
+    else if (this.ackMode === 'put') this.ackByPut();
+  }
+
+  private ackByFrame(): void {
+    const seq = ++this.seq;
+    const revision = this.seen;
+    if (!this.tunnel?.send({ type: TUNNEL_FRAME_TYPES.status, seq, status: this.status(revision) })) return;
+    bump(this.host.counters, COUNTER.statusFramesSent);
+    this.sent = revision;
+    this.unacked.set(seq, revision);
+    if (this.unacked.size > MAX_UNACKED) {
+      const oldest = this.unacked.keys().next().value;
+      if (oldest !== undefined) this.unacked.delete(oldest);
+    }
+  }
+
+  private onStatusAck(seq: number, error: { code: string } | undefined, at: number): void {
+    const revision = this.unacked.get(seq);
+    this.unacked.delete(seq);
+    if (error) {
+      bump(this.host.counters, COUNTER.statusAckError(error.code));
+      return;
+    }
+    bump(this.host.counters, COUNTER.statusAcks);
+    if (revision !== undefined && revision > this.acked) {
+      this.ackedAt = at;
+      this.set('acked', revision);
+    }
+  }
+
+  /** One PUT at a time; a newer revision seen meanwhile goes in the next one. */
+  private ackByPut(): void {
+    const sender = this.host.putSender();
+    const target = this.target;
+    if (this.putBusy || this.putTimer || !sender || !target) return;
+    this.putBusy = true;
+    const revision = this.seen;
+    this.sent = revision;
+    void sender.put(target.org, this.identity.deviceId, this.identity.token, this.status(revision)).then((outcome) => {
+      this.putBusy = false;
+      if (!this.running || this.ackMode !== 'put') return;
+      if (outcome.ok) {
+        this.putRetry.reset();
+        if (revision > this.acked) {
+          this.ackedAt = nowMs();
+          this.set('acked', revision);
+        }
+        this.ack();
+        return;
+      }
+      if (outcome.retryAfter !== undefined) bump(this.host.counters, COUNTER.retryAfterWaits);
+      this.sent = this.acked;
+      this.putTimer = setTimeout(() => {
+        this.putTimer = undefined;
+        this.ack();
+      }, this.putRetry.next(0, outcome.retryAfter));
+    });
+  }
+}

@@ -1,0 +1,150 @@
+import type { FleetApi } from '../http-api.js';
+import { allErrors, describeCounters, diffCounters, sumOf } from '../load/agent-counters.js';
+import type { AckMode } from '../load/agent-messages.js';
+import type { AgentPool } from '../load/agent-pool.js';
+import { log } from '../log.js';
+import type { BenchPostgres } from '../server/postgres.js';
+import type { RestartableServer } from '../server/restartable-server.js';
+import { maxOf, percentile } from '../stats.js';
+import { sleep } from '../../util/periodic.js';
+import type { ConvergenceFollower } from './convergence-follower.js';
+import { describeStatements, totalStatements, writeStatements } from './db-statements.js';
+import { sampleServer, serverDelta } from './fleet-probe.js';
+import { patchGroup, type StatementBaseline } from './statement-baseline.js';
+
+/** One change, as N agents and the server saw it. Times in ms from sending the PATCH. */
+export interface ChangeFigures {
+  revision: number;
+  writeMs: number;
+  /** Until the last agent had the change; NaN when some didn't within the timeout. */
+  receivedMs: number;
+  receivedP50Ms: number;
+  missingReceived: number;
+  /** Until the last agent's ACK was confirmed (status_ack, or PUT answered 200); NaN when some weren't. */
+  ackedMs: number;
+  missingAcked: number;
+  /** Until a convergence report had this revision and at_head = N; NaN when none did in time. */
+  convergedMs: number;
+  /** Largest at_head reported for this revision (or a later one) while waiting. */
+  bestAtHead: number;
+  cpuSeconds: number;
+  databaseCpuSeconds: number;
+  statements: number;
+  writeStatements: number;
+  /**
+   * Estimate of the statements the ACKs cost: all statements in the window,
+   * minus the write's own (baseline), convergence polls × their cost,
+   * tail-cache fills, watch catch-up and convergence-stream reads, and the
+   * idle background rate × the window's length.
+   */
+  ackStatements: number;
+  polls: number;
+  statusBatches: number;
+  statementDetail: string;
+}
+
+export interface ChangeLoopResult {
+  ack: AckMode;
+  changes: ChangeFigures[];
+  /** Agent-side errors over the whole loop (see agent-counters.ts). */
+  errors: number;
+  errorDetail: string;
+  notes: string[];
+}
+
+export const CHANGES = 5;
+const RECEIVE_TIMEOUT_MS = 30_000;
+/** After a change whose ACKs never came at all, later changes wait only this long for them. */
+const SILENT_ACK_TIMEOUT_MS = 2_000;
+const GAP_MS = 200;
+
+/** How long to wait for N agents' ACKs of one change (and for convergence): generous, bounded. */
+export function ackTimeoutMs(n: number): number {
+  return 10_000 + 2 * n;
+}
+
+/**
+ * CHANGES changes, one at a time: PATCH the security group's description,
+ * then wait (concurrently, each bounded) until every agent has the new
+ * revision, every agent's ACK of it is confirmed, and the convergence
+ * reports at_head = N for it. Server CPU and statements are read around
+ * each change.
+ */
+export async function changeLoop(o: {
+  ack: AckMode;
+  server: RestartableServer;
+  api: FleetApi;
+  pg: BenchPostgres | undefined;
+  pool: AgentPool;
+  follower: ConvergenceFollower;
+  org: string;
+  groupId: string;
+  baseline: StatementBaseline;
+  /** Statements per second with nothing happening (from the idle phase), subtracted per window. */
+  backgroundPerSecond: number;
+  ackTimeoutMs: number;
+  signal: AbortSignal;
+}): Promise<ChangeLoopResult> {
+  const n = o.pool.agents;
+  const notes: string[] = [];
+  const changes: ChangeFigures[] = [];
+  let ackWait = o.ackTimeoutMs;
+  const c0 = await o.pool.counters();
+  for (let i = 0; i < CHANGES; i++) {
+    o.signal.throwIfAborted();
+    const s0 = await sampleServer(o.server, o.api, o.pg);
+    const polls0 = o.follower.polls;
+    const w = await patchGroup(o.api, o.org, o.groupId, `fleet-${o.ack}-${i}-${Date.now().toString(36)}`);
+    let bestAtHead = Number.NaN;
+    const [seen, acked, converged] = await Promise.all([
+      o.pool.awaitField('seen', w.revision, RECEIVE_TIMEOUT_MS),
+      o.pool.awaitField('acked', w.revision, ackWait),
+      o.follower.waitFor((r) => {
+        if (r.revision < w.revision) return false;
+        bestAtHead = Number.isNaN(bestAtHead) ? r.atHead : Math.max(bestAtHead, r.atHead);
+        return r.atHead >= n;
+      }, ackWait),
+    ]);
+    const s1 = await sampleServer(o.server, o.api, o.pg);
+    const d = serverDelta(s1, s0);
+    const polls = o.follower.polls - polls0;
+    const received = seen.map((t) => t - w.sentAt);
+    const ackTimes = acked.map((t) => t - w.sentAt);
+    const missingReceived = received.filter((t) => Number.isNaN(t)).length;
+    const missingAcked = ackTimes.filter((t) => Number.isNaN(t)).length;
+    const total = totalStatements(d.statements);
+    const other = (Number.isNaN(d.watchQueries) ? 0 : d.watchQueries) + (Number.isNaN(d.convergenceQueries) ? 0 : d.convergenceQueries);
+    changes.push({
+      revision: w.revision,
+      writeMs: w.doneAt - w.sentAt,
+      receivedMs: missingReceived === 0 ? maxOf(received) : Number.NaN,
+      receivedP50Ms: percentile(received, 50),
+      missingReceived,
+      ackedMs: missingAcked === 0 ? maxOf(ackTimes) : Number.NaN,
+      missingAcked,
+      convergedMs: converged ? converged.at - w.sentAt : Number.NaN,
+      bestAtHead,
+      cpuSeconds: d.cpuSeconds,
+      databaseCpuSeconds: d.databaseCpuSeconds,
+      statements: total,
+      writeStatements: writeStatements(d.statements),
+      ackStatements: total - o.baseline.perWriteTotal - polls * o.baseline.perPoll - other - o.backgroundPerSecond * d.seconds,
+      polls,
+      statusBatches: d.statusBatches,
+      statementDetail: describeStatements(d.statements),
+    });
+    log.info({ ack: o.ack, change: i + 1, revision: w.revision, missingReceived, missingAcked, converged: converged !== undefined }, 'change');
+    if (i === 0 && missingAcked === n && ackWait > SILENT_ACK_TIMEOUT_MS) {
+      ackWait = SILENT_ACK_TIMEOUT_MS;
+      notes.push(
+        `ACK by ${o.ack}: not one of ${n.toLocaleString('en-US')} agents had its ACK of change 1 confirmed within ${Math.round(o.ackTimeoutMs / 1000)} s` +
+          (o.ack === 'tunnel' ? ' (no status_ack frames: the server does not answer tunnel status frames yet?)' : '') +
+          `; changes 2–${CHANGES} waited only ${SILENT_ACK_TIMEOUT_MS / 1000} s for ACKs and convergence.`,
+      );
+    }
+    await sleep(GAP_MS, o.signal);
+  }
+  const c1 = await o.pool.counters();
+  const errors = allErrors(diffCounters(c1.counters, c0.counters));
+  return { ack: o.ack, changes, errors: sumOf(errors), errorDetail: describeCounters(errors), notes };
+}

@@ -1,0 +1,35 @@
+import { CHANGES, ackTimeoutMs } from './change-loop.js';
+import { POLL_INTERVAL_MS } from './convergence-follower.js';
+import { PACED_CONCURRENCY } from './join-run.js';
+
+/** How each figure of `fleet` is measured, printed with the results (and kept in the result file). */
+export function fleetMethod(idleSeconds: number): string[] {
+  return [
+    'method, agents: each simulated agent (load worker processes, not the server\'s) holds, with its own device token, a watch stream ' +
+      '(POST /events [device, security-group, organization], raw HTTP/1.1, per-kind tails and revisions, bookmarks; resumes with per-kind ' +
+      'gt_revision and at_tail: true after the SDK\'s backoff, or a 429/503\'s Retry-After + jitter) and a tunnel (ws: answers ping frames ' +
+      'and the ping request). When its seen revision rises it ACKs {applied_revision: R, apply_error: null, …} by a tunnel status frame ' +
+      '(confirmed by status_ack) or by PUT .../status (confirmed by its 200; PUTs share 32 keep-alive sockets per load worker). ' +
+      'Sockets bind to 127.0.x.y source addresses and close with a TCP reset.',
+    `method (a): N fresh agents (no revision) join ${PACED_CONCURRENCY} at a time (an agent holds its slot until its watch reached every tail) ` +
+      'and all at once; time from the first start to the last agent with all three tails. The raw floor (src/bench/raw-floor, node:http) ' +
+      'answers the same agents with the exact bytes of one fleetplane list (captured first, one chunk per line), same N, same run; ' +
+      'raw floor, then fleetplane, per mode. Errors: non-200/101 answers, refused or reset connections, broken streams, error events.',
+    '(b): SIGTERM to the server process group; the same command on the same data (PGlite files, not --memory; or the same PostgreSQL ' +
+      'database) and port. Resumed: the watch answered 200 with every kind at_tail (opened after the new process was spawned); timed from ' +
+      'its "listening" line. Error responses: any non-success HTTP answer to an agent; refused/reset connections are counted apart.',
+    `(c)/(f): ${CHANGES} PATCHes of a security group's description, one at a time; each waits, concurrently and bounded (received 30 s; ` +
+      `ACKs and convergence ${ackTimeoutMs(0) / 1000} s + 2 ms per agent, 2 s once a change got no ACK at all), until every agent has the revision, every ` +
+      `agent's ACK is confirmed, and GET .../convergence reports at_head = N at that revision (the ?watch=true stream when served, else ` +
+      `a poll every ${POLL_INTERVAL_MS} ms, admin token). All times from sending the PATCH. CPU: the server's process tree from /proc/<pid>/stat ` +
+      '(10 ms ticks), between the PATCH and the last wait; it includes the PATCH and following the convergence. Statements: deltas of ' +
+      'fleetplane_db_queries_total by statement label over the same window; "for the ACKs" subtracts the write alone (measured before any ' +
+      'agent connected), convergence polls × their cost, fill/catch-up/convergence-stream queries, and the idle background rate.',
+    `(d): ${idleSeconds} s with N agents connected and nothing changing: INSERT/UPDATE/DELETE statements (fleetplane_db_queries_total; ` +
+      'the label is a statement\'s first keyword after a leading WITH name AS (, see src/server/db/instrumented.ts) and server CPU (/proc).',
+    '(e): server VmRSS (whole process tree) with N agents connected (after the all-at-once join) minus before any agent connected ' +
+      '(after seeding and a full GC), / N; also after a full GC (SIGUSR2 → gc()).',
+    'targets are stated for 10,000 agents; at other N they are shown for orientation. 10,000 agents hold 20,000+ sockets on the server, ' +
+      'over one process\'s 20,000 open files: PostgreSQL runs serve --workers, PGlite (one process) is reported as not run.',
+  ];
+}

@@ -1,0 +1,166 @@
+import { nowMs } from '../clock.js';
+import type { FleetApi } from '../http-api.js';
+import type { AgentTarget } from '../load/agent-messages.js';
+import { AgentPool } from '../load/agent-pool.js';
+import { log } from '../log.js';
+import { RawFloorServer } from '../raw-floor/raw-floor-server.js';
+import { BENCH_ADMIN_TOKEN } from '../server/fleet-server.js';
+import type { BenchPostgres } from '../server/postgres.js';
+import { RestartableServer, type StorageName } from '../server/restartable-server.js';
+import { maxOf } from '../stats.js';
+import { sleep } from '../../util/periodic.js';
+import { ackTimeoutMs, changeLoop, type ChangeLoopResult } from './change-loop.js';
+import { ConvergenceFollower } from './convergence-follower.js';
+import type { FleetPlan } from './fleet-plan.js';
+import { seedFleet } from './fleet-seed.js';
+import { measureIdle, type IdleFigures } from './idle-run.js';
+import { measureJoin, type JoinFigures } from './join-run.js';
+import { captureListBody } from './list-body.js';
+import { memoryFigures, type MemoryFigures } from './raw-floor-run.js';
+import { measureRestart, resumeTimeoutMs, type RestartFigures } from './restart-run.js';
+import { serverRss } from './server-rss.js';
+import { measureStatementBaseline, type StatementBaseline } from './statement-baseline.js';
+import { endpointOf } from './watch-spec.js';
+
+/** A wait for every agent to ACK the revision it already has (after the join, after switching to PUT). */
+export interface AckCatchUp {
+  ack: 'tunnel' | 'put';
+  /** From the start of the wait; 0 when every agent had ACKed before it; NaN when some didn't in time. */
+  ms: number;
+  acked: number;
+  of: number;
+  /** Every ACK was confirmed before the wait began (nothing was left to send). */
+  already: boolean;
+}
+
+/** Everything measured for one storage and one N; a phase that failed leaves its field out and says so in `error`. */
+export interface FleetRunFigures {
+  storage: StorageName;
+  n: number;
+  serverWorkers: number;
+  server?: string;
+  seedSeconds?: number;
+  listBytesPerAgent?: number;
+  listLines?: number;
+  baseline?: StatementBaseline;
+  joins: JoinFigures[];
+  joinAck?: AckCatchUp;
+  memory?: MemoryFigures;
+  idle?: IdleFigures;
+  convergence?: string;
+  tunnel?: ChangeLoopResult;
+  putSwitch?: AckCatchUp;
+  put?: ChangeLoopResult;
+  restart?: RestartFigures;
+  notes: string[];
+  error?: string;
+}
+
+const LIST_TIMEOUT_MS = 120_000;
+/** A join is bounded by the bytes it must move at this rate (the machine does far better), plus a minute. */
+const JOIN_BOUND_BYTES_PER_SECOND = 40 * 1024 * 1024;
+
+export function joinTimeoutMs(n: number, listBytes: number): number {
+  return 60_000 + Math.ceil(((n * listBytes) / JOIN_BOUND_BYTES_PER_SECOND) * 1000);
+}
+
+/** Waits until every agent's ACK of `revision` is confirmed (bounded). */
+async function ackCatchUp(pool: AgentPool, ack: AckCatchUp['ack'], revision: number, timeoutMs: number): Promise<AckCatchUp> {
+  const t0 = nowMs();
+  const times = await pool.awaitField('acked', revision, timeoutMs);
+  const acked = times.filter((t) => !Number.isNaN(t)).length;
+  const last = maxOf(times);
+  return { ack, ms: acked === times.length ? Math.max(0, last - t0) : Number.NaN, acked, of: times.length, already: acked === times.length && last < t0 };
+}
+
+/**
+ * One storage, one N, in this order: seed; statement baseline; capture the
+ * list bytes; RSS before; joins (raw paced, fleetplane paced, raw all at
+ * once, fleetplane all at once: agents stay); join ACKs; RSS with N;
+ * idle; change loop with tunnel ACKs; switch to PUT; change loop with PUT
+ * ACKs; restart. Stops at the first phase that throws, keeping what was
+ * measured.
+ */
+export async function fleetRun(o: {
+  plan: FleetPlan & { runnable: true };
+  pg: BenchPostgres | undefined;
+  idleSeconds: number;
+  socketsPerWorker: number;
+  signal: AbortSignal;
+}): Promise<FleetRunFigures> {
+  const { storage, n } = o.plan;
+  const fig: FleetRunFigures = { storage, n, serverWorkers: o.plan.serverWorkers, joins: [], notes: [] };
+  const flags = o.plan.serverWorkers > 1 ? ['--workers', String(o.plan.serverWorkers)] : [];
+  let server: RestartableServer | undefined;
+  let api: FleetApi | undefined;
+  let pool: AgentPool | undefined;
+  let raw: RawFloorServer | undefined;
+  let follower: ConvergenceFollower | undefined;
+  try {
+    server = await RestartableServer.start(storage, flags, o.pg, `fleet_${n}`);
+    fig.server = server.commandLine;
+    api = server.current.api(32);
+    log.info({ storage, n }, 'seeding the fleet');
+    const seed = await seedFleet(api, n, `fleet-${storage}-${n}`, o.signal);
+    fig.seedSeconds = seed.seedSeconds;
+    fig.baseline = await measureStatementBaseline(server, api, o.pg, seed.org, seed.groupId);
+    const list = await captureListBody(server.url, seed.org, BENCH_ADMIN_TOKEN, LIST_TIMEOUT_MS);
+    fig.listBytesPerAgent = list.bodyBytes;
+    fig.listLines = list.lines;
+    const head = await api.headRevision(seed.org);
+    const rssBefore = await serverRss(server, true, o.signal);
+
+    pool = await AgentPool.start(seed.identities, o.socketsPerWorker);
+    raw = await RawFloorServer.start();
+    await raw.setListBody(list.framed);
+    const endpoint = endpointOf(server.url);
+    const fleetTarget: AgentTarget = { host: endpoint.host, port: endpoint.port, org: seed.org, tunnel: true, ack: 'tunnel' };
+    const rawTarget: AgentTarget = { host: '127.0.0.1', port: raw.port, org: seed.org, tunnel: false, ack: 'none' };
+    const timeoutMs = joinTimeoutMs(n, list.bodyBytes);
+    for (const mode of ['paced', 'all at once'] as const) {
+      fig.joins.push(await measureJoin({ pool, target: rawTarget, server: 'raw floor', mode, timeoutMs }));
+      await pool.stopAll();
+      fig.joins.push(await measureJoin({ pool, target: fleetTarget, server: 'fleetplane', mode, timeoutMs }));
+      // The all-at-once fleet stays connected for what follows.
+      if (mode === 'paced') {
+        await pool.stopAll();
+        await sleep(1000, o.signal);
+      }
+    }
+    await raw.stop();
+    raw = undefined;
+
+    fig.joinAck = await ackCatchUp(pool, 'tunnel', head, ackTimeoutMs(n));
+    fig.memory = memoryFigures(n, rssBefore, await serverRss(server, false, o.signal));
+    fig.idle = await measureIdle({ server, api, pg: o.pg, pool, seconds: o.idleSeconds, signal: o.signal });
+    const backgroundPerSecond = fig.idle.statementsPerMinute / 60;
+
+    follower = await ConvergenceFollower.start(api, server.url, seed.org, BENCH_ADMIN_TOKEN);
+    fig.convergence = follower.how;
+    const loop = { server, api, pg: o.pg, pool, follower, org: seed.org, groupId: seed.groupId, baseline: fig.baseline, backgroundPerSecond, signal: o.signal };
+    const tunnelAckWait = fig.joinAck.acked > 0 ? ackTimeoutMs(n) : 2_000;
+    if (fig.joinAck.acked === 0) {
+      fig.notes.push(`no agent's ACK of the join was confirmed within ${Math.round(ackTimeoutMs(n) / 1000)} s over the tunnel: the tunnel change loop waits only 2 s per change for ACKs and convergence.`);
+    }
+    fig.tunnel = await changeLoop({ ...loop, ack: 'tunnel', ackTimeoutMs: tunnelAckWait });
+
+    await pool.setAck('put');
+    fig.putSwitch = await ackCatchUp(pool, 'put', await api.headRevision(seed.org), ackTimeoutMs(n));
+    fig.put = await changeLoop({ ...loop, ack: 'put', ackTimeoutMs: ackTimeoutMs(n) });
+    follower.stop();
+    follower = undefined;
+
+    fig.restart = await measureRestart(server, pool, resumeTimeoutMs(n));
+  } catch (err) {
+    fig.error = err instanceof Error ? err.message : String(err);
+    log.error({ err, storage, n }, 'fleet run failed');
+    if (server) fig.notes.push(`server stderr (last lines): ${server.current.recentStderr.trim().split('\n').slice(-3).join(' | ')}`);
+  } finally {
+    follower?.stop();
+    await raw?.stop();
+    await pool?.stop();
+    api?.close();
+    await server?.stop();
+  }
+  return fig;
+}

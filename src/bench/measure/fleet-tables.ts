@@ -1,0 +1,118 @@
+import { fmt, fmtBytes } from '../format.js';
+import type { Table } from '../scenario.js';
+import type { ChangeFigures, ChangeLoopResult } from './change-loop.js';
+import { count, ms, overChanges, seconds } from './fleet-cells.js';
+import type { AckCatchUp, FleetRunFigures } from './fleet-run.js';
+
+type Row = string[];
+
+function loopCell(loop: ChangeLoopResult | undefined, pick: (c: ChangeFigures) => number, f?: (n: number) => string): string {
+  return loop ? overChanges(loop.changes.map(pick), f) : 'not measured';
+}
+
+function missingCell(loop: ChangeLoopResult | undefined, pick: (c: ChangeFigures) => number, n: number): string {
+  if (!loop) return 'not measured';
+  const worst = Math.max(...loop.changes.map(pick));
+  return worst === 0 ? '0' : `up to ${count(worst)} of ${count(n)}`;
+}
+
+/** (c) next to (f): the same 5-change loop with ACKs by tunnel frame and by PUT. */
+export function changeTable(runs: readonly FleetRunFigures[]): Table {
+  const rows: Row[] = [];
+  for (const r of runs) {
+    const both = (figure: string, pick: (l: ChangeLoopResult | undefined) => string): void => {
+      rows.push([r.storage, count(r.n), figure, pick(r.tunnel), pick(r.put)]);
+    };
+    both('write (PATCH round trip)', (l) => loopCell(l, (c) => c.writeMs, ms));
+    both('→ all N received', (l) => loopCell(l, (c) => c.receivedMs, ms));
+    both('  agents missing it', (l) => missingCell(l, (c) => c.missingReceived, r.n));
+    both('→ all N ACKed (ack confirmed)', (l) => loopCell(l, (c) => c.ackedMs, ms));
+    both('  agents not ACKed', (l) => missingCell(l, (c) => c.missingAcked, r.n));
+    both('→ convergence at_head = N', (l) => loopCell(l, (c) => c.convergedMs, ms));
+    both('  best at_head seen', (l) => loopCell(l, (c) => c.bestAtHead, count));
+    both('server CPU per change', (l) => loopCell(l, (c) => c.cpuSeconds, seconds));
+    if (r.storage === 'postgresql') both('PostgreSQL CPU per change', (l) => loopCell(l, (c) => c.databaseCpuSeconds, seconds));
+    both('statements per change (all)', (l) => loopCell(l, (c) => c.statements));
+    both('  of which INSERT/UPDATE/DELETE', (l) => loopCell(l, (c) => c.writeStatements));
+    both('  for the ACKs (estimate)', (l) => loopCell(l, (c) => c.ackStatements));
+    both('  by label, change 1', (l) => l?.changes[0]?.statementDetail ?? 'not measured');
+    both('status batches per change', (l) => loopCell(l, (c) => c.statusBatches));
+    both('convergence polls per change', (l) => loopCell(l, (c) => c.polls));
+    both('agent-side errors over the 5 changes', (l) => (l ? `${count(l.errors)}${l.errors > 0 ? `: ${l.errorDetail}` : ''}` : 'not measured'));
+  }
+  return {
+    title: '(c) vs (f): 5 changes (PATCH of a security group), one at a time; median (min–max) over the changes; ms from sending the PATCH',
+    columns: ['storage', 'N', 'figure', 'ACK by tunnel frame (c)', 'ACK by PUT (f)'],
+    rows,
+  };
+}
+
+/** (a): every join, fleetplane next to the raw floor. */
+export function joinTable(runs: readonly FleetRunFigures[]): Table {
+  const rows: Row[] = [];
+  for (const r of runs) {
+    for (const mode of ['paced', 'all at once'] as const) {
+      const fleet = r.joins.find((j) => j.server === 'fleetplane' && j.mode === mode);
+      const raw = r.joins.find((j) => j.server === 'raw floor' && j.mode === mode);
+      if (!fleet && !raw) continue;
+      const listed = (all: number, listedN: number): string => (Number.isNaN(all) ? `timeout (${count(listedN)} of ${count(r.n)})` : ms(all));
+      rows.push([
+        r.storage,
+        count(r.n),
+        mode === 'paced' ? 'paced, 64 at a time' : 'all at once',
+        fleet ? listed(fleet.allListedMs, fleet.listed) : '–',
+        raw ? listed(raw.allListedMs, raw.listed) : '–',
+        fleet && raw ? fmt(fleet.allListedMs / raw.allListedMs) : '–',
+        `${fleet ? ms(fleet.p50Ms) : '–'} / ${raw ? ms(raw.p50Ms) : '–'}`,
+        fleet ? `${count(fleet.errors)}${fleet.errors > 0 ? `: ${fleet.errorDetail}` : ''}` : '–',
+        raw ? count(raw.errors) : '–',
+        fleet ? fmtBytes(fleet.bodyBytesPerAgent) : '–',
+        fleet ? count(fleet.tunnelsOpen) : '–',
+      ]);
+    }
+  }
+  return {
+    title: '(a) join: N fresh agents list device, security-group and organization to their tails; ms from the first agent\'s start',
+    columns: ['storage', 'N', 'mode', 'fleetplane', 'raw floor', 'ratio', 'p50 fp / raw', 'errors (fp)', 'errors (raw)', 'list/agent', 'tunnels open'],
+    rows,
+  };
+}
+
+function catchUp(a: AckCatchUp | undefined, n: number): string {
+  if (!a) return 'not measured';
+  if (Number.isNaN(a.ms)) return `timeout: ${count(a.acked)} of ${count(n)} ACKed`;
+  return a.already ? `0 ms (every agent had ACKed ${a.ack === 'put' ? 'by tunnel ' : ''}before)` : ms(a.ms);
+}
+
+/** Everything else per run: seeding, list size, ACK catch-ups, restart detail, idle detail. */
+export function detailTable(runs: readonly FleetRunFigures[]): Table {
+  const rows: Row[] = [];
+  for (const r of runs) {
+    const add = (figure: string, value: string): void => {
+      rows.push([r.storage, count(r.n), figure, value]);
+    };
+    add('server', `${r.server ?? '–'}${r.serverWorkers > 1 ? ` (${r.serverWorkers} workers)` : ''}`);
+    add('seeding (POST /devices, 16 in flight)', r.seedSeconds === undefined ? '–' : seconds(r.seedSeconds));
+    add('initial list per agent', r.listBytesPerAgent === undefined ? '–' : `${fmtBytes(r.listBytesPerAgent)}, ${count(r.listLines ?? Number.NaN)} lines`);
+    add('write alone (no agents): statements', r.baseline ? `${fmt(r.baseline.perWriteTotal)} per PATCH; convergence GET ${fmt(r.baseline.perPoll)}` : '–');
+    add('after the join: all ACKed (tunnel)', catchUp(r.joinAck, r.n));
+    add('after switching to PUT: all ACKed', catchUp(r.putSwitch, r.n));
+    if (r.idle) {
+      add('(d) idle statements by label', `${r.idle.statementDetail} (over ${fmt(r.idle.seconds)} s)`);
+      add('(d) idle server CPU', `${fmt(r.idle.serverCores)} cores${r.storage === 'postgresql' ? `; PostgreSQL ${fmt(r.idle.databaseCores)} cores` : ''}`);
+      add('(d) idle: agents connected / reports sent / errors', `${count(r.idle.agentsConnected)} / ${count(r.idle.agentReports)} / ${count(r.idle.errors)}${r.idle.errors > 0 ? `: ${r.idle.errorDetail}` : ''}`);
+    }
+    if (r.restart) {
+      const x = r.restart;
+      add('(b) restart: SIGTERM → listening', ms(x.downMs));
+      add('(b) restart: listening → all watches resumed (p50)', `${Number.isNaN(x.resumedMs) ? `timeout: ${count(x.missingResumed)} not back` : ms(x.resumedMs)} (${ms(x.resumedP50Ms)})`);
+      add('(b) restart: listening → all tunnels open', Number.isNaN(x.tunnelsMs) ? `timeout: ${count(x.missingTunnels)} not back` : ms(x.tunnelsMs));
+      add('(b) restart: error responses', `${count(x.errorResponses)}${x.errorResponses > 0 ? `: ${x.errorResponseDetail}` : ''}; Retry-After waits ${count(x.retryAfterWaits)}`);
+      add('(b) restart: refused/reset (server down)', `${count(x.connectionFailures)}${x.connectionFailures > 0 ? `: ${x.connectionFailureDetail}` : ''}`);
+      add('(b) restart: stream error events', `${count(x.streamErrorEvents)}${x.streamErrorEvents > 0 ? `: ${x.streamErrorDetail}` : ''}`);
+    }
+    if (r.convergence) add('convergence', r.convergence);
+    if (r.error) add('FAILED', r.error);
+  }
+  return { title: 'fleet: details per run', columns: ['storage', 'N', 'figure', 'value'], rows };
+}

@@ -1,0 +1,169 @@
+import { fmt, fmtBytes } from '../format.js';
+import type { TargetResult } from '../scenario.js';
+import { spread } from '../stats.js';
+import type { ChangeLoopResult } from './change-loop.js';
+import { count, ms, overChanges, seconds } from './fleet-cells.js';
+import type { FleetPlan } from './fleet-plan.js';
+import type { FleetRunFigures } from './fleet-run.js';
+import type { JoinFigures, JoinMode } from './join-run.js';
+
+/** The fleet loop's targets, stated for 10,000 agents. */
+export const FLEET_TARGETS = {
+  agents: 10_000,
+  joinRatio: 1.5,
+  restartMs: 15_000,
+  convergedMs: 1_500,
+  cpuSecondsPerChange: 1,
+  ackStatements: 10,
+  idleWritesPerSecond: 1,
+  rssPerAgentBytes: 20 * 1024,
+} as const;
+
+export const TARGET_COLUMNS = ['storage', 'N', 'figure', 'measured', 'target', 'verdict'];
+
+interface Check {
+  figure: string;
+  measured: string;
+  target: string;
+  value: number;
+  limit: number;
+  /** Undefined: not measured (the measured text says why). */
+  pass: boolean | undefined;
+}
+
+function verdict(c: Check, n: number): string {
+  const at = n === FLEET_TARGETS.agents ? '' : ` (target is for ${FLEET_TARGETS.agents.toLocaleString('en-US')})`;
+  if (c.pass === undefined) return `FAIL: not measured${at}`;
+  return `${c.pass ? 'pass' : 'FAIL'}${at}`;
+}
+
+function joinCheck(run: FleetRunFigures, mode: JoinMode): Check {
+  const fleet = run.joins.find((j) => j.server === 'fleetplane' && j.mode === mode);
+  const raw = run.joins.find((j) => j.server === 'raw floor' && j.mode === mode);
+  const ratio = fleet && raw ? fleet.allListedMs / raw.allListedMs : Number.NaN;
+  const errorsTarget = mode === 'all at once';
+  const figure = `(a) join ${mode === 'paced' ? 'paced (64 at a time)' : 'all at once'}: all at their tails`;
+  if (!fleet || !raw) return { figure, measured: 'not measured', target: `≤ ${FLEET_TARGETS.joinRatio}× raw floor`, value: Number.NaN, limit: FLEET_TARGETS.joinRatio, pass: undefined };
+  const listed = (j: JoinFigures): string => (Number.isNaN(j.allListedMs) ? `timeout: ${count(j.listed)} of ${count(j.agents)} listed` : ms(j.allListedMs));
+  return {
+    figure,
+    measured: `${listed(fleet)} vs raw floor ${listed(raw)} = ${fmt(ratio)}×; errors ${count(fleet.errors)} (raw ${count(raw.errors)})`,
+    target: `≤ ${FLEET_TARGETS.joinRatio}× raw floor${errorsTarget ? ', 0 errors' : ''}`,
+    value: ratio,
+    limit: FLEET_TARGETS.joinRatio,
+    pass: Number.isNaN(ratio) ? undefined : ratio <= FLEET_TARGETS.joinRatio && (!errorsTarget || fleet.errors === 0),
+  };
+}
+
+function restartCheck(run: FleetRunFigures): Check {
+  const r = run.restart;
+  const target = `all resumed ≤ ${FLEET_TARGETS.restartMs / 1000} s, 0 error responses`;
+  const figure = '(b) restart: listening again → all resumed';
+  if (!r) return { figure, measured: 'not measured', target, value: Number.NaN, limit: FLEET_TARGETS.restartMs, pass: undefined };
+  const resumed = Number.isNaN(r.resumedMs) ? `timeout: ${count(r.missingResumed)} not back` : ms(r.resumedMs);
+  return {
+    figure,
+    measured: `${resumed} (SIGTERM → listening ${ms(r.downMs)}); error responses ${count(r.errorResponses)}`,
+    target,
+    value: r.resumedMs,
+    limit: FLEET_TARGETS.restartMs,
+    pass: Number.isNaN(r.resumedMs) ? false : r.resumedMs <= FLEET_TARGETS.restartMs && r.errorResponses === 0,
+  };
+}
+
+function loopChecks(loop: ChangeLoopResult | undefined, n: number): Check[] {
+  const label = '(c) ACK by tunnel';
+  if (!loop) {
+    const missing = (figure: string, target: string, limit: number): Check => ({ figure: `${label}: ${figure}`, measured: 'not measured', target, value: Number.NaN, limit, pass: undefined });
+    return [
+      missing('change → convergence at_head = N', `≤ ${FLEET_TARGETS.convergedMs} ms (median of 5)`, FLEET_TARGETS.convergedMs),
+      missing('server CPU per change', `≤ ${FLEET_TARGETS.cpuSecondsPerChange} s`, FLEET_TARGETS.cpuSecondsPerChange),
+      missing('database statements for the ACKs, per change', `≤ ${FLEET_TARGETS.ackStatements}`, FLEET_TARGETS.ackStatements),
+    ];
+  }
+  const converged = loop.changes.map((c) => c.convergedMs);
+  const conv = spread(converged);
+  const allConverged = converged.every((x) => !Number.isNaN(x));
+  const best = Math.max(...loop.changes.map((c) => (Number.isNaN(c.bestAtHead) ? 0 : c.bestAtHead)));
+  const cpu = spread(loop.changes.map((c) => c.cpuSeconds));
+  const acks = spread(loop.changes.map((c) => c.ackStatements));
+  return [
+    {
+      figure: `${label}: change → convergence at_head = N`,
+      measured: allConverged ? overChanges(converged, (x) => `${fmt(x)} ms`) : `${overChanges(converged, (x) => `${fmt(x)} ms`)}; best at_head ${count(best)} of ${count(n)}`,
+      target: `≤ ${FLEET_TARGETS.convergedMs} ms (median of 5)`,
+      value: conv.median,
+      limit: FLEET_TARGETS.convergedMs,
+      pass: allConverged ? conv.median <= FLEET_TARGETS.convergedMs : false,
+    },
+    {
+      figure: `${label}: server CPU per change`,
+      measured: overChanges(loop.changes.map((c) => c.cpuSeconds), seconds),
+      target: `≤ ${FLEET_TARGETS.cpuSecondsPerChange} s`,
+      value: cpu.median,
+      limit: FLEET_TARGETS.cpuSecondsPerChange,
+      pass: cpu.median <= FLEET_TARGETS.cpuSecondsPerChange,
+    },
+    {
+      figure: `${label}: database statements for the ACKs, per change (estimate)`,
+      measured: `${overChanges(loop.changes.map((c) => c.ackStatements))} (all statements ${overChanges(loop.changes.map((c) => c.statements))})`,
+      target: `≤ ${FLEET_TARGETS.ackStatements}`,
+      value: acks.median,
+      limit: FLEET_TARGETS.ackStatements,
+      // ACKs that never arrived cost no statements: that is no pass.
+      pass: loop.changes.every((c) => c.missingAcked === 0) ? acks.median <= FLEET_TARGETS.ackStatements : false,
+    },
+  ];
+}
+
+function idleCheck(run: FleetRunFigures): Check {
+  const figure = '(d) idle: database write statements';
+  const target = `≤ ${FLEET_TARGETS.idleWritesPerSecond} per second`;
+  if (!run.idle) return { figure, measured: 'not measured', target, value: Number.NaN, limit: FLEET_TARGETS.idleWritesPerSecond, pass: undefined };
+  const perSecond = run.idle.writeStatementsPerMinute / 60;
+  return {
+    figure,
+    measured: `${fmt(run.idle.writeStatementsPerMinute)}/min = ${fmt(perSecond)}/s over ${fmt(run.idle.seconds)} s; server ${fmt(run.idle.serverCores)} cores`,
+    target,
+    value: perSecond,
+    limit: FLEET_TARGETS.idleWritesPerSecond,
+    pass: perSecond <= FLEET_TARGETS.idleWritesPerSecond,
+  };
+}
+
+function memoryCheck(run: FleetRunFigures): Check {
+  const figure = '(e) server RSS per connected agent';
+  const target = `≤ ${fmtBytes(FLEET_TARGETS.rssPerAgentBytes)}`;
+  const m = run.memory;
+  if (!m) return { figure, measured: 'not measured', target, value: Number.NaN, limit: FLEET_TARGETS.rssPerAgentBytes, pass: undefined };
+  return {
+    figure,
+    measured: `${fmtBytes(m.bytesPerConnection)} (after GC ${fmtBytes(m.bytesPerConnectionAfterGc)}); RSS ${fmtBytes(m.rssIdleBytes)} → ${fmtBytes(m.rssHeldBytes)}`,
+    target,
+    value: m.bytesPerConnection,
+    limit: FLEET_TARGETS.rssPerAgentBytes,
+    pass: m.bytesPerConnection <= FLEET_TARGETS.rssPerAgentBytes,
+  };
+}
+
+/** Rows of the targets table and the TargetResults of one run. */
+export function runTargets(run: FleetRunFigures): { rows: string[][]; targets: TargetResult[] } {
+  const checks = [joinCheck(run, 'paced'), joinCheck(run, 'all at once'), restartCheck(run), ...loopChecks(run.tunnel, run.n), idleCheck(run), memoryCheck(run)];
+  const n = count(run.n);
+  return {
+    rows: checks.map((c) => [run.storage, n, c.figure, c.measured, c.target, verdict(c, run.n)]),
+    targets: checks.map((c) => ({
+      name: `${run.storage}, ${n} agents: ${c.figure}`,
+      target: c.target + (run.n === FLEET_TARGETS.agents ? '' : ` (stated for ${FLEET_TARGETS.agents.toLocaleString('en-US')} agents)`),
+      measured: c.value,
+      limit: c.limit,
+      pass: c.pass === true,
+      detail: c.measured,
+    })),
+  };
+}
+
+/** The row a configuration that can't run here gets, instead of a smaller run. */
+export function notRunRow(plan: FleetPlan): string[] {
+  return [plan.storage, count(plan.n), 'all', plan.reason, '–', 'not run'];
+}

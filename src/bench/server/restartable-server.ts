@@ -1,0 +1,95 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { onCleanup } from '../children.js';
+import { nowMs } from '../clock.js';
+import { FleetServer, type FleetServerOptions } from './fleet-server.js';
+import type { BenchPostgres } from './postgres.js';
+
+/** Where a restartable server keeps its data. */
+export type StorageName = 'pglite' | 'postgresql';
+
+/** Harness times (nowMs()) of one restart. */
+export interface RestartTimes {
+  sigtermAt: number;
+  exitedAt: number;
+  /** The new process was spawned: anything that connects after this reaches it. */
+  spawnAt: number;
+  /** The new process printed its "listening" line. */
+  listeningAt: number;
+}
+
+/** PGlite can start slowly on files; PostgreSQL migrations are quick. */
+const START_TIMEOUT_MS = 120_000;
+
+/**
+ * A `fleetplane serve` whose data outlives its process, so it can be
+ * restarted on the same data and the same port: PGlite on files in a
+ * temporary directory (the embedded default, not `--memory`), or a fresh
+ * database on a throwaway PostgreSQL cluster (the caller owns the cluster).
+ * The PGlite directory is removed when the server stops or the harness exits.
+ */
+export class RestartableServer {
+  private constructor(
+    private server: FleetServer,
+    private readonly options: FleetServerOptions,
+    readonly storage: StorageName,
+    private readonly removeData: () => void,
+  ) {}
+
+  static async start(storage: StorageName, flags: readonly string[], pg: BenchPostgres | undefined, database: string): Promise<RestartableServer> {
+    let dataDir: string | undefined;
+    let unregister: () => void = () => undefined;
+    const removeData = (): void => {
+      unregister();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    };
+    if (storage === 'pglite') {
+      dataDir = mkdtempSync(join(tmpdir(), 'fleetplane-bench-pglite-'));
+      unregister = onCleanup(removeData);
+    } else if (!pg) throw new Error('postgresql storage needs a cluster');
+    const options: FleetServerOptions = {
+      flags,
+      startTimeoutMs: START_TIMEOUT_MS,
+      ...(dataDir ? { dataDir } : { databaseUrl: await (pg as BenchPostgres).createDatabase(database) }),
+    };
+    try {
+      const server = await FleetServer.start(options);
+      return new RestartableServer(server, { ...options, port: Number(new URL(server.url).port) }, storage, removeData);
+    } catch (err) {
+      removeData();
+      throw err;
+    }
+  }
+
+  /** The process serving now (it changes with each restart). */
+  get current(): FleetServer {
+    return this.server;
+  }
+
+  get url(): string {
+    return this.server.url;
+  }
+
+  get commandLine(): string {
+    return this.server.commandLine;
+  }
+
+  /** SIGTERM to the server's process group (SIGKILL after `graceMs`), then the same command on the same data and port. */
+  async restart(graceMs = 10_000): Promise<RestartTimes> {
+    const sigtermAt = nowMs();
+    await this.server.stop(graceMs);
+    const exitedAt = nowMs();
+    const spawnAt = nowMs();
+    this.server = await FleetServer.start(this.options);
+    return { sigtermAt, exitedAt, spawnAt, listeningAt: nowMs() };
+  }
+
+  async stop(): Promise<void> {
+    try {
+      await this.server.stop();
+    } finally {
+      this.removeData();
+    }
+  }
+}

@@ -1,0 +1,165 @@
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { MEDIA, orgSignal, statusSignal, type Convergence } from '../../protocol/index.js';
+import type { SignalBus, Subscription } from '../bus/index.js';
+import { ApiError } from '../errors.js';
+import { encodeConvergence, encodeError, LAST_CHUNK, responseHead } from '../watch/encode.js';
+import type { FleetMetrics } from './fleet-metrics.js';
+
+export interface ConvergenceStreamsOptions {
+  /** One query: the organization's convergence (throws ApiError not_found when it is gone). */
+  read(orgId: string): Promise<Convergence>;
+  bus: SignalBus;
+  /** Least time between two queries (and lines) of one organization. */
+  minIntervalMs: number;
+  /** An unchanged value is sent again after this long, so a dead stream shows. */
+  heartbeatMs: number;
+  /** Bytes a stream may have unsent; past it the stream is cut (its client reconnects and gets the current value). */
+  bufferLimit: number;
+  metrics: FleetMetrics;
+  logger: Logger;
+}
+
+interface OrgState {
+  readonly streams: Set<Socket>;
+  readonly subscriptions: Subscription[];
+  json: string;
+  bytes: Buffer;
+  dirty: boolean;
+  timer: NodeJS.Timeout | undefined;
+  reading: boolean;
+  lastReadAt: number;
+}
+
+/**
+ * Live convergence streams (`GET .../convergence?watch=true`). Per
+ * organization with streams on this replica: woken by its change signals
+ * and by status batches of any replica, it queries at most once per
+ * `minIntervalMs` however many streams follow it, and writes a line (one
+ * encoding for all streams) only when the value changed.
+ */
+export class ConvergenceStreams {
+  readonly #orgs = new Map<string, OrgState>();
+  readonly #heartbeat: NodeJS.Timeout;
+  #count = 0;
+  #closing = false;
+
+  constructor(private readonly o: ConvergenceStreamsOptions) {
+    this.#heartbeat = setInterval(() => this.#beat(), o.heartbeatMs);
+    this.#heartbeat.unref();
+  }
+
+  /** Starts a stream whose first value (`current`) the route has just read. */
+  open(orgId: string, socket: Socket, current: Convergence): void {
+    if (this.#closing || socket.destroyed) {
+      socket.destroy();
+      return;
+    }
+    let org = this.#orgs.get(orgId);
+    if (!org) {
+      const json = JSON.stringify(current);
+      const wake = (): void => this.#wake(orgId);
+      org = {
+        streams: new Set(),
+        subscriptions: [this.o.bus.subscribe(orgSignal(orgId), wake), this.o.bus.subscribe(statusSignal(orgId), wake)],
+        json,
+        bytes: encodeConvergence(current),
+        dirty: false,
+        timer: undefined,
+        reading: false,
+        lastReadAt: performance.now(),
+      };
+      this.#orgs.set(orgId, org);
+    }
+    const state = org;
+    socket.setNoDelay(true);
+    socket.write(responseHead(MEDIA.watch));
+    // A stream that joins a followed organization gets the value its peers have, which its own read may postdate.
+    socket.write(JSON.stringify(current) === state.json ? state.bytes : encodeConvergence(current));
+    state.streams.add(socket);
+    this.o.metrics.convergenceStreams.set(++this.#count);
+    const done = (): void => {
+      if (!state.streams.delete(socket)) return;
+      this.o.metrics.convergenceStreams.set(--this.#count);
+      if (state.streams.size === 0) this.#drop(orgId, state);
+    };
+    socket.once('close', done);
+    socket.on('error', (err) => {
+      this.o.logger.debug({ err, org: orgId }, 'convergence stream socket error');
+      done();
+    });
+  }
+
+  /** Ends every stream with `unavailable` (shutdown). */
+  close(): void {
+    this.#closing = true;
+    clearInterval(this.#heartbeat);
+    for (const [orgId, org] of [...this.#orgs]) {
+      for (const s of org.streams) this.#end(s, new ApiError('unavailable', 'the server is shutting down; reconnect'));
+      this.#drop(orgId, org);
+    }
+  }
+
+  #wake(orgId: string): void {
+    const org = this.#orgs.get(orgId);
+    if (!org) return;
+    org.dirty = true;
+    if (org.timer || org.reading) return;
+    const wait = Math.max(0, org.lastReadAt + this.o.minIntervalMs - performance.now());
+    org.timer = setTimeout(() => {
+      org.timer = undefined;
+      void this.#read(orgId, org);
+    }, wait);
+  }
+
+  async #read(orgId: string, org: OrgState): Promise<void> {
+    org.reading = true;
+    org.dirty = false;
+    org.lastReadAt = performance.now();
+    this.o.metrics.convergenceQueries.inc();
+    try {
+      const value = await this.o.read(orgId);
+      const json = JSON.stringify(value);
+      if (json !== org.json && this.#orgs.get(orgId) === org) {
+        org.json = json;
+        org.bytes = encodeConvergence(value);
+        for (const s of org.streams) this.#write(s, org.bytes);
+      }
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'not_found') {
+        for (const s of [...org.streams]) this.#end(s, err);
+      } else {
+        // The next signal or heartbeat reads again; the streams keep their last value meanwhile.
+        this.o.logger.warn({ err, org: orgId }, 'convergence query failed');
+        org.dirty = true;
+      }
+    } finally {
+      org.reading = false;
+      if (org.dirty && this.#orgs.get(orgId) === org) this.#wake(orgId);
+    }
+  }
+
+  #beat(): void {
+    for (const org of this.#orgs.values()) for (const s of org.streams) this.#write(s, org.bytes);
+  }
+
+  #write(socket: Socket, bytes: Buffer): void {
+    if (socket.writableLength > this.o.bufferLimit) {
+      socket.destroy();
+      return;
+    }
+    socket.write(bytes);
+  }
+
+  #end(socket: Socket, err: ApiError): void {
+    socket.write(encodeError(err.code, err.message));
+    socket.end(LAST_CHUNK);
+    setTimeout(() => socket.destroy(), 5_000).unref();
+  }
+
+  #drop(orgId: string, org: OrgState): void {
+    clearTimeout(org.timer);
+    for (const sub of org.subscriptions) sub.close();
+    if (this.#orgs.get(orgId) === org) this.#orgs.delete(orgId);
+  }
+}

@@ -1,0 +1,104 @@
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { Ajv } from 'ajv';
+import { CONVERGENCE_MIN_INTERVAL_MS, DeviceStatusInput, FORMATS, statusSignal, type TunnelStatusAck, type TunnelStatusFrame } from '../../protocol/index.js';
+import type { SignalBus } from '../bus/index.js';
+import type { Settings } from '../config/settings.js';
+import type { Store } from '../store/index.js';
+import type { RouteModule } from '../http/context.js';
+import { ConvergenceStreams } from './convergence-streams.js';
+import { FleetMetrics } from './fleet-metrics.js';
+import { Presence } from './presence.js';
+import { StatusBatcher } from './status-batcher.js';
+import { fleetRoutes } from './routes.js';
+
+export interface FleetOptions {
+  store: Store;
+  bus: SignalBus;
+  settings: Settings;
+  /** This replica's id: presence rows are its. */
+  replicaId: string;
+  registry: Registry;
+  logger: Logger;
+}
+
+/** Statuses waiting for a batch before new ones are refused: a fleet's worth of simultaneous ACKs. */
+const MAX_PENDING_STATUSES = 100_000;
+/** Rows per statement. */
+const MAX_BATCH = 20_000;
+
+const validStatus = new Ajv({ formats: { ...FORMATS }, allErrors: false }).compile(DeviceStatusInput);
+
+/**
+ * The fleet loop's in-memory side on one replica: device statuses (ACKs)
+ * from `PUT` and tunnel frames written in batches, presence from open
+ * tunnels and watch streams, and live convergence streams. The database
+ * sees one statement per batch, never one per agent.
+ */
+export class Fleet {
+  readonly metrics: FleetMetrics;
+  readonly batcher: StatusBatcher;
+  readonly presence: Presence;
+  readonly convergence: ConvergenceStreams;
+
+  constructor(private readonly o: FleetOptions) {
+    this.metrics = new FleetMetrics(o.registry);
+    this.batcher = new StatusBatcher({
+      write: (batch) => o.store.writeStatusBatch(batch),
+      replicaId: o.replicaId,
+      intervalMs: o.settings.statusFlushInterval * 1000,
+      maxPending: MAX_PENDING_STATUSES,
+      maxBatch: MAX_BATCH,
+      onFlushed: (orgs) => {
+        for (const org of orgs) o.bus.notify(statusSignal(org));
+      },
+      metrics: this.metrics,
+      logger: o.logger.child({ component: 'status-batcher' }),
+    });
+    const metrics = this.metrics;
+    const batcher = this.batcher;
+    this.presence = new Presence({
+      connected(deviceId, orgId) {
+        metrics.connectedDevices.inc();
+        batcher.connected(deviceId, orgId);
+      },
+      disconnected(deviceId, orgId) {
+        metrics.connectedDevices.dec();
+        batcher.disconnected(deviceId, orgId);
+      },
+    });
+    this.convergence = new ConvergenceStreams({
+      read: (org) => o.store.convergence(org),
+      bus: o.bus,
+      minIntervalMs: CONVERGENCE_MIN_INTERVAL_MS,
+      heartbeatMs: o.settings.bookmarkInterval * 1000,
+      bufferLimit: 256 * 1024,
+      metrics: this.metrics,
+      logger: o.logger.child({ component: 'convergence' }),
+    });
+  }
+
+  routes(): RouteModule {
+    return fleetRoutes(this);
+  }
+
+  /** A status frame from a device's tunnel: validated, batched, answered with its ack once recorded. */
+  async tunnelStatus(device: { deviceId: string; orgId: string }, frame: TunnelStatusFrame): Promise<TunnelStatusAck> {
+    if (!validStatus(frame.status)) {
+      const issue = validStatus.errors?.[0];
+      return {
+        type: 'status_ack',
+        seq: frame.seq,
+        error: { code: 'validation_failed', message: `status${issue?.instancePath ?? ''}: ${issue?.message ?? 'does not match the schema'}` },
+      };
+    }
+    const outcome = await this.batcher.submit({ deviceId: device.deviceId, orgId: device.orgId, input: frame.status, via: 'tunnel' });
+    return outcome.ok ? { type: 'status_ack', seq: frame.seq } : { type: 'status_ack', seq: frame.seq, error: { code: outcome.error.code, message: outcome.error.message } };
+  }
+
+  /** Ends convergence streams, writes what is pending (disconnections included: call after connections closed). */
+  async close(): Promise<void> {
+    this.convergence.close();
+    await this.batcher.close();
+  }
+}

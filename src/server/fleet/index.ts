@@ -1,0 +1,3 @@
+export { Fleet, type FleetOptions } from './fleet.js';
+export type { Presence } from './presence.js';
+export type { StatusOutcome } from './status-batcher.js';

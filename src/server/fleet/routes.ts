@@ -1,0 +1,70 @@
+import { Type } from '@sinclair/typebox';
+import { Convergence, DeviceStatus, DeviceStatusInput, ErrorResponse, MEDIA, OrgIdParams, OrgParams, QUERY, ROUTES } from '../../protocol/index.js';
+import type { RouteModule } from '../http/context.js';
+import { requireOrgAccess } from '../http/auth.js';
+import { authenticated, principalOf } from '../http/routes/shared.js';
+import { ApiError } from '../errors.js';
+import type { Fleet } from './fleet.js';
+
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 503: ErrorResponse };
+
+const ConvergenceQuery = Type.Object(
+  { [QUERY.watch]: Type.Optional(Type.Boolean({ description: 'Follow the convergence: an NDJSON stream of convergence lines.' })) },
+  { additionalProperties: false },
+);
+
+/** `PUT .../devices/{id}/status` (through the status batcher) and `GET .../convergence[?watch=true]`. */
+export function fleetRoutes(fleet: Fleet): RouteModule {
+  return {
+    register(app, ctx) {
+      const auth = authenticated(ctx);
+      app.put(
+        ROUTES.deviceStatus,
+        {
+          ...auth,
+          schema: {
+            tags: ['devices'],
+            summary: "Report a device's observed state (device token only; changes no revision); answered once its batch committed",
+            params: OrgIdParams,
+            body: DeviceStatusInput,
+            response: { 200: DeviceStatus, ...errors },
+          },
+        },
+        async (req) => {
+          const p = await principalOf(req, ctx);
+          requireOrgAccess(p, req.params.org, 'read');
+          if (p.type !== 'device' || p.deviceId !== req.params.id) {
+            throw new ApiError('forbidden', 'only the device itself may write its status');
+          }
+          const outcome = await fleet.batcher.submit({ deviceId: req.params.id, orgId: req.params.org, input: req.body, via: 'put' });
+          if (!outcome.ok) throw outcome.error;
+          const status = (await ctx.store.statusesOf([req.params.id])).get(req.params.id);
+          if (!status) throw new ApiError('not_found', 'device not found');
+          return status;
+        },
+      );
+
+      app.get(
+        ROUTES.convergence,
+        {
+          ...auth,
+          schema: {
+            tags: ['organizations'],
+            summary: `How many devices applied the head revision; with ?watch=true, a stream of it (${MEDIA.watch})`,
+            params: OrgParams,
+            querystring: ConvergenceQuery,
+            response: { 200: Convergence, ...errors },
+          },
+        },
+        async (req, reply) => {
+          requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
+          const current = await ctx.store.convergence(req.params.org);
+          if (req.query[QUERY.watch] !== true) return current;
+          reply.hijack();
+          fleet.convergence.open(req.params.org, req.raw.socket, current);
+          return reply;
+        },
+      );
+    },
+  };
+}

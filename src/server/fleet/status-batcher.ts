@@ -1,0 +1,189 @@
+import type { Logger } from 'pino';
+import type { StatusBatch, StatusWrite } from '../store/index.js';
+import { ApiError } from '../errors.js';
+import type { FleetMetrics } from './fleet-metrics.js';
+
+/** How a submitted status ended: recorded (its batch committed), or not, with the error to answer. */
+export type StatusOutcome = { readonly ok: true } | { readonly ok: false; readonly error: ApiError };
+
+export interface StatusBatcherOptions {
+  /** Writes one batch in one statement; returns the devices whose status was recorded. */
+  write(batch: StatusBatch): Promise<Set<string>>;
+  replicaId: string;
+  /** Least time between the starts of two batches. */
+  intervalMs: number;
+  /** Devices with a status waiting for a batch; a new one past it is refused (503, retry later). */
+  maxPending: number;
+  /** Rows per statement; more wait for the next batch, which starts at once. */
+  maxBatch: number;
+  /** After a batch committed: the organizations whose devices' status or presence it changed. */
+  onFlushed(orgIds: ReadonlySet<string>): void;
+  metrics: FleetMetrics;
+  logger: Logger;
+}
+
+interface Pending {
+  write: StatusWrite;
+  waiters: ((o: StatusOutcome) => void)[];
+}
+
+const OK: StatusOutcome = { ok: true };
+
+/**
+ * The single writer of device statuses and presence on one replica
+ * (docs/protocol.md "Device status and liveness"). Statuses from `PUT` and
+ * from tunnel frames, and presence changes, are kept in memory, latest per
+ * device, and written at most once per `intervalMs` in one statement, so
+ * the database sees work per batch, never per agent.
+ *
+ * Contract:
+ * - `submit` resolves once the batch holding the status (or a newer status
+ *   of the same device that superseded it) committed: `ok`, or `not_found`
+ *   when the device no longer exists, or `unavailable` when the write
+ *   failed or the replica is closing. It never rejects.
+ * - A tunnel status equal to the last one written for a device that is
+ *   still connected here is acknowledged without a write: liveness comes
+ *   from the connection, not from repeated reports.
+ * - Presence changes that fail to be written are kept and written with the
+ *   next batch; statuses are not (their senders are told and send again).
+ * - Memory: at most `maxPending` pending statuses plus one presence change
+ *   and one remembered status per connected device.
+ */
+export class StatusBatcher {
+  readonly #o: StatusBatcherOptions;
+  #pending = new Map<string, Pending>();
+  #presence = new Map<string, { orgId: string; in: boolean }>();
+  /** Last status written per connected device, for tunnel reports that repeat it. */
+  readonly #written = new Map<string, string>();
+  #timer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> | undefined;
+  #lastStart = Number.NEGATIVE_INFINITY;
+  #closed = false;
+
+  constructor(options: StatusBatcherOptions) {
+    this.#o = options;
+  }
+
+  /** Statuses waiting for a batch. */
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  submit(write: StatusWrite): Promise<StatusOutcome> {
+    if (this.#closed) return Promise.resolve({ ok: false, error: new ApiError('unavailable', 'the server is shutting down') });
+    const key = JSON.stringify(write.input);
+    if (write.via === 'tunnel' && !this.#pending.has(write.deviceId) && this.#written.get(write.deviceId) === key) {
+      this.#o.metrics.statusUnchanged.inc();
+      return Promise.resolve(OK);
+    }
+    const current = this.#pending.get(write.deviceId);
+    if (!current && this.#pending.size >= this.#o.maxPending) {
+      this.#o.metrics.statusRefused.inc();
+      return Promise.resolve({ ok: false, error: new ApiError('unavailable', 'too many statuses are waiting to be written; retry', undefined, { retryAfterS: 1 }) });
+    }
+    return new Promise((resolve) => {
+      if (current) {
+        current.write = write;
+        current.waiters.push(resolve);
+      } else this.#pending.set(write.deviceId, { write, waiters: [resolve] });
+      this.#o.metrics.statusPending.set(this.#pending.size);
+      this.#schedule();
+    });
+  }
+
+  /** The device's first connection (tunnel or watch stream) on this replica opened. */
+  connected(deviceId: string, orgId: string): void {
+    this.#presence.set(deviceId, { orgId, in: true });
+    this.#schedule();
+  }
+
+  /** The device's last connection on this replica closed. */
+  disconnected(deviceId: string, orgId: string): void {
+    this.#presence.set(deviceId, { orgId, in: false });
+    this.#written.delete(deviceId);
+    this.#schedule();
+  }
+
+  /** Writes what is pending now (and waits for a batch in flight). */
+  async flush(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    while (this.#flushing) await this.#flushing;
+    if (this.#pending.size === 0 && this.#presence.size === 0) return;
+    this.#flushing = this.#flushOnce().finally(() => {
+      this.#flushing = undefined;
+      this.#schedule();
+    });
+    await this.#flushing;
+  }
+
+  /** Writes what is pending, then refuses new statuses. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.flush();
+    while (this.#pending.size > 0 || this.#presence.size > 0) {
+      const before = this.#pending.size + this.#presence.size;
+      await this.flush();
+      // A database that keeps failing must not hold the shutdown forever.
+      if (this.#pending.size + this.#presence.size >= before) break;
+    }
+    for (const p of this.#pending.values()) for (const w of p.waiters) w({ ok: false, error: new ApiError('unavailable', 'the server is shutting down') });
+    this.#pending.clear();
+  }
+
+  #schedule(): void {
+    if (this.#timer || this.#flushing) return;
+    if (this.#pending.size === 0 && this.#presence.size === 0) return;
+    const wait = Math.max(0, this.#lastStart + this.#o.intervalMs - performance.now());
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.flush();
+    }, wait);
+  }
+
+  async #flushOnce(): Promise<void> {
+    this.#lastStart = performance.now();
+    const taken: Pending[] = [];
+    for (const [id, p] of this.#pending) {
+      if (taken.length >= this.#o.maxBatch) break;
+      taken.push(p);
+      this.#pending.delete(id);
+    }
+    const presence = this.#presence;
+    this.#presence = new Map();
+    this.#o.metrics.statusPending.set(this.#pending.size);
+    const batch: StatusBatch = {
+      replicaId: this.#o.replicaId,
+      statuses: taken.map((p) => p.write),
+      connected: [...presence].filter(([, v]) => v.in).map(([id]) => id),
+      disconnected: [...presence].filter(([, v]) => !v.in).map(([id]) => id),
+    };
+    let recorded: Set<string>;
+    try {
+      recorded = await this.#o.write(batch);
+    } catch (err) {
+      this.#o.logger.warn({ err, statuses: taken.length, presence: presence.size }, 'writing a status batch failed; presence is retried, senders are told');
+      this.#o.metrics.statusBatchFailures.inc();
+      // A newer presence change of the same device, made meanwhile, wins.
+      for (const [id, v] of presence) if (!this.#presence.has(id)) this.#presence.set(id, v);
+      const error = new ApiError('unavailable', 'the status could not be written; retry', undefined, { cause: err });
+      for (const p of taken) for (const w of p.waiters) w({ ok: false, error });
+      return;
+    }
+    this.#o.metrics.statusBatches.inc();
+    this.#o.metrics.statusesWritten.inc(recorded.size);
+    const orgs = new Set<string>();
+    for (const p of taken) {
+      const id = p.write.deviceId;
+      const ok = recorded.has(id);
+      if (ok) {
+        orgs.add(p.write.orgId);
+        if (p.write.via === 'tunnel') this.#written.set(id, JSON.stringify(p.write.input));
+      }
+      const outcome: StatusOutcome = ok ? OK : { ok: false, error: new ApiError('not_found', 'device not found') };
+      for (const w of p.waiters) w(outcome);
+    }
+    for (const v of presence.values()) orgs.add(v.orgId);
+    if (orgs.size > 0) this.#o.onFlushed(orgs);
+  }
+}

@@ -1,0 +1,135 @@
+import type { Queryable } from '../db/index.js';
+import { EMPTY_STATUS, type DeviceStatus, type DeviceStatusInput } from '../../protocol/index.js';
+
+/**
+ * A device's observed state as readers see it (docs/protocol.md "Device"):
+ * `online` while the device holds a tunnel or a watch stream on a replica
+ * whose lease is live (or its last PUT said online and it is not stale);
+ * `last_seen` is the database's clock while it is connected, else the time
+ * of its last report or disconnection.
+ *
+ * `$stale` is replaced by the parameter holding the stale setting (seconds);
+ * `dev` is the device id expression, `s` the joined `device_status` row.
+ */
+export function statusColumns(dev: string, stale: string): string {
+  const connected = `EXISTS (SELECT 1 FROM device_presence p JOIN replicas r ON r.id = p.replica_id
+                      WHERE p.device_id = ${dev} AND r.lease_expires_at > now())`;
+  return `s.status, ${connected} AS connected,
+          COALESCE(s.reported_online AND s.last_seen > now() - make_interval(secs => ${stale}), false) AS reported,
+          s.last_seen, now() AS db_now`;
+}
+
+export type StatusRow = {
+  status: DeviceStatus | null;
+  connected: boolean;
+  reported: boolean;
+  last_seen: unknown;
+  db_now: unknown;
+};
+
+function iso(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  return new Date(v as string | number | Date).toISOString();
+}
+
+export function effectiveStatus(row: StatusRow): DeviceStatus {
+  const base = row.status ?? EMPTY_STATUS;
+  return {
+    ...EMPTY_STATUS,
+    ...base,
+    online: row.connected || row.reported,
+    last_seen: row.connected ? iso(row.db_now) : iso(row.last_seen),
+  };
+}
+
+/** Effective statuses of many devices at once (lists, GET); every id gets one. */
+export async function statusesOf(q: Queryable, ids: readonly string[], staleAfterSeconds: number): Promise<Map<string, DeviceStatus>> {
+  if (ids.length === 0) return new Map();
+  const rows = await q.query<StatusRow & { id: string }>(
+    `SELECT d.id, ${statusColumns('d.id', '$2')}
+       FROM unnest($1::uuid[]) AS d(id) LEFT JOIN device_status s ON s.device_id = d.id`,
+    [ids, staleAfterSeconds],
+  );
+  return new Map(rows.map((r) => [r.id, effectiveStatus(r)]));
+}
+
+/** One device's status to record: from a `PUT` (its `online` is kept) or a tunnel frame (liveness is the tunnel). */
+export interface StatusWrite {
+  readonly deviceId: string;
+  readonly orgId: string;
+  readonly input: DeviceStatusInput;
+  readonly via: 'put' | 'tunnel';
+}
+
+/** What one batch writes: statuses, and this replica's presence changes. */
+export interface StatusBatch {
+  readonly replicaId: string;
+  readonly statuses: readonly StatusWrite[];
+  /** Devices whose first connection on this replica opened. */
+  readonly connected: readonly string[];
+  /** Devices whose last connection on this replica closed: their `last_seen` becomes now. */
+  readonly disconnected: readonly string[];
+}
+
+/** The stored form of a status: the report's fields; `online` and `last_seen` are derived when read. */
+function stored(input: DeviceStatusInput): Omit<DeviceStatus, 'online' | 'last_seen'> {
+  return {
+    applied_revision: input.applied_revision,
+    apply_error: input.apply_error,
+    local_endpoints: input.local_endpoints,
+    os: input.os,
+    agent_version: input.agent_version,
+  };
+}
+
+const { online: _online, last_seen: _lastSeen, ...emptyFields } = EMPTY_STATUS;
+const EMPTY_STORED = JSON.stringify(stored(emptyFields));
+
+/**
+ * Writes a batch in one statement (data-modifying CTEs): the statuses of
+ * devices that still exist, presence rows in and out (only while this
+ * replica is registered: a replica collected after its lease expired
+ * re-asserts its presence when it registers again), and `last_seen` of the
+ * devices that went away. Returns the ids whose status was recorded; a
+ * status of a deleted device is not.
+ */
+export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promise<Set<string>> {
+  const reported = new Set(batch.statuses.map((s) => s.deviceId));
+  const seen = batch.disconnected.filter((id) => !reported.has(id));
+  const records = batch.statuses.map((s) => ({
+    id: s.deviceId,
+    org: s.orgId,
+    status: stored(s.input),
+    online: s.via === 'put' ? s.input.online ?? true : false,
+  }));
+  const rows = await q.query<{ device_id: string }>(
+    `WITH st AS (
+       INSERT INTO device_status (device_id, org_id, status, last_seen, reported_online)
+       SELECT o.id, o.org_id, v.status, now(), v.online
+         FROM jsonb_to_recordset($1::text::jsonb) AS v(id uuid, org uuid, status jsonb, online boolean)
+         JOIN objects o ON o.id = v.id AND o.org_id = v.org AND o.kind = 'device' AND NOT o.deleted
+       ON CONFLICT (device_id) DO UPDATE
+         SET status = EXCLUDED.status, last_seen = EXCLUDED.last_seen, reported_online = EXCLUDED.reported_online
+       RETURNING device_id
+     ), came AS (
+       INSERT INTO device_presence (device_id, replica_id)
+       SELECT d, $2 FROM unnest($3::uuid[]) AS d WHERE EXISTS (SELECT 1 FROM replicas WHERE id = $2)
+       ON CONFLICT DO NOTHING
+     ), went AS (
+       DELETE FROM device_presence WHERE replica_id = $2 AND device_id = ANY($4::uuid[])
+     ), gone AS (
+       INSERT INTO device_status (device_id, org_id, status, last_seen, reported_online)
+       SELECT o.id, o.org_id, $5::text::jsonb, now(), false FROM objects o
+        WHERE o.id = ANY($6::uuid[]) AND o.kind = 'device' AND NOT o.deleted
+       ON CONFLICT (device_id) DO UPDATE SET last_seen = now()
+     )
+     SELECT device_id FROM st`,
+    [JSON.stringify(records), batch.replicaId, [...batch.connected], [...batch.disconnected], EMPTY_STORED, seen],
+  );
+  return new Set(rows.map((r) => r.device_id));
+}
+
+/** Removes every presence row of this replica (it starts, or re-registers after its row was collected, with none). */
+export async function clearPresence(q: Queryable, replicaId: string): Promise<void> {
+  await q.query('DELETE FROM device_presence WHERE replica_id = $1', [replicaId]);
+}

@@ -1,0 +1,111 @@
+import type { WatchKind } from '../../protocol/index.js';
+import type { CachedEvent } from './event-ring.js';
+
+/**
+ * What one object costs a snapshot beyond its encoded bytes: the map entry,
+ * the CachedEvent and the Buffer object (measured with `npm run bench --
+ * fleet`, see bench/README.md). Used to charge the per-replica budget.
+ */
+export const SNAPSHOT_OBJECT_OVERHEAD = 200;
+
+/** The bytes all snapshots of a replica may hold together (`--snapshot-budget`). */
+export class SnapshotBudget {
+  #used = 0;
+
+  constructor(readonly limit: number) {}
+
+  get used(): number {
+    return this.#used;
+  }
+
+  /** Takes `bytes` if they fit; false (nothing taken) when they don't. */
+  take(bytes: number): boolean {
+    if (this.#used + bytes > this.limit) return false;
+    this.#used += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.#used = Math.max(0, this.#used - bytes);
+  }
+}
+
+/**
+ * Every live object of one organization at the feed's head, each as the
+ * change event the fill encoded once (the same Buffer the ring holds), by
+ * kind in revision order. Initial lists are written from it: the arrays
+ * `list` returns are shared by every watcher listing between two changes,
+ * so a joiner holds references, never copies.
+ *
+ * Kept current by the feed's fill (`apply` for every row, in revision
+ * order), so it is consistent with the ring's head. It charges its bytes to
+ * the budget; `apply` returns false when the budget can't take a change, and
+ * the feed then drops the snapshot (lists page the database again).
+ */
+export class OrgSnapshot {
+  readonly #byKind = new Map<WatchKind, Map<string, CachedEvent>>();
+  readonly #lists = new Map<WatchKind, readonly CachedEvent[]>();
+  #bytes = 0;
+  #released = false;
+
+  constructor(private readonly budget: SnapshotBudget) {}
+
+  /** Bytes charged to the budget. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  get size(): number {
+    let n = 0;
+    for (const m of this.#byKind.values()) n += m.size;
+    return n;
+  }
+
+  /** Applies one change (revisions in increasing order); false when the budget can't take it. */
+  apply(id: string, event: CachedEvent): boolean {
+    let objects = this.#byKind.get(event.kind);
+    if (!objects) this.#byKind.set(event.kind, (objects = new Map()));
+    const old = objects.get(id);
+    if (old) {
+      // Deleted and set again so the map's order stays revision order.
+      objects.delete(id);
+      this.#charge(-cost(old));
+    }
+    this.#lists.delete(event.kind);
+    if (event.deleted) return true;
+    if (!this.#charge(cost(event))) return false;
+    objects.set(id, event);
+    return true;
+  }
+
+  /** The kind's objects in revision order; the same array for every caller until the kind changes. */
+  list(kind: WatchKind): readonly CachedEvent[] {
+    let list = this.#lists.get(kind);
+    if (!list) {
+      list = [...(this.#byKind.get(kind)?.values() ?? [])];
+      this.#lists.set(kind, list);
+    }
+    return list;
+  }
+
+  /** Gives its bytes back to the budget (the feed closes or drops it). Idempotent. */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.budget.give(this.#bytes);
+    this.#bytes = 0;
+    this.#byKind.clear();
+    this.#lists.clear();
+  }
+
+  #charge(bytes: number): boolean {
+    if (bytes > 0 && !this.budget.take(bytes)) return false;
+    if (bytes < 0) this.budget.give(-bytes);
+    this.#bytes += bytes;
+    return true;
+  }
+}
+
+function cost(e: CachedEvent): number {
+  return e.bytes.length + SNAPSHOT_OBJECT_OVERHEAD;
+}

@@ -1,0 +1,166 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WATCH_KINDS, type WatchEvent } from '../../src/protocol/index.js';
+import { LIST_HIGH_WATER } from '../../src/server/watch/watcher.js';
+import { openWatch, watchRequest, type WatchStream } from './support/watch-client.js';
+import { delay, eventually, startWatchServer, type WatchServer } from './support/watch-server.js';
+import { ResumingClient, plain, serverState } from './support/client-state.js';
+import { chunkBytes, createBigGroup, openTracked } from './support/stall.js';
+import { patchDevice } from './support/objects.js';
+
+const ALL = WATCH_KINDS.map((kind) => ({ kind }));
+
+function consistent(events: readonly WatchEvent[]): ResumingClient {
+  const c = new ResumingClient('joiner');
+  c.startSession();
+  for (const e of events) c.apply(e);
+  return c;
+}
+
+describe('initial lists from the in-memory snapshot', () => {
+  let ws: WatchServer;
+  beforeAll(async () => {
+    ws = await startWatchServer('pglite', { slowConsumerTimeout: 3600 });
+  });
+  afterAll(async () => {
+    await ws.close();
+  });
+
+  it('joiners after the first cost no database query, share the encoded objects, and end equal to the server', async () => {
+    const org = (await ws.h.createOrg()).id;
+    for (let i = 0; i < 30; i++) await ws.h.createDevice(org);
+    await ws.h.createGroup(org);
+    const first = await openWatch(ws.target(org), ALL);
+    await first.waitFor((e) => e.type === 'tail' && e.kind === 'organization');
+    const queries = await ws.server.ctx.metrics.queryCount();
+    const fromSnapshot = await ws.metric('fleetplane_watch_lists_from_snapshot_total');
+    const joiners: WatchStream[] = await Promise.all(Array.from({ length: 40 }, () => openWatch(ws.target(org), ALL)));
+    for (const j of joiners) await j.waitFor((e) => e.type === 'tail' && e.kind === 'device');
+    // Authentication reads the token once per request (the admin token is compared in memory): the lists themselves read nothing.
+    expect(await ws.server.ctx.metrics.queryCount()).toBe(queries);
+    expect(await ws.metric('fleetplane_watch_lists_from_snapshot_total')).toBe(fromSnapshot + 40);
+    expect(await ws.metric('fleetplane_watch_snapshot_queries_total')).toBe(1);
+
+    // A change after the lists reaches everyone once; their state equals the server's.
+    const device = (await serverState(ws.h, org)).device.keys().next().value as string;
+    const changed = await patchDevice(ws.h, org, device, { hostname: 'after-lists' });
+    const server = plain(await serverState(ws.h, org));
+    for (const j of [first, ...joiners]) {
+      await j.waitFor((e) => e.type === 'change' && e.value.revision === changed.revision);
+      const c = consistent(j.events);
+      expect(c.violations).toEqual([]);
+      expect(plain(c.state)).toEqual(server);
+      j.destroy();
+    }
+  });
+
+  it('300 stalled joiners on a 5 MB organization each hold at most the list high-water mark, and the objects are held once', async () => {
+    const org = (await ws.h.createOrg()).id;
+    // About 17 × 300 KB of security groups.
+    for (let i = 0; i < 17; i++) await createBigGroup(ws, org, i);
+    const reader = await openWatch(ws.target(org), ALL);
+    await reader.waitFor((e) => e.type === 'tail' && e.kind === 'security-group');
+    const biggest = Math.max(...reader.events.map(chunkBytes));
+    const listBytes = reader.events.filter((e) => e.type === 'change').reduce((n, e) => n + chunkBytes(e), 0);
+    expect(listBytes).toBeGreaterThan(5_000_000);
+    const snapshotBytes = await ws.metric('fleetplane_watch_snapshot_bytes');
+
+    const stalled = [];
+    for (let i = 0; i < 300; i++) stalled.push(await openTracked(ws, org, { paused: true }));
+    await delay(200);
+    let queued = 0;
+    for (const s of stalled) {
+      // What the server holds for a stalled joiner: references up to the high-water mark plus one event, never its whole list.
+      expect(s.watcher.buffered).toBeLessThanOrEqual(LIST_HIGH_WATER + biggest);
+      expect(s.watcher.closed).toBe(false);
+      queued += s.watcher.buffered;
+    }
+    expect(queued).toBeLessThan(300 * listBytes);
+    // The organization's objects are in memory once, however many joiners list them.
+    expect(await ws.metric('fleetplane_watch_snapshot_bytes')).toBe(snapshotBytes);
+    expect(await ws.metric('fleetplane_watch_snapshot_queries_total')).toBeLessThanOrEqual(2);
+
+    // A stalled joiner that reads again gets its whole list and ends equal to the server.
+    const one = stalled[0]!;
+    one.stream.resume();
+    await one.stream.waitFor((e) => e.type === 'tail' && e.kind === 'security-group', 20_000);
+    const c = consistent(one.stream.events);
+    expect(c.violations).toEqual([]);
+    expect(plain(c.state)).toEqual(plain(await serverState(ws.h, org)));
+    for (const s of stalled) s.stream.destroy();
+    reader.destroy();
+    await eventually(() => ws.server.watch.watcherCount === 0, 'every stream is closed');
+  });
+
+  it('an organization over the snapshot budget lists from the database, with the same result', async () => {
+    const small = await startWatchServer('pglite', { snapshotBudget: 1024 });
+    try {
+      const org = (await small.h.createOrg()).id;
+      for (let i = 0; i < 10; i++) await small.h.createDevice(org);
+      const s = await openWatch(small.target(org), ALL);
+      await s.waitFor((e) => e.type === 'tail' && e.kind === 'security-group');
+      expect(await small.metric('fleetplane_watch_lists_from_snapshot_total')).toBe(0);
+      expect(await small.metric('fleetplane_watch_catchup_queries_total')).toBeGreaterThan(0);
+      expect(await small.metric('fleetplane_watch_snapshot_bytes')).toBe(0);
+      expect(plain(consistent(s.events).state)).toEqual(plain(await serverState(small.h, org)));
+      s.destroy();
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('admission and the global queue bound', () => {
+  it('lists beyond the concurrency bound wait, and past the wait get 503 with Retry-After', async () => {
+    const ws = await startWatchServer('pglite', { maxConcurrentLists: 2, listQueueTimeout: 0.3 });
+    try {
+      const org = (await ws.h.createOrg()).id;
+      const readLive = ws.server.ctx.store.readLive;
+      // The snapshot's build holds the two turns for a while.
+      ws.server.ctx.store.readLive = async (id) => {
+        await delay(1_000);
+        return readLive(id);
+      };
+      const holding = [openWatch(ws.target(org), ALL), openWatch(ws.target(org), ALL)];
+      await delay(50);
+      const refused = await watchRequest(ws.target(org), ALL);
+      expect(refused.status).toBe(503);
+      expect(refused.code).toBe('unavailable');
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      // A resume needs no list turn.
+      const resumed = await openWatch(ws.target(org), WATCH_KINDS.map((kind) => ({ kind, gt_revision: 1, at_tail: true })));
+      ws.server.ctx.store.readLive = readLive;
+      for (const s of await Promise.all(holding)) {
+        await s.waitFor((e) => e.type === 'tail' && e.kind === 'organization');
+        s.destroy();
+      }
+      resumed.destroy();
+      // The turns were given back: a new list is served at once.
+      const later = await openWatch(ws.target(org), ALL);
+      await later.waitFor((e) => e.type === 'tail' && e.kind === 'organization');
+      later.destroy();
+      expect(ws.server.watch.admission.active).toBe(0);
+      expect(await ws.metric('fleetplane_watch_list_admissions_total', { outcome: 'refused' })).toBe(1);
+    } finally {
+      await ws.close();
+    }
+  });
+
+  it('past the global queue limit, the watchers with the most queued are closed with slow_consumer', async () => {
+    const ws = await startWatchServer('pglite', { watchQueueLimit: 600 * 1024, slowConsumerTimeout: 3600 });
+    try {
+      const org = (await ws.h.createOrg()).id;
+      for (let i = 0; i < 20; i++) await createBigGroup(ws, org, i);
+      const stalled = [];
+      for (let i = 0; i < 12; i++) stalled.push(await openTracked(ws, org, { paused: true }));
+      ws.server.watch.checkQueue(true);
+      const open = stalled.filter((s) => !s.watcher.closed);
+      const total = open.reduce((n, s) => n + s.watcher.buffered, 0);
+      expect(total).toBeLessThanOrEqual(600 * 1024);
+      expect(open.length).toBeLessThan(stalled.length);
+      expect(await ws.metric('fleetplane_watch_slow_consumer_closes_total')).toBeGreaterThan(0);
+      for (const s of stalled) s.stream.destroy();
+    } finally {
+      await ws.close();
+    }
+  });
+});
