@@ -1,7 +1,8 @@
 /**
  * What the agent keeps between starts, in its state directory: the WireGuard
  * private key and the device identity (id, organization, token). Both are
- * secrets: files are 0600 in a 0700 directory, written atomically.
+ * secrets: files are 0600 in a 0700 directory, written atomically. (The
+ * watch's last state, `informers.json`, lives there too: informer-state-file.ts.)
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';

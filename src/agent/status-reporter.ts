@@ -34,7 +34,7 @@ export interface StatusReporterOptions {
   client: FleetplaneClient;
   org: string;
   deviceId: string;
-  /** Time between reports when nothing changes. */
+  /** Time between reports (PUT refreshes of `last_seen`) when nothing changes, while statuses don't go over the tunnel. */
   intervalMs: number;
   initial: StatusFields;
   logger: Logger;
@@ -50,7 +50,7 @@ export interface StatusReporterOptions {
   requestTimeoutMs?: number;
   /** How long a status frame waits for the server's ack before the status goes by PUT. Default 5 s. */
   ackTimeoutMs?: number;
-  /** The server answered that the device doesn't exist (404) or refused the token (401/403). */
+  /** The server answered that the device doesn't exist (404, or a `not_found` status ack) or refused the token (401/403). */
   onRejected?: (kind: 'device_gone' | 'token_refused', error: Error) => void;
 }
 
@@ -162,7 +162,7 @@ export class StatusReporter {
    * then the whole status goes again.
    */
   async run(signal: AbortSignal): Promise<void> {
-    // The first report goes when the first reconcile updates the status; the interval only refreshes.
+    // The first report goes when the first reconcile updates the status (or the tunnel connects); the interval only refreshes.
     let nextTick = Date.now() + this.#o.intervalMs;
     let retry = false;
     let lastFlush = 0;

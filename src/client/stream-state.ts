@@ -2,7 +2,8 @@
  * Status of a shared informer stream, a discriminated union on `type`:
  * - `starting`: no watch accepted yet.
  * - `syncing`: connected; some informer hasn't reached its tail (initial list, join or relist).
- * - `synced`: connected; every informer is at its tail and following changes.
+ * - `synced`: connected; every informer is at its tail and following changes
+ *   (an informer seeded with a state saved at its tail counts as at its tail).
  * - `retrying`: the last connection failed with a retryable error; the next try
  *   comes after `delayMs`. `attempt` counts consecutive failures (from 1).
  *   Caches keep their last state meanwhile.

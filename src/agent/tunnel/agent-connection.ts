@@ -82,7 +82,7 @@ export class AgentConnection {
     this.closed = new Promise((resolve) => {
       ws.once('close', (code: number, reason: Buffer) => {
         this.stopTimers();
-
+        this.#acks.close();
         resolve(this.#localClose ?? { code, reason: reason.toString() });
       });
     });

@@ -268,7 +268,7 @@ export class TunnelClient {
         const waiters = this.#waiters;
         this.#waiters = [];
         for (const w of waiters) w();
-
+        this.notifyOpen({ url, connections: this.#live.size });
         return conn;
       } catch (err) {
         if (signal.aborted) return undefined;

@@ -55,7 +55,7 @@ export interface ChangeLoopResult {
 export const CHANGES = 5;
 const RECEIVE_TIMEOUT_MS = 30_000;
 /** After a change whose ACKs never came at all, later changes wait only this long for them. */
-const SILENT_ACK_TIMEOUT_MS = 2_000;
+export const SILENT_ACK_TIMEOUT_MS = 2_000;
 const GAP_MS = 200;
 
 /** How long to wait for N agents' ACKs of one change (and for convergence): generous, bounded. */

@@ -6,12 +6,15 @@ export interface FleetOptions {
   agents: number[];
   storages: StorageName[];
   idleSeconds: number;
+  /** ACK modes, in the order their change loops run: (c) tunnel, (f) put. */
+  acks: ('tunnel' | 'put')[];
 }
 
 /** The quick default: one size, enough to see every figure (the targets are stated for 10,000). */
 export const DEFAULT_AGENTS = [1_000];
 export const DEFAULT_IDLE_SECONDS = 60;
 const STORAGES: readonly StorageName[] = ['pglite', 'postgresql'];
+const ACKS: readonly ('tunnel' | 'put')[] = ['tunnel', 'put'];
 const MAX_AGENTS = 30_000;
 
 function agentList(v: string): number[] {
@@ -32,6 +35,12 @@ export const FLEET_FLAGS: readonly ScenarioFlag[] = [
     check: (v) => (v.split(',').every((s) => (STORAGES as readonly string[]).includes(s.trim())) ? undefined : `a comma-separated list of ${STORAGES.join(', ')}`),
   },
   {
+    name: '--ack',
+    value: 'LIST',
+    help: 'ACK modes for the change loops, in order: tunnel (c), put (f) (default tunnel,put)',
+    check: (v) => (v.split(',').every((s) => (ACKS as readonly string[]).includes(s.trim())) ? undefined : `a comma-separated list of ${ACKS.join(', ')}`),
+  },
+  {
     name: '--idle',
     value: 'SECONDS',
     help: `idle window with N agents connected (default ${DEFAULT_IDLE_SECONDS})`,
@@ -43,9 +52,11 @@ export function fleetOptions(flags: Record<string, string>): FleetOptions {
   const agents = flags['--agents'];
   const storage = flags['--storage'];
   const idle = flags['--idle'];
+  const ack = flags['--ack'];
   return {
     agents: agents === undefined ? DEFAULT_AGENTS : agentList(agents),
     storages: storage === undefined ? [...STORAGES] : STORAGES.filter((s) => storage.split(',').map((x) => x.trim()).includes(s)),
     idleSeconds: idle === undefined ? DEFAULT_IDLE_SECONDS : Number(idle),
+    acks: ack === undefined ? [...ACKS] : [...new Set(ack.split(',').map((x) => x.trim()))].filter((x): x is 'tunnel' | 'put' => (ACKS as readonly string[]).includes(x)),
   };
 }

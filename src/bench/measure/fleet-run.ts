@@ -9,7 +9,7 @@ import type { BenchPostgres } from '../server/postgres.js';
 import { RestartableServer, type StorageName } from '../server/restartable-server.js';
 import { maxOf } from '../stats.js';
 import { sleep } from '../../util/periodic.js';
-import { ackTimeoutMs, changeLoop, type ChangeLoopResult } from './change-loop.js';
+import { ackTimeoutMs, changeLoop, SILENT_ACK_TIMEOUT_MS, type ChangeLoopResult } from './change-loop.js';
 import { ConvergenceFollower } from './convergence-follower.js';
 import type { FleetPlan } from './fleet-plan.js';
 import { seedFleet } from './fleet-seed.js';
@@ -20,6 +20,8 @@ import { memoryFigures, type MemoryFigures } from './raw-floor-run.js';
 import { measureRestart, resumeTimeoutMs, type RestartFigures } from './restart-run.js';
 import { serverRss } from './server-rss.js';
 import { measureStatementBaseline, type StatementBaseline } from './statement-baseline.js';
+import { awaitOnline, type OnlineWait } from './online-wait.js';
+import { probeTunnels, type TunnelProbe } from './tunnel-probe.js';
 import { endpointOf } from './watch-spec.js';
 
 /** A wait for every agent to ACK the revision it already has (after the join, after switching to PUT). */
@@ -45,18 +47,27 @@ export interface FleetRunFigures {
   baseline?: StatementBaseline;
   joins: JoinFigures[];
   joinAck?: AckCatchUp;
+  /** After the all-at-once join: convergence `online` reaching N. */
+  onlineAfterJoin?: OnlineWait;
+  /** `ping` requests through a few agents' tunnels. */
+  rpc?: TunnelProbe;
   memory?: MemoryFigures;
   idle?: IdleFigures;
   convergence?: string;
   tunnel?: ChangeLoopResult;
-  putSwitch?: AckCatchUp;
+  /** After switching to the second ACK mode. */
+  ackSwitch?: AckCatchUp;
   put?: ChangeLoopResult;
   restart?: RestartFigures;
+  /** After every agent resumed from the restart: convergence `online` reaching N. */
+  onlineAfterRestart?: OnlineWait;
   notes: string[];
   error?: string;
 }
 
 const LIST_TIMEOUT_MS = 120_000;
+/** Presence is written in batches (≤ 250 ms apart): N online should show well within this. */
+const ONLINE_TIMEOUT_MS = 10_000;
 /** A join is bounded by the bytes it must move at this rate (the machine does far better), plus a minute. */
 const JOIN_BOUND_BYTES_PER_SECOND = 40 * 1024 * 1024;
 
@@ -76,15 +87,17 @@ async function ackCatchUp(pool: AgentPool, ack: AckCatchUp['ack'], revision: num
 /**
  * One storage, one N, in this order: seed; statement baseline; capture the
  * list bytes; RSS before; joins (raw paced, fleetplane paced, raw all at
- * once, fleetplane all at once: agents stay); join ACKs; RSS with N;
- * idle; change loop with tunnel ACKs; switch to PUT; change loop with PUT
- * ACKs; restart. Stops at the first phase that throws, keeping what was
- * measured.
+ * once, fleetplane all at once: agents stay); join ACKs, online count, ping
+ * through a few tunnels; RSS with N; idle; a change loop per ACK mode
+ * (tunnel, then PUT by default); restart, online count. Stops
+ * at the first phase that throws, keeping what was measured.
  */
 export async function fleetRun(o: {
   plan: FleetPlan & { runnable: true };
   pg: BenchPostgres | undefined;
   idleSeconds: number;
+  /** ACK modes, in order: the join and the first change loop use the first. */
+  acks: readonly ('tunnel' | 'put')[];
   socketsPerWorker: number;
   signal: AbortSignal;
 }): Promise<FleetRunFigures> {
@@ -114,7 +127,7 @@ export async function fleetRun(o: {
     raw = await RawFloorServer.start();
     await raw.setListBody(list.framed);
     const endpoint = endpointOf(server.url);
-    const fleetTarget: AgentTarget = { host: endpoint.host, port: endpoint.port, org: seed.org, tunnel: true, ack: 'tunnel' };
+    const fleetTarget: AgentTarget = { host: endpoint.host, port: endpoint.port, org: seed.org, tunnel: true, ack: o.acks[0] ?? 'tunnel' };
     const rawTarget: AgentTarget = { host: '127.0.0.1', port: raw.port, org: seed.org, tunnel: false, ack: 'none' };
     const timeoutMs = joinTimeoutMs(n, list.bodyBytes);
     for (const mode of ['paced', 'all at once'] as const) {
@@ -130,7 +143,9 @@ export async function fleetRun(o: {
     await raw.stop();
     raw = undefined;
 
-    fig.joinAck = await ackCatchUp(pool, 'tunnel', head, ackTimeoutMs(n));
+    fig.joinAck = await ackCatchUp(pool, fleetTarget.ack === 'put' ? 'put' : 'tunnel', head, ackTimeoutMs(n));
+    fig.onlineAfterJoin = await awaitOnline(api, seed.org, n, ONLINE_TIMEOUT_MS);
+    fig.rpc = await probeTunnels(api, seed.org, seed.identities, head);
     fig.memory = memoryFigures(n, rssBefore, await serverRss(server, false, o.signal));
     fig.idle = await measureIdle({ server, api, pg: o.pg, pool, seconds: o.idleSeconds, signal: o.signal });
     const backgroundPerSecond = fig.idle.statementsPerMinute / 60;
@@ -138,19 +153,24 @@ export async function fleetRun(o: {
     follower = await ConvergenceFollower.start(api, server.url, seed.org, BENCH_ADMIN_TOKEN);
     fig.convergence = follower.how;
     const loop = { server, api, pg: o.pg, pool, follower, org: seed.org, groupId: seed.groupId, baseline: fig.baseline, backgroundPerSecond, signal: o.signal };
-    const tunnelAckWait = fig.joinAck.acked > 0 ? ackTimeoutMs(n) : 2_000;
-    if (fig.joinAck.acked === 0) {
-      fig.notes.push(`no agent's ACK of the join was confirmed within ${Math.round(ackTimeoutMs(n) / 1000)} s over the tunnel: the tunnel change loop waits only 2 s per change for ACKs and convergence.`);
+    for (const [i, ack] of o.acks.entries()) {
+      if (i > 0) {
+        await pool.setAck(ack);
+        fig.ackSwitch = await ackCatchUp(pool, ack, await api.headRevision(seed.org), ackTimeoutMs(n));
+      }
+      const before = i === 0 ? fig.joinAck : fig.ackSwitch;
+      // A server that confirmed no ACK at all so far won't start now: don't wait the full time for each change.
+      const silent = before !== undefined && before.acked === 0;
+      if (silent) fig.notes.push(`no agent's ACK by ${ack} was confirmed within ${Math.round(ackTimeoutMs(n) / 1000)} s before the ${ack} change loop: it waits only ${SILENT_ACK_TIMEOUT_MS / 1000} s per change for ACKs and convergence.`);
+      const result = await changeLoop({ ...loop, ack, ackTimeoutMs: silent ? SILENT_ACK_TIMEOUT_MS : ackTimeoutMs(n) });
+      if (ack === 'tunnel') fig.tunnel = result;
+      else fig.put = result;
     }
-    fig.tunnel = await changeLoop({ ...loop, ack: 'tunnel', ackTimeoutMs: tunnelAckWait });
-
-    await pool.setAck('put');
-    fig.putSwitch = await ackCatchUp(pool, 'put', await api.headRevision(seed.org), ackTimeoutMs(n));
-    fig.put = await changeLoop({ ...loop, ack: 'put', ackTimeoutMs: ackTimeoutMs(n) });
     follower.stop();
     follower = undefined;
 
     fig.restart = await measureRestart(server, pool, resumeTimeoutMs(n));
+    fig.onlineAfterRestart = await awaitOnline(api, seed.org, n, ONLINE_TIMEOUT_MS);
   } catch (err) {
     fig.error = err instanceof Error ? err.message : String(err);
     log.error({ err, storage, n }, 'fleet run failed');

@@ -3,6 +3,7 @@ import type { Table } from '../scenario.js';
 import type { ChangeFigures, ChangeLoopResult } from './change-loop.js';
 import { count, ms, overChanges, seconds } from './fleet-cells.js';
 import type { AckCatchUp, FleetRunFigures } from './fleet-run.js';
+import type { OnlineWait } from './online-wait.js';
 
 type Row = string[];
 
@@ -81,7 +82,14 @@ export function joinTable(runs: readonly FleetRunFigures[]): Table {
 function catchUp(a: AckCatchUp | undefined, n: number): string {
   if (!a) return 'not measured';
   if (Number.isNaN(a.ms)) return `timeout: ${count(a.acked)} of ${count(n)} ACKed`;
-  return a.already ? `0 ms (every agent had ACKed ${a.ack === 'put' ? 'by tunnel ' : ''}before)` : ms(a.ms);
+  return a.already ? '0 ms (every agent had ACKed before)' : ms(a.ms);
+}
+
+function online(w: OnlineWait | undefined): string {
+  if (!w) return 'not measured';
+  if (!Number.isNaN(w.ms)) return ms(w.ms);
+  if (Number.isNaN(w.online)) return 'FAIL: the convergence answer has no online count (server side not there yet?)';
+  return `FAIL: timeout: online ${count(w.online)} of ${count(w.of)} after 10 s`;
 }
 
 /** Everything else per run: seeding, list size, ACK catch-ups, restart detail, idle detail. */
@@ -95,8 +103,13 @@ export function detailTable(runs: readonly FleetRunFigures[]): Table {
     add('seeding (POST /devices, 16 in flight)', r.seedSeconds === undefined ? '–' : seconds(r.seedSeconds));
     add('initial list per agent', r.listBytesPerAgent === undefined ? '–' : `${fmtBytes(r.listBytesPerAgent)}, ${count(r.listLines ?? Number.NaN)} lines`);
     add('write alone (no agents): statements', r.baseline ? `${fmt(r.baseline.perWriteTotal)} per PATCH; convergence GET ${fmt(r.baseline.perPoll)}` : '–');
-    add('after the join: all ACKed (tunnel)', catchUp(r.joinAck, r.n));
-    add('after switching to PUT: all ACKed', catchUp(r.putSwitch, r.n));
+    add(`after the join: all ACKed (${r.joinAck?.ack === 'put' ? 'PUT' : 'tunnel'})`, catchUp(r.joinAck, r.n));
+    add('after the join: convergence online = N', online(r.onlineAfterJoin));
+    if (r.rpc) {
+      const x = r.rpc;
+      add('ping request through agent tunnels (rpc)', `${x.answered} of ${x.asked} answered with the head revision${x.answered > 0 ? `, median ${ms(x.medianMs)}` : ''}${x.failure ? `; FAIL: ${x.failure}` : ''}`);
+    }
+    if (r.ackSwitch) add(`after switching to ${r.ackSwitch.ack === 'put' ? 'PUT' : 'tunnel frames'}: all ACKed`, catchUp(r.ackSwitch, r.n));
     if (r.idle) {
       add('(d) idle statements by label', `${r.idle.statementDetail} (over ${fmt(r.idle.seconds)} s)`);
       add('(d) idle server CPU', `${fmt(r.idle.serverCores)} cores${r.storage === 'postgresql' ? `; PostgreSQL ${fmt(r.idle.databaseCores)} cores` : ''}`);
@@ -109,6 +122,7 @@ export function detailTable(runs: readonly FleetRunFigures[]): Table {
       add('(b) restart: listening → all tunnels open', Number.isNaN(x.tunnelsMs) ? `timeout: ${count(x.missingTunnels)} not back` : ms(x.tunnelsMs));
       add('(b) restart: error responses', `${count(x.errorResponses)}${x.errorResponses > 0 ? `: ${x.errorResponseDetail}` : ''}; Retry-After waits ${count(x.retryAfterWaits)}`);
       add('(b) restart: refused/reset (server down)', `${count(x.connectionFailures)}${x.connectionFailures > 0 ? `: ${x.connectionFailureDetail}` : ''}`);
+      add('(b) restart: all resumed → convergence online = N', online(r.onlineAfterRestart));
       add('(b) restart: stream error events', `${count(x.streamErrorEvents)}${x.streamErrorEvents > 0 ? `: ${x.streamErrorDetail}` : ''}`);
     }
     if (r.convergence) add('convergence', r.convergence);

@@ -6,9 +6,14 @@ import { watchLineHead, type ErrorCode, type WatchKind } from '../../protocol/in
  * every watcher's socket (DESIGN.md principle 3).
  */
 function chunk(json: string): Buffer {
-  const body = Buffer.from(`${json}\n`, 'utf8');
-  const head = Buffer.from(`${body.length.toString(16)}\r\n`, 'latin1');
-  return Buffer.concat([head, body, CRLF]);
+  // One allocation, no temporaries: cached events live as long as their organization's snapshot.
+  const bodyLength = Buffer.byteLength(json, 'utf8') + 1;
+  const head = `${bodyLength.toString(16)}\r\n`;
+  const out = Buffer.allocUnsafe(head.length + bodyLength + 2);
+  let at = out.write(head, 0, 'latin1');
+  at += out.write(json, at, 'utf8');
+  out.write('\n\r\n', at, 'latin1');
+  return out;
 }
 
 const CRLF = Buffer.from('\r\n', 'latin1');
