@@ -3,7 +3,9 @@
  * dataplane, reports status, publishes endpoints, and serves the local API
  * and the tunnel methods.
  */
+import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
+import type { ClientOptions as WsOptions } from 'ws';
 import { AuthError, FleetplaneClient, NotFoundError, type FetchLike } from '../client/index.js';
 import { AGENT_METHODS } from '../protocol/index.js';
 import { AgentMethodError, TunnelClient } from './tunnel/index.js';
@@ -15,13 +17,16 @@ import { ensureEnrolled, type Enrolled } from './enrollment.js';
 import { AgentFatalError, errorMessage } from './errors.js';
 import { forceSync, ForceSyncError, type ForceSyncResult } from './force-sync.js';
 import { InformerStateFile } from './informer-state-file.js';
-import { LocalApi, LocalApiListenError } from './local-api.js';
+import { LocalApi, LocalApiListenError, LocalApiNotReadyError } from './local-api.js';
 import type { AgentOptions } from './options.js';
 import { OrgWatch } from './org-watch.js';
 import { ReconcileLoop } from './reconcile-loop.js';
 import { Reconciler } from './reconciler.js';
 import { StateDir } from './state-dir.js';
+import { StateDirLock, StateDirLockedError } from './state-lock.js';
 import { StatusReporter } from './status-reporter.js';
+import { logRetry } from './transient.js';
+import { trustedFetch } from './trusted-fetch.js';
 import { agentVersion, osDescription } from './version.js';
 import { sleep } from './wake.js';
 
@@ -29,6 +34,7 @@ export interface AgentDeps {
   logger: Logger;
   /** Builds the dataplane (tests inject one); default from `options.dataplane`. */
   createDataplane?: (options: AgentOptions, logger: Logger) => Dataplane;
+  /** The SDK's fetch (tests inject one); default the global fetch, or one trusting `options.caFile`. */
   fetch?: FetchLike;
   /** The machine's interfaces (default `os.networkInterfaces()`). */
   interfaces?: () => InterfaceTable;
@@ -63,6 +69,9 @@ interface Running {
  * One agent. `run(signal)` resolves after a clean shutdown (signal aborted),
  * and rejects with AgentFatalError when it must stop for good (token
  * refused, device deleted, enrollment refused, unusable state dir or settings).
+ * Before it talks to the server it locks its state directory and opens its
+ * local API port, so a second agent on the same machine stops without
+ * enrolling anything.
  */
 export class Agent {
   readonly #options: AgentOptions;
@@ -73,6 +82,9 @@ export class Agent {
   #running: Running | undefined;
   #tunnelState: TunnelStateType = 'idle';
   #localApi: LocalApi | undefined;
+  #lock: StateDirLock | undefined;
+  #fetch: FetchLike | undefined;
+  #wsOptions: WsOptions | undefined;
 
   constructor(options: AgentOptions, deps: AgentDeps) {
     this.#options = options;
@@ -121,14 +133,56 @@ export class Agent {
     if (this.#fatal) throw this.#fatal;
   }
 
+  /** Takes the state directory, trusts `--ca-file`, opens the local API: all before the first request. */
+  async #claim(stateDir: StateDir): Promise<void> {
+    const o = this.#options;
+    try {
+      await stateDir.ensure();
+      this.#lock = await StateDirLock.acquire(stateDir.path);
+    } catch (err) {
+      if (err instanceof StateDirLockedError) throw new AgentFatalError('state_dir', err.message, { cause: err });
+      throw new AgentFatalError('state_dir', `the state directory ${stateDir.path} can't be used: ${errorMessage(err)}`, { cause: err });
+    }
+    this.#fetch = this.#deps.fetch;
+    if (o.caFile !== undefined) {
+      let ca: Buffer;
+      try {
+        ca = await readFile(o.caFile);
+      } catch (err) {
+        throw new AgentFatalError('config', `--ca-file ${o.caFile}: ${errorMessage(err)}`, { cause: err });
+      }
+      this.#fetch ??= trustedFetch(ca);
+      this.#wsOptions = { ca };
+    }
+    try {
+      this.#localApi = await LocalApi.start({
+        port: o.localPort,
+        logger: this.#log.child({ component: 'local-api' }),
+        handlers: {
+          status: (s) => (this.#running ? this.status(s) : Promise.reject(new LocalApiNotReadyError('the agent is enrolling'))),
+          forceSync: (s) => {
+            const running = this.#running;
+            return running ? this.#forceSync(running, s) : Promise.reject(new ForceSyncError('unavailable', 'the agent is enrolling'));
+          },
+        },
+      });
+    } catch (err) {
+      if (err instanceof LocalApiListenError) throw new AgentFatalError('config', `${err.message} (set --local-port)`, { cause: err });
+      throw err;
+    }
+    this.#log.info({ local_port: this.#localApi.port }, 'local API listening on 127.0.0.1');
+  }
+
   /** Enrolls and builds the parts; undefined when stopped first. */
   async #start(signal: AbortSignal): Promise<Running | undefined> {
     const o = this.#options;
+    const stateDir = new StateDir(o.stateDir);
+    await this.#claim(stateDir);
     const enrollEndpoints = publishedEndpoints(o.endpoints, o.endpoints.length > 0 ? [] : interfaceEndpoints(o.listenPort, o.interfaceName, this.#deps.interfaces?.()));
     let enrolled: Enrolled;
     try {
       enrolled = await ensureEnrolled(
-        { stateDir: new StateDir(o.stateDir), server: o.server, org: o.org, registrationKey: o.registrationKey, hostname: o.hostname, endpoints: enrollEndpoints, logger: this.#log, fetch: this.#deps.fetch },
+        { stateDir, server: o.server, org: o.org, registrationKey: o.registrationKey, hostname: o.hostname, endpoints: enrollEndpoints, logger: this.#log, fetch: this.#fetch },
         signal,
       );
     } catch (err) {
@@ -138,7 +192,7 @@ export class Agent {
     const { identity } = enrolled;
     const log = this.#log;
     log.info({ device_id: identity.device_id, organization_id: identity.organization_id, server: enrolled.server, dataplane: o.dataplane }, 'agent starting');
-    const client = new FleetplaneClient({ baseUrl: enrolled.server, token: identity.device_token, fetch: this.#deps.fetch });
+    const client = new FleetplaneClient({ baseUrl: enrolled.server, token: identity.device_token, fetch: this.#fetch });
     const dataplane = (this.#deps.createDataplane ?? defaultDataplane)(o, log.child({ component: 'dataplane' }));
     const publisher = new EndpointPublisher({
       client,
@@ -186,18 +240,7 @@ export class Agent {
     await watch.restore();
     const running: Running = { enrolled, client, dataplane, reconciler, reporter, watch, publisher, loop };
     this.#running = running;
-    try {
-      this.#localApi = await LocalApi.start({
-        port: o.localPort,
-        logger: log.child({ component: 'local-api' }),
-        handlers: { status: (s) => this.status(s), forceSync: (s) => this.#forceSync(running, s) },
-      });
-    } catch (err) {
-      if (err instanceof LocalApiListenError) throw new AgentFatalError('config', `${err.message} (set --local-port)`, { cause: err });
-      throw err;
-    }
-    log.info({ local_port: this.#localApi.port }, 'local API listening on 127.0.0.1');
-    this.#deps.onReady?.({ device_id: identity.device_id, local_port: this.#localApi.port });
+    this.#deps.onReady?.({ device_id: identity.device_id, local_port: this.#localApi?.port ?? 0 });
     return running;
   }
 
@@ -207,6 +250,7 @@ export class Agent {
       token: running.enrolled.identity.device_token,
       revision: () => running.reconciler.state.applied_revision ?? 0,
       logger: this.#log.child({ component: 'tunnel' }),
+
       onStateChange: (state) => {
         this.#tunnelState = state.type;
       },
@@ -243,7 +287,7 @@ export class Agent {
         if (signal.aborted) break;
         if (err instanceof NotFoundError) this.#die(deletedError(enrolled.identity.device_id));
         else if (err instanceof AuthError) this.#die(this.#refusal(err));
-        else this.#log.warn({ err }, 'publishing endpoints failed; trying again at the next interval');
+        else logRetry(this.#log, err, {}, 'publishing endpoints failed; trying again at the next interval');
       }
       await sleep(this.#options.statusIntervalMs, signal);
     }
@@ -332,6 +376,7 @@ export class Agent {
       }
     }
     await this.#localApi?.close();
+    await this.#lock?.release().catch((err: unknown) => this.#log.warn({ err }, 'removing the state directory lock failed'));
     this.#log.info('agent stopped');
   }
 }

@@ -18,11 +18,13 @@ import type { Endpoint } from '../protocol/index.js';
 import type { WireGuardKeyPair } from './dataplane/index.js';
 import { AgentFatalError, errorMessage } from './errors.js';
 import { StateDir, StateDirError, type DeviceIdentity } from './state-dir.js';
+import { logRetry } from './transient.js';
 import { sleep } from './wake.js';
 
 export interface EnrollmentInput {
   stateDir: StateDir;
   server: string | undefined;
+  /** Where to enroll; undefined: the registration key's organization, asked of the server. */
   org: string | undefined;
   registrationKey: string | undefined;
   hostname: string;
@@ -49,7 +51,7 @@ function refused(err: unknown): AgentFatalError | undefined {
     return new AgentFatalError('enrollment_refused', `the server refused the registration key (unknown, expired, used up or revoked): ${what}`, { cause: err });
   }
   if (err instanceof NotFoundError) {
-    return new AgentFatalError('enrollment_refused', `the organization was not found (check --org): ${what}`, { cause: err });
+    return new AgentFatalError('enrollment_refused', `the organization was not found (check --org, or leave it out: the registration key names its own): ${what}`, { cause: err });
   }
   if (err instanceof ConflictError) {
     return new AgentFatalError(
@@ -60,6 +62,18 @@ function refused(err: unknown): AgentFatalError | undefined {
   }
   if (err instanceof ValidationError) return new AgentFatalError('enrollment_refused', `the server rejected the enrollment request: ${what}`, { cause: err });
   return undefined;
+}
+
+/** The organization a registration key enrolls in (`GET /api/registration_key`, protocol v1.3). */
+async function keyOrganization(client: FleetplaneClient, key: string, signal: AbortSignal): Promise<string> {
+  try {
+    return (await client.registrationKeys.own(key, { signal })).organization_id;
+  } catch (err) {
+    if (err instanceof NotFoundError) {
+      throw new AgentFatalError('config', `the server can't tell the registration key's organization (it predates protocol v1.3): set --org`, { cause: err });
+    }
+    throw err;
+  }
 }
 
 /**
@@ -98,14 +112,19 @@ export async function ensureEnrolled(input: EnrollmentInput, signal: AbortSignal
     return { identity, keys, server: input.server ?? identity.server, enrolled: false };
   }
 
-  const { server, org, registrationKey } = input;
-  if (server === undefined || org === undefined || registrationKey === undefined) {
-    throw new AgentFatalError('config', 'the first start enrolls the device: --server, --org and --registration-key are required');
+  const { server, registrationKey } = input;
+  let org = input.org;
+  if (server === undefined || registrationKey === undefined) {
+    throw new AgentFatalError('config', 'the first start enrolls the device: --server and --registration-key are required');
   }
   const client = new FleetplaneClient({ baseUrl: server, fetch: input.fetch });
   const backoff = new Backoff(ENROLL_BACKOFF);
   for (;;) {
     try {
+      if (org === undefined) {
+        org = await keyOrganization(client, registrationKey, signal);
+        logger.info({ organization_id: org }, "enrolling in the registration key's organization");
+      }
       const device = await client.devices.enroll(
         org,
         registrationKey,
@@ -123,11 +142,12 @@ export async function ensureEnrolled(input: EnrollmentInput, signal: AbortSignal
       break;
     } catch (err) {
       if (signal.aborted) throw signal.reason;
+      if (err instanceof AgentFatalError) throw err;
       const fatal = refused(err);
       if (fatal) throw fatal;
       if (!isRetryable(err)) throw err;
       const delayMs = backoff.next(0, retryAfterOf(err));
-      logger.warn({ err, delayMs: Math.round(delayMs) }, 'enrollment failed; retrying');
+      logRetry(logger, err, { delayMs: Math.round(delayMs) }, 'enrollment failed; retrying');
       await sleep(delayMs, signal);
       if (signal.aborted) throw signal.reason;
     }

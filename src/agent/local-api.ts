@@ -33,6 +33,11 @@ export class LocalApiListenError extends Error {
   override readonly name = 'LocalApiListenError';
 }
 
+/** Thrown by a handler that can't answer yet (the agent is still enrolling): 503 `unavailable`. */
+export class LocalApiNotReadyError extends Error {
+  override readonly name = 'LocalApiNotReadyError';
+}
+
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { [HEADERS.contentType]: MEDIA.json, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
@@ -68,6 +73,7 @@ export class LocalApi {
     const api = new LocalApi(server, options);
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       api.handle(req, res).catch((err: unknown) => {
+        if (err instanceof LocalApiNotReadyError && !res.headersSent) return sendError(res, 'unavailable', err.message);
         options.logger.error({ err }, 'local API request failed');
         if (!res.headersSent) sendError(res, 'internal', errorMessage(err));
         else res.destroy();

@@ -12,12 +12,14 @@ export type AgentLogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'tra
 export interface AgentOptions {
   /** Server base URL. May be omitted on later starts: the state dir remembers it. */
   server: string | undefined;
-  /** Organization id. Needed to enroll; later starts check it against the state dir. */
+  /** Organization id. Optional: enrollment asks the server for the registration key's; later starts check it against the state dir. */
   org: string | undefined;
   /** Needed only for the first start (enrollment). */
   registrationKey: string | undefined;
   /** Keys, identity, rendered files. Created 0700. */
   stateDir: string;
+  /** PEM file of the certificates to trust for an https server (a private CA); undefined: the system's. */
+  caFile: string | undefined;
   dataplane: DataplaneMode;
   interfaceName: string;
   /** The hostname the device enrolls with. */
@@ -62,9 +64,10 @@ const LOG_LEVELS: readonly AgentLogLevel[] = ['fatal', 'error', 'warn', 'info', 
 /** The table the parser and `agent --help` are made from. */
 export const AGENT_FLAGS = {
   server: { flag: 'server', env: 'FLEETPLANE_AGENT_SERVER', kind: 'string', help: 'Server base URL, e.g. https://fleet.example.com.' },
-  org: { flag: 'org', env: 'FLEETPLANE_AGENT_ORG', kind: 'string', help: 'Organization id to enroll in.' },
+  org: { flag: 'org', env: 'FLEETPLANE_AGENT_ORG', kind: 'string', help: "Organization id to enroll in (default: the registration key's)." },
   registrationKey: { flag: 'registration-key', env: 'FLEETPLANE_AGENT_REGISTRATION_KEY', kind: 'string', help: 'Registration key (first start only).' },
   stateDir: { flag: 'state-dir', env: 'FLEETPLANE_AGENT_STATE_DIR', kind: 'string', help: 'Directory for the key pair, identity and rendered files (required).' },
+  caFile: { flag: 'ca-file', env: 'FLEETPLANE_AGENT_CA_FILE', kind: 'string', help: "PEM certificates to trust for an https server, e.g. a private CA (default: the system's)." },
   dataplane: { flag: 'dataplane', env: 'FLEETPLANE_AGENT_DATAPLANE', kind: 'string', help: 'render: write files only (default); linux: apply with ip, wg, nft.' },
   interfaceName: { flag: 'interface', env: 'FLEETPLANE_AGENT_INTERFACE', kind: 'string', help: `WireGuard interface name (default ${AGENT_DEFAULTS.interfaceName}).` },
   hostname: { flag: 'hostname', env: 'FLEETPLANE_AGENT_HOSTNAME', kind: 'string', help: "Hostname to enroll with (default: the machine's)." },
@@ -82,7 +85,7 @@ type Raw = Partial<Record<Key, string | string[] | boolean>>;
 
 export function agentHelp(): string {
   const lines = Object.values(AGENT_FLAGS).map((s: Spec) => `  --${s.flag.padEnd(20)} [${s.env}] ${s.help}`);
-  return `Usage: fleetplane agent --server URL --org ORG --registration-key KEY --state-dir DIR [options]\n\nOptions (flags win over environment variables):\n${lines.join('\n')}\n`;
+  return `Usage: fleetplane agent --server URL --registration-key KEY --state-dir DIR [options]\n\nOptions (flags win over environment variables):\n${lines.join('\n')}\n`;
 }
 
 const BY_FLAG = new Map<string, Key>(Object.entries(AGENT_FLAGS).map(([k, s]) => [s.flag, k as Key]));
@@ -208,6 +211,7 @@ export function parseAgentOptions(argv: readonly string[], env: Readonly<Record<
     org: str(raw, 'org'),
     registrationKey: str(raw, 'registrationKey'),
     stateDir,
+    caFile: str(raw, 'caFile'),
     dataplane: choice(raw, 'dataplane', ['render', 'linux'] as const, AGENT_DEFAULTS.dataplane),
     interfaceName,
     hostname,

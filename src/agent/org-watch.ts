@@ -8,6 +8,7 @@ import { SharedInformers, type FleetplaneClient, type Informer, type InformersSt
 import type { InformerStateFile } from './informer-state-file.js';
 import { InformerStateSaver } from './informer-state-saver.js';
 import type { Snapshot } from './snapshot.js';
+import { logRetry } from './transient.js';
 
 export interface OrgWatchOptions {
   client: FleetplaneClient;
@@ -63,7 +64,7 @@ export class OrgWatch {
     this.shared.onError((error, context) => {
       if (context.source === 'stream' && context.fatal) options.onFatal(error);
       else if (context.source === 'handler') options.logger.error({ err: error, kind: context.kind }, 'an informer handler failed');
-      else options.logger.warn({ err: error }, 'watch stream interrupted; resuming');
+      else logRetry(options.logger, error, {}, 'watch stream interrupted; resuming');
     });
   }
 

@@ -18,6 +18,7 @@ import type { DeviceStatusInput } from '../protocol/index.js';
 import { DirtySet } from './dirty-set.js';
 import { errorMessage } from './errors.js';
 import { StatusDelivery, type DeliveryChannel, type StatusTunnel } from './status-delivery.js';
+import { logRetry } from './transient.js';
 import { DEFAULT_STATUS_ACK_TIMEOUT_MS } from './tunnel/index.js';
 import { sleep, Wakeup } from './wake.js';
 
@@ -185,7 +186,7 @@ export class StatusReporter {
       } catch (err) {
         if (signal.aborted) break;
         const delayMs = this.#backoff.next(0, retryAfterOf(err));
-        this.#o.logger.warn({ err, delayMs: Math.round(delayMs) }, 'status report failed; retrying');
+        logRetry(this.#o.logger, err, { delayMs: Math.round(delayMs) }, 'status report failed; retrying');
         await sleep(delayMs, signal);
         retry = true;
       }

@@ -1,5 +1,5 @@
-import pino from 'pino';
 import { Agent, AgentFatalError, AgentOptionsError, agentHelp, parseAgentOptions } from '../agent/index.js';
+import { cliLogger } from './cli-logger.js';
 
 /** Exit codes: 0 clean shutdown, 1 fatal (token refused, device deleted, enrollment refused, ...), 2 bad settings. */
 const EXIT = { ok: 0, fatal: 1, usage: 2 } as const;
@@ -20,7 +20,7 @@ export async function runAgent(argv: readonly string[]): Promise<number> {
     }
     throw err;
   }
-  const logger = pino({ level: options.logLevel, base: { service: 'fleetplane-agent' } });
+  const logger = cliLogger({ level: options.logLevel, base: { service: 'fleetplane-agent' } });
   const stop = new AbortController();
   const onSignal = (sig: NodeJS.Signals): void => {
     logger.info({ signal: sig }, 'shutting down');

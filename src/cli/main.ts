@@ -6,6 +6,9 @@ Commands:
   serve     run the control-plane server (fleetplane serve --help)
   agent     run the agent on a machine of the fleet (fleetplane agent --help)
   ctl       operate the control plane from the command line (fleetplane ctl --help)
+  completion  print a shell completion script: fleetplane completion bash|zsh|fish
+
+  --version   print the version
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -22,6 +25,12 @@ async function main(argv: readonly string[]): Promise<number> {
       process.once('SIGTERM', () => stop.abort());
       return runCtl(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env, signal: stop.signal });
     }
+    case 'completion':
+      return (await import('./completion/index.js')).runCompletion(rest, process.stdout, process.stderr);
+    case '--version':
+    case 'version':
+      process.stdout.write((await import('./version.js')).versionLine());
+      return 0;
     case undefined:
     case '--help':
     case '-h':

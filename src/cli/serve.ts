@@ -1,12 +1,17 @@
 import { bearerAuthorization, paths } from '../protocol/index.js';
 import { parseSettings, SettingsError, SETTING_SPECS, startServer } from '../server/index.js';
+import { cliLogger } from './cli-logger.js';
 
 export function serveHelp(): string {
   const lines = SETTING_SPECS.map((s) => `  --${s.flag.padEnd(26)} ${s.env ? `[${s.env}] ` : ''}${s.help}`);
   return `Usage: fleetplane serve [settings]\n\nSettings (flags win over environment variables):\n${lines.join('\n')}\n`;
 }
 
-/** `fleetplane serve`: runs until SIGTERM/SIGINT, then drains and exits 0. */
+/**
+ * `fleetplane serve`: runs until SIGTERM/SIGINT, then drains and exits 0.
+ * SIGHUP reloads the TLS certificate. Exits 2 on a bad setting, 1 when the
+ * server can't start or stop cleanly.
+ */
 export async function runServe(argv: readonly string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(serveHelp());
@@ -27,7 +32,7 @@ export async function runServe(argv: readonly string[]): Promise<number> {
     const { runWorkers } = await import('./workers.js');
     return runWorkers(settings, argv);
   }
-  const server = await startServer(settings);
+  const server = await startServer(settings, { logger: cliLogger({ level: settings.logLevel, base: { service: 'fleetplane' } }) });
   if (!cluster.isPrimary) {
     const { serveAsWorker } = await import('./workers.js');
     return serveAsWorker(server.url ?? '', waitForSignal(server));
@@ -63,5 +68,9 @@ function waitForSignal(server: Awaited<ReturnType<typeof startServer>>): Promise
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
+    // Also without TLS: SIGHUP's default action would end the process.
+    process.on('SIGHUP', () => {
+      if (!stopping) void server.reloadTls();
+    });
   });
 }

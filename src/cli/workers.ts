@@ -1,8 +1,8 @@
 import cluster, { type Worker } from 'node:cluster';
-import pino from 'pino';
 import { migrate, openPostgres } from '../server/db/index.js';
 import { resolveAdminToken } from '../server/store/index.js';
 import { serveClusterMetrics, type Settings } from '../server/index.js';
+import { cliLogger } from './cli-logger.js';
 
 /** Message a worker sends the primary once it listens. */
 export interface WorkerReady {
@@ -36,10 +36,11 @@ const RESTART_CAP_MS = 30_000;
  * `--workers N`: the primary migrates and settles the admin token once, then
  * runs N server processes sharing the port (node:cluster). A worker that dies
  * is restarted with jittered backoff; SIGTERM is passed to every worker and
- * the primary exits 0 when they have drained.
+ * the primary exits 0 when they have drained. SIGHUP is passed on too (each
+ * worker reloads its TLS certificate).
  */
 export async function runWorkers(settings: Settings, argv: readonly string[]): Promise<number> {
-  const logger = pino({ level: settings.logLevel, base: { service: 'fleetplane', role: 'primary' } });
+  const logger = cliLogger({ level: settings.logLevel, base: { service: 'fleetplane', role: 'primary' } });
   if (!settings.databaseUrl) throw new Error('--workers needs --database-url');
   const db = await openPostgres(settings.databaseUrl, { max: 1 });
   let token: string | undefined;
@@ -102,5 +103,8 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
+    process.on('SIGHUP', () => {
+      if (!stopping) for (const w of running) w.process.kill('SIGHUP');
+    });
   });
 }

@@ -10,7 +10,14 @@ export interface BackoffPolicy {
   resetAfterMs: number;
 }
 
-export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 30_000, resetAfterMs: 60_000 };
+/**
+ * 0.5 s doubling to 8 s. The ceiling is low on purpose: after a server
+ * restart of a few seconds, a fleet whose retries grew to 30 s would still be
+ * trickling back half a minute later; an overloaded server says so with
+ * 503 + Retry-After (which the wait honours) instead of relying on clients
+ * backing off far.
+ */
+export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 8_000, resetAfterMs: 60_000 };
 
 /** Past this the ceiling is long since capped; keeps 2^n finite. */
 const MAX_EXPONENT = 40;

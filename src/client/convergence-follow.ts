@@ -22,7 +22,7 @@ export interface FollowConvergenceOptions {
   signal: AbortSignal;
   /** The server's bookmark interval; 3 × this without a line means the stream is dead. Default 15 s. */
   bookmarkIntervalMs?: number | undefined;
-  /** Reconnect timing (full jitter); default 0.5 s doubling to 30 s, reset after a healthy minute. */
+  /** Reconnect timing (full jitter); default 0.5 s doubling to 8 s, reset after a healthy minute. */
   backoff?: Partial<BackoffPolicy> | undefined;
   /** Source of jitter in [0, 1). */
   random?: (() => number) | undefined;

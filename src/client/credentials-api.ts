@@ -43,6 +43,19 @@ export class RegistrationKeysApi {
   async delete(org: string, id: string, opts: CallOptions = {}): Promise<void> {
     await this.transport.empty({ method: 'DELETE', path: paths.registrationKey(org, id), signal: opts.signal });
   }
+
+  /**
+   * `GET /api/registration_key` with `key` as the bearer token: the key's own
+   * object (without its secret), whose `organization_id` is where it enrolls.
+   * AuthError when the key is unknown, used up or expired.
+   */
+  own(key: string, opts: CallOptions = {}): Promise<RegistrationKey> {
+    return this.transport.json(
+      { method: 'GET', path: paths.ownRegistrationKey(), token: key, signal: opts.signal },
+      (v: unknown): v is RegistrationKey => isRecord(v) && typeof v['id'] === 'string' && typeof v['organization_id'] === 'string',
+      'the registration key',
+    );
+  }
 }
 
 /** `/api/organizations/{org}/tokens[/{id}]`. The token itself is returned once, by `create`, in `token`. */

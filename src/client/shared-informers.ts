@@ -49,7 +49,7 @@ function toError(err: unknown): Error {
  *   have, so nobody sees anything twice.
  * - Any disconnect (error, end, 3 bookmark intervals of silence) reconnects
  *   from each kind's last revision with `at_tail`, after a full-jitter backoff
- *   (0.5 s doubling to 30 s, reset after a healthy minute), and never less
+ *   (0.5 s doubling to 8 s, reset after a healthy minute), and never less
  *   than the server's Retry-After on a 429/503 plus jitter.
  * - `revision_compacted` makes every informer relist from 0 (after the same
  *   backoff) and report only real differences.

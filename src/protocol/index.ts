@@ -21,3 +21,4 @@ export * from './schemas/security-group.js';
 export * from './schemas/credentials.js';
 export * from './schemas/fleet.js';
 export * from './schemas/agent-rpc.js';
+export * from './schemas/watch-events.js';

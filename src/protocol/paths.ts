@@ -20,6 +20,8 @@ export const ROUTES = {
   securityGroup: '/api/organizations/:org/security_groups/:id',
   registrationKeys: '/api/organizations/:org/registration_keys',
   registrationKey: '/api/organizations/:org/registration_keys/:id',
+  /** The registration key given as the bearer token: its own object (an agent learns its organization). */
+  ownRegistrationKey: '/api/registration_key',
   tokens: '/api/organizations/:org/tokens',
   token: '/api/organizations/:org/tokens/:id',
   events: '/api/organizations/:org/events',
@@ -41,6 +43,7 @@ export const paths = {
   securityGroup: (org: string, id: string) => `${paths.securityGroups(org)}/${enc(id)}`,
   registrationKeys: (org: string) => `${paths.organization(org)}/registration_keys`,
   registrationKey: (org: string, id: string) => `${paths.registrationKeys(org)}/${enc(id)}`,
+  ownRegistrationKey: () => ROUTES.ownRegistrationKey,
   tokens: (org: string) => `${paths.organization(org)}/tokens`,
   token: (org: string, id: string) => `${paths.tokens(org)}/${enc(id)}`,
   events: (org: string) => `${paths.organization(org)}/events`,

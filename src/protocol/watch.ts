@@ -24,11 +24,11 @@ export const Watch = Type.Object(
     gt_revision: Type.Optional(Revision),
     at_tail: Type.Optional(Type.Boolean()),
   },
-  strict,
+  { ...strict, $id: 'Watch' },
 );
 
 /** Body of `POST .../events`: 1..16 watches, each kind at most once (checked by the server). */
-export const WatchRequest = Type.Array(Watch, { minItems: 1, maxItems: MAX_WATCHES });
+export const WatchRequest = Type.Array(Watch, { minItems: 1, maxItems: MAX_WATCHES, $id: 'WatchRequest' });
 
 export type Watch = Static<typeof Watch>;
 export type WatchRequest = Static<typeof WatchRequest>;

@@ -28,6 +28,10 @@ export class ApiError extends Error {
 
 export const notFound = (what: string): ApiError => new ApiError('not_found', `${what} not found`);
 
+/** 503 for a request that arrives while the server stops: retry in a second, here or on another replica. */
+export const shuttingDown = (message = 'the server is shutting down; retry'): ApiError =>
+  new ApiError('unavailable', message, undefined, { retryAfterS: 1 });
+
 export function validationFailed(path: string, expected: string): ApiError {
   return new ApiError('validation_failed', `${path || '/'}: ${expected}`, { path, expected });
 }

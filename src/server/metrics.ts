@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { BusStats } from './bus/index.js';
+import { registerBusMetrics } from './bus-metrics.js';
 
 /**
  * The server's Prometheus metrics, on a registry of its own so several
@@ -41,25 +42,27 @@ export class Metrics {
   });
   readonly up = new Gauge({ name: 'fleetplane_up', help: '1 while the server runs.', registers: [this.registry], aggregator: 'min' });
 
+  /**
+   * `processMetrics`: also the process's CPU, memory, file descriptors and
+   * Node.js runtime, under the names every Prometheus client library uses
+   * (`process_cpu_seconds_total`, `process_resident_memory_bytes`,
+   * `nodejs_heap_size_used_bytes`, ...), so standard dashboards find them.
+   */
   constructor(opts: { processMetrics?: boolean } = {}) {
-    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'fleetplane_' });
+    if (opts.processMetrics) {
+      collectDefaultMetrics({ register: this.registry });
+      // prom-client adds gauges named `_total` (e.g. nodejs_active_handles_total), which the
+      // naming conventions reserve for counters; each is the sum of a per-type gauge it also exports.
+      for (const m of this.registry.getMetricsAsArray()) {
+        if (String(m.type) !== 'counter' && m.name.endsWith('_total')) this.registry.removeSingleMetric(m.name);
+      }
+    }
     this.up.set(1);
   }
 
-  /** Exposes a reliable bus driver's counters, read at scrape time. */
+  /** Exposes a reliable bus driver's counters, read at scrape time (bus-metrics.ts). */
   observeBus(stats: Readonly<BusStats>): void {
-    new Gauge({
-      name: 'fleetplane_bus_events',
-      help: 'Signal bus counters (messages sent/received, gaps, resyncs by reason, reconnects), cumulative except publishers.',
-      labelNames: ['counter'] as const,
-      registers: [this.registry],
-      collect() {
-        for (const [key, value] of Object.entries(stats)) {
-          if (typeof value === 'number') this.set({ counter: key }, value);
-          else for (const [reason, n] of Object.entries(value)) this.set({ counter: `resyncs_${reason}` }, n);
-        }
-      },
-    });
+    registerBusMetrics(this.registry, stats);
   }
 
   /** Total queries so far (for tests and benchmarks that count, not time). */

@@ -11,6 +11,8 @@ import { Store, resolveAdminToken, type AdminToken } from './store/index.js';
 import { Metrics } from './metrics.js';
 import { clusterMetricsSource } from './cluster-metrics.js';
 import { buildApp, type App } from './http/app.js';
+import { readTlsPair, ReloadableCertificate, type TlsFiles } from './http/tls-certificate.js';
+import { isLoopbackHost } from './http/loopback.js';
 import type { RouteModule, ServerContext } from './http/context.js';
 import { makeSettings, type Settings } from './config/settings.js';
 import { runPeriodically } from '../util/periodic.js';
@@ -31,8 +33,14 @@ export interface FleetServer {
   readonly replica: ReplicaRegistry;
   readonly gateway: AgentGateway;
   readonly fleet: Fleet;
-  /** Base URL once listening (`listen: true`), else undefined. */
+  /** Base URL once listening (`listen: true`), else undefined; `https://` with `--tls-cert`. */
   readonly url: string | undefined;
+  /**
+   * Reads `--tls-cert` and `--tls-key` again and serves the new certificate
+   * to new connections; open ones keep theirs. False (and logged) when the
+   * files are unusable (the previous certificate stays) or TLS is off.
+   */
+  reloadTls(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -63,6 +71,9 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   const settings = makeSettings(overrides);
   const logger = opts.logger ?? pino({ level: settings.logLevel, base: { service: 'fleetplane' } });
   const metrics = new Metrics({ processMetrics: opts.listen !== false });
+  // Before the database: unusable certificate files stop the start at once.
+  const tlsFiles: TlsFiles | undefined = settings.tlsCert && settings.tlsKey ? { certFile: settings.tlsCert, keyFile: settings.tlsKey } : undefined;
+  const tls = tlsFiles ? await readTlsPair(tlsFiles) : undefined;
   const raw = await openDatabase(settings, logger);
   const db = instrument(raw, ({ durationMs, ok, label }) => {
     metrics.dbQueries.inc({ statement: label, ok: ok ? 'true' : 'false' });
@@ -80,7 +91,8 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   if (busStats) metrics.observeBus(busStats);
   const store = new Store(db, bus, settings.staleAfter);
   const replicaId = randomUUID();
-  const fleet = new Fleet({ store, bus, settings, replicaId, registry: metrics.registry, logger });
+  const watchMetrics = new WatchMetrics(metrics.registry);
+  const fleet = new Fleet({ store, bus, settings, replicaId, registry: metrics.registry, logger, fanOutTimes: watchMetrics.fanOutTimes });
   // The gateway's private listener must be up before the replica advertises its URL.
   const gateway = await AgentGateway.start({
     settings,
@@ -110,6 +122,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     logger,
     adminHash: adminToken.hash,
     clusterMetrics: cluster.isWorker && settings.workers > 1 ? clusterMetricsSource(metrics.registry) : undefined,
+    isClosing: () => closing,
     async isReady() {
       if (closing) return false;
       try {
@@ -121,8 +134,8 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
       }
     },
   };
-  const watch = new WatchEngine(store, bus, settings, new WatchMetrics(metrics.registry), logger, fleet.presence);
-  const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...(opts.modules ?? [])]);
+  const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, fleet.presence);
+  const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...(opts.modules ?? [])], tls);
   watch.start();
 
   const compaction = runPeriodically(
@@ -138,13 +151,47 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     (err) => logger.error({ err }, 'compaction failed'),
   );
 
+  const close = async (): Promise<void> => {
+    if (closing) return;
+    closing = true;
+    stop.abort();
+    // Streams and tunnels first: the HTTP server's close waits for every connection to end.
+    await gateway.shutdown();
+    await watch.shutdown();
+    // After the connections closed: their disconnections are in the last batch.
+    await fleet.close();
+    // In-flight requests get a grace period; a connection that never sent a request
+    // (clients open spare ones) would otherwise hold close() until headersTimeout.
+    const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
+    await app.close();
+    clearTimeout(force);
+    await compaction;
+    await replica.stop();
+    await bus.close();
+    await db.close();
+    metrics.up.set(0);
+  };
+
   let url: string | undefined;
+  const certificate = tlsFiles ? new ReloadableCertificate(tlsFiles, app.server, logger) : undefined;
   if (opts.listen !== false) {
-    await app.listen({ host: settings.host, port: settings.port });
+    try {
+      await app.listen({ host: settings.host, port: settings.port });
+    } catch (err) {
+      // A port in use: what started must stop, or its timers and connections keep the process alive.
+      await close().catch((closeErr: unknown) => logger.warn({ err: closeErr }, 'closing after a failed listen failed'));
+      throw err;
+    }
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : settings.port;
     const host = settings.host === '0.0.0.0' || settings.host === '::' ? '127.0.0.1' : settings.host;
-    url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    url = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    if (!tls && !isLoopbackHost(settings.host)) {
+      logger.warn(
+        { host: settings.host },
+        'listening beyond loopback without TLS: tokens cross the network in clear text; set --tls-cert and --tls-key, or put a TLS-terminating proxy in front',
+      );
+    }
   }
 
   return {
@@ -158,25 +205,13 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     gateway,
     fleet,
     url,
-    async close() {
-      if (closing) return;
-      closing = true;
-      stop.abort();
-      // Streams and tunnels first: the HTTP server's close waits for every connection to end.
-      await gateway.shutdown();
-      await watch.shutdown();
-      // After the connections closed: their disconnections are in the last batch.
-      await fleet.close();
-      // In-flight requests get a grace period; a connection that never sent a request
-      // (clients open spare ones) would otherwise hold close() until headersTimeout.
-      const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
-      await app.close();
-      clearTimeout(force);
-      await compaction;
-      await replica.stop();
-      await bus.close();
-      await db.close();
-      metrics.up.set(0);
+    async reloadTls() {
+      if (!certificate) {
+        logger.info('TLS is off (no --tls-cert): nothing to reload');
+        return false;
+      }
+      return certificate.reload();
     },
+    close,
   };
 }

@@ -11,6 +11,7 @@ describe('agent flags and environment', () => {
       org: undefined,
       registrationKey: undefined,
       stateDir: '/tmp/x',
+      caFile: undefined,
       dataplane: 'render',
       interfaceName: AGENT_DEFAULTS.interfaceName,
       listenPort: 51820,
@@ -31,6 +32,7 @@ describe('agent flags and environment', () => {
         '--org', 'org-1',
         '--registration-key', 'fpr_x',
         '--state-dir=/var/lib/fp',
+        '--ca-file', '/etc/fleetplane/ca.pem',
         '--dataplane', 'linux',
         '--interface', 'wg-a',
         '--hostname', 'box-1',
@@ -50,6 +52,7 @@ describe('agent flags and environment', () => {
       org: 'org-1',
       registrationKey: 'fpr_x',
       stateDir: '/var/lib/fp',
+      caFile: '/etc/fleetplane/ca.pem',
       dataplane: 'linux',
       interfaceName: 'wg-a',
       hostname: 'box-1',
@@ -72,6 +75,7 @@ describe('agent flags and environment', () => {
       FLEETPLANE_AGENT_CLEANUP_ON_EXIT: 'true',
       FLEETPLANE_AGENT_LISTEN_PORT: '4000',
       FLEETPLANE_AGENT_DATAPLANE: 'linux',
+      FLEETPLANE_AGENT_CA_FILE: '/env/ca.pem',
     };
     const fromEnv = parseAgentOptions([], env);
     expect(fromEnv).toMatchObject({
@@ -82,9 +86,10 @@ describe('agent flags and environment', () => {
       cleanupOnExit: true,
       listenPort: 4000,
       dataplane: 'linux',
+      caFile: '/env/ca.pem',
     });
-    const flagsWin = parseAgentOptions(['--org', 'org-flag', '--endpoint', '192.0.2.9:3', '--cleanup-on-exit=false', '--dataplane', 'render'], env);
-    expect(flagsWin).toMatchObject({ org: 'org-flag', endpoints: ['192.0.2.9:3'], cleanupOnExit: false, dataplane: 'render', stateDir: '/env/state' });
+    const flagsWin = parseAgentOptions(['--org', 'org-flag', '--endpoint', '192.0.2.9:3', '--cleanup-on-exit=false', '--dataplane', 'render', '--ca-file=/flag/ca.pem'], env);
+    expect(flagsWin).toMatchObject({ org: 'org-flag', endpoints: ['192.0.2.9:3'], cleanupOnExit: false, dataplane: 'render', stateDir: '/env/state', caFile: '/flag/ca.pem' });
   });
 
   it.each([
@@ -92,6 +97,7 @@ describe('agent flags and environment', () => {
     [[...base, '--bogus'], /unknown flag --bogus/],
     [[...base, 'positional'], /unexpected argument/],
     [[...base, '--org'], /--org needs a value/],
+    [[...base, '--ca-file'], /--ca-file needs a value/],
     [[...base, '--dataplane', 'ebpf'], /--dataplane: expected one of render, linux/],
     [[...base, '--listen-port', '0'], /--listen-port/],
     [[...base, '--listen-port', '70000'], /--listen-port/],

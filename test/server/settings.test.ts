@@ -66,6 +66,13 @@ describe('parseSettings', () => {
     });
   });
 
+  it('reads the TLS certificate and key from flags or the environment (HTTPS needs both)', () => {
+    expect(parseSettings(['--tls-cert', 'c.pem', '--tls-key=k.pem'], {})).toMatchObject({ tlsCert: 'c.pem', tlsKey: 'k.pem' });
+    expect(parseSettings([], { FLEETPLANE_TLS_CERT: 'ec.pem', FLEETPLANE_TLS_KEY: 'ek.pem' })).toMatchObject({ tlsCert: 'ec.pem', tlsKey: 'ek.pem' });
+    expect(parseSettings(['--tls-cert', 'f.pem'], { FLEETPLANE_TLS_CERT: 'ec.pem', FLEETPLANE_TLS_KEY: 'ek.pem' })).toMatchObject({ tlsCert: 'f.pem', tlsKey: 'ek.pem' });
+    expect(parseSettings([], {})).toMatchObject({ tlsCert: undefined, tlsKey: undefined });
+  });
+
   it('flags win over the environment', () => {
     const env = { FLEETPLANE_PORT: '1000', FLEETPLANE_LOG_LEVEL: 'error', FLEETPLANE_MEMORY: 'true', DATABASE_URL: 'postgres://env/db' };
     const s = parseSettings(['--port', '2000', '--log-level', 'trace', '--memory=false', '--database-url', 'postgres://flag/db'], env);
@@ -99,6 +106,8 @@ describe('parseSettings', () => {
     ['environment port', [], { FLEETPLANE_PORT: 'abc' }, 'FLEETPLANE_PORT'],
     ['environment log level', [], { FLEETPLANE_LOG_LEVEL: 'chatty' }, 'FLEETPLANE_LOG_LEVEL'],
     ['environment retention', [], { FLEETPLANE_TOMBSTONE_RETENTION: 'forever' }, 'FLEETPLANE_TOMBSTONE_RETENTION'],
+    ['a certificate without its key', ['--tls-cert', '/etc/fp/cert.pem'], {}, '--tls-key'],
+    ['a key without its certificate', [], { FLEETPLANE_TLS_KEY: '/etc/fp/key.pem' }, '--tls-cert'],
   ];
   for (const [what, argv, env, named] of bad) {
     it(`rejects ${what} with a one-line error naming ${named}`, () => {

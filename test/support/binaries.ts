@@ -31,3 +31,13 @@ export function requireBinary(what: string, present: boolean): boolean {
   process.stderr.write(`${msg}*** Skipping them because this is not CI. ***\n`);
   return false;
 }
+
+/** Prometheus's `promtool` (Debian package `prometheus`): lints the `/metrics` output. */
+export function hasPromtool(): boolean {
+  return which('promtool') !== undefined;
+}
+
+/** The Prometheus server (Debian package `prometheus`): scrapes a test server for real. */
+export function hasPrometheus(): boolean {
+  return which('prometheus') !== undefined;
+}

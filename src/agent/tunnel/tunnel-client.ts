@@ -7,6 +7,7 @@ import { AgentConnection, TunnelHandshakeError, type CloseInfo } from './agent-c
 import { AgentMethodRegistry, type AgentMethodHandler } from './method-registry.js';
 import { RequestRunner } from './request-runner.js';
 import type { StatusSendOutcome } from './status-acks.js';
+import { logRetry } from '../transient.js';
 
 export interface TunnelClientOptions {
   /**
@@ -24,7 +25,7 @@ export interface TunnelClientOptions {
   logger?: Logger;
   /** Ping interval; the server is given up on after a whole interval of silence. Default 20 s. */
   pingIntervalMs?: number;
-  /** Reconnect backoff (full jitter). Default 1 s doubling to 20 s, reset by a connection that lasted 20 s. */
+  /** Reconnect backoff (full jitter). Default 1 s doubling to 8 s, reset by a connection that lasted 20 s. */
   backoff?: Partial<BackoffPolicy>;
   /**
    * A connection older than this is replaced: the new one opens first, then
@@ -65,7 +66,8 @@ const DEFAULTS = {
   handshakeTimeoutMs: 10_000,
 };
 
-const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 20_000, resetAfterMs: 20_000 };
+// Capped like the SDK's (8 s): agents come back within seconds of a server restart.
+const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 8_000, resetAfterMs: 20_000 };
 
 /** How long `sendStatus` waits for the server's ack by default (the server acks within ~250 ms). */
 export const DEFAULT_STATUS_ACK_TIMEOUT_MS = 5_000;
@@ -275,7 +277,8 @@ export class TunnelClient {
         const error = err instanceof Error ? err : new Error(String(err));
         const delayMs = backoff.next(0, error instanceof TunnelHandshakeError ? error.retryAfterMs : undefined);
         const refused = error instanceof TunnelHandshakeError && (error.status === 401 || error.status === 403);
-        this.#logger[refused ? 'error' : 'warn']({ err: error, url, delayMs: Math.round(delayMs) }, 'tunnel connection failed; retrying');
+        if (refused) this.#logger.error({ err: error, url, delayMs: Math.round(delayMs) }, 'tunnel connection failed; retrying');
+        else logRetry(this.#logger, error, { url, delayMs: Math.round(delayMs) }, 'tunnel connection failed; retrying');
         this.emit({ type: 'retrying', delayMs, error });
         await sleep(delayMs, signal);
       }

@@ -53,6 +53,8 @@ export class SimAgent {
   private readonly putRetry = new RetryWait(PUT_RETRY);
   private pastLines = 0;
   private pastBodyBytes = 0;
+  /** Bumped by every start: answers to a PUT of an earlier start are ignored. */
+  private session = 0;
 
   constructor(
     readonly index: number,
@@ -99,6 +101,7 @@ export class SimAgent {
   /** Starts afresh against `target`: lists everything, opens the tunnel if asked. */
   start(target: AgentTarget): void {
     this.stop();
+    this.session++;
     this.target = target;
     this.ackMode = target.ack;
     this.seen = this.acked = this.sent = 0;
@@ -207,8 +210,10 @@ export class SimAgent {
     if (this.putBusy || this.putTimer || !sender || !target) return;
     this.putBusy = true;
     const revision = this.seen;
+    const session = this.session;
     this.sent = revision;
     void sender.put(target.org, this.identity.deviceId, this.identity.token, this.status(revision)).then((outcome) => {
+      if (session !== this.session) return;
       this.putBusy = false;
       if (!this.running || this.ackMode !== 'put') return;
       if (outcome.ok) {

@@ -118,7 +118,7 @@ export class FleetServer {
    */
   async cpuSeconds(api: FleetApi): Promise<number> {
     if (this.multiProcess) return this.procStats().cpuSeconds;
-    return promValue(await api.metricsText(), 'fleetplane_process_cpu_seconds_total');
+    return promValue(await api.metricsText(), 'process_cpu_seconds_total');
   }
 
   /** Full GC in every server process (see gc-hook.ts), then a pause for the RSS to settle. */

@@ -1,91 +1,138 @@
-import { FleetplaneClient, FleetplaneError } from '../../client/index.js';
-import { parseCtlArgs, type CtlArgs } from './args.js';
-import type { CtlContext } from './context.js';
-import { runRegistrationKeys, runTokens } from './credentials.js';
-import { Output, type Writable } from './output.js';
-import { RESOURCES } from './resources.js';
-import { runRpc } from './rpc.js';
-import { EXIT, USAGE, UsageError } from './usage.js';
-import { runWatch } from './watch.js';
+import { readFile } from 'node:fs/promises';
+import { FleetplaneClient } from '../../client/index.js';
+import { EXIT, UsageError } from '../exit-codes.js';
+import { versionLine } from '../version.js';
+import { Flags, parseArgv } from './argv.js';
+import { fetchTrusting } from './ca-fetch.js';
+import { flagName, type Command, type RemoteCommand } from './command-spec.js';
+import { CommandError, resolveCommand } from './commands.js';
+import { ConfigError, configPath, loadConfig, looseModeWarning } from './config-file.js';
+import { resolveConnection } from './connection.js';
+import type { CtlContext, LocalContext, OrgRef } from './context.js';
+import { describeError, oneLine } from './describe-error.js';
+import { CONNECTION_FLAGS, type FlagName } from './flags.js';
+import { commandHelp, groupHelp, rootHelp } from './help.js';
+import { resolveOrganization } from './names.js';
+import { Output, parseOutputMode, type Writable } from './output.js';
 
-export { USAGE, EXIT } from './usage.js';
-
-/** What `fleetplane ctl` runs with; tests pass buffers and their own environment. */
+/** What `fleetplane ctl` runs with; tests pass buffers, their own environment and clock. */
 export interface CtlIo {
   stdout: Writable;
   stderr: Writable;
-  /** Reads FLEETPLANE_URL and FLEETPLANE_TOKEN. */
+  /** FLEETPLANE_URL, FLEETPLANE_TOKEN, FLEETPLANE_CONFIG, XDG_CONFIG_HOME, HOME. */
   env: Readonly<Record<string, string | undefined>>;
-  /** Aborting ends `watch` with exit code 0; any other command fails (exit 1). */
+  /** Aborting (Ctrl-C) ends a watch with exit code 0; any other command fails (exit 1). */
   signal?: AbortSignal;
+  /** Milliseconds clock relative times (LAST SEEN) are counted from; default Date.now. */
+  now?: () => number;
+  /** Where relative paths (--ca-file of set-context) start; default the process's. */
+  cwd?: string;
 }
 
 /**
- * `fleetplane ctl ...` (argv without `ctl`). Resolves to the exit code:
- * 0 success, 1 the server or the network failed, 2 bad usage. Errors are one
- * line on stderr; results go to stdout.
+ * `fleetplane ctl ...` (argv without `ctl`). Resolves to the exit code (see
+ * src/cli/exit-codes.ts): 0 success, 1 runtime failure, 2 bad usage.
+ * Errors are one line on stderr, results go to stdout.
  */
 export async function runCtl(argv: readonly string[], io: CtlIo): Promise<number> {
-  let args: CtlArgs;
+  const parsed = parseArgv(argv);
+  let where = '';
   try {
-    args = parseCtlArgs(argv);
-  } catch (err) {
-    return fail(io, err);
-  }
-  if (args.help) {
-    io.stdout.write(`${USAGE}\n`);
-    return EXIT.ok;
-  }
-  if (args.positionals.length === 0) {
-    io.stderr.write(`${USAGE}\n`);
-    return EXIT.usage;
-  }
-  try {
-    const server = args.values.server ?? io.env['FLEETPLANE_URL'];
-    const token = args.values.token ?? io.env['FLEETPLANE_TOKEN'];
-    if (!server) throw new UsageError('no server: pass --server or set FLEETPLANE_URL');
-    if (!token) throw new UsageError('no token: pass --token or set FLEETPLANE_TOKEN');
-    if (!/^https?:\/\//.test(server)) throw new UsageError(`--server must be an http(s) URL, not ${JSON.stringify(server)}`);
-    const ctx: CtlContext = {
-      client: new FleetplaneClient({ baseUrl: server, token }),
-      args,
-      out: new Output(args.output, io.stdout),
+    const flags = new Flags(parsed.occurrences);
+    let words = parsed.positionals;
+    let help = flags.boolean('help') === true;
+    if (words[0] === 'help') {
+      words = words.slice(1);
+      help = true;
+    }
+    let resolved;
+    try {
+      resolved = resolveCommand(words);
+    } catch (err) {
+      if (err instanceof CommandError) where = err.path;
+      throw err;
+    }
+    if (resolved.type === 'root') {
+      if (help) return print(io.stdout, rootHelp(), EXIT.ok);
+      const problem = parsed.problems[0];
+      if (problem !== undefined) throw new UsageError(problem);
+      if (flags.boolean('version') === true) return print(io.stdout, versionLine(), EXIT.ok);
+      return print(io.stderr, rootHelp(), EXIT.usage);
+    }
+    where = resolved.path;
+    if (resolved.type === 'group') {
+      if (help) return print(io.stdout, groupHelp(resolved.group), EXIT.ok);
+      throw new UsageError(`missing verb: ${resolved.group.commands.map((c) => c.name).join(', ')}`);
+    }
+    const { command, args } = resolved;
+    if (help) return print(io.stdout, commandHelp(command, resolved.path), EXIT.ok);
+    const problem = parsed.problems[0] ?? misplacedFlag(command, flags);
+    if (problem !== undefined) throw new UsageError(problem);
+    const local: LocalContext = {
+      flags,
+      out: new Output(parseOutputMode(flags.string('output')), io.stdout, io.now ?? Date.now),
       stderr: io.stderr,
+      env: io.env,
       signal: io.signal,
+      configPath: configPath(flags.string('config'), io.env),
+      cwd: io.cwd ?? process.cwd(),
     };
-    await dispatch(ctx, args.positionals);
+    if (command.kind === 'local') await command.run(local, args);
+    else await command.run(await remoteContext(local, command), args);
     return EXIT.ok;
   } catch (err) {
-    return fail(io, err);
+    return fail(io, where, err);
   }
 }
 
-async function dispatch(ctx: CtlContext, positionals: readonly string[]): Promise<void> {
-  const [resource, verb, ...rest] = positionals;
-  if (resource === 'watch') return runWatch(ctx, positionals.slice(1));
-  if (resource === 'tokens') return runTokens(ctx, verb, rest);
-  if (resource === 'registration-keys') return runRegistrationKeys(ctx, verb, rest);
-  if (resource === 'devices' && verb === 'rpc') return runRpc(ctx, rest);
-  const command = resource === undefined ? undefined : RESOURCES[resource];
-  if (!command) throw new UsageError(`unknown resource ${JSON.stringify(resource)}`);
-  return command(ctx, verb, rest);
+function print(to: Writable, text: string, code: number): number {
+  to.write(text);
+  return code;
 }
 
-function fail(io: CtlIo, err: unknown): number {
+/** A known flag the command doesn't take. */
+function misplacedFlag(command: Command, flags: Flags): string | undefined {
+  const allowed = new Set<FlagName>(['help', ...command.flags.map(flagName), ...(command.kind === 'remote' ? CONNECTION_FLAGS : [])]);
+  const wrong = flags.occurrences.find((o) => !allowed.has(o.name));
+  return wrong === undefined || true ? undefined : `flag ${wrong.raw} does not apply here`;
+}
+
+async function remoteContext(local: LocalContext, command: RemoteCommand): Promise<CtlContext> {
+  const loaded = await loadConfig(local.configPath);
+  const connection = resolveConnection(local.flags, local.env, loaded.config, loaded.path);
+  if (connection.context !== undefined) {
+    const warning = looseModeWarning(loaded);
+    if (warning !== undefined) local.stderr.write(`${warning}\n`);
+  }
+  let fetch;
+  if (connection.caFile !== undefined) {
+    try {
+      fetch = fetchTrusting(await readFile(connection.caFile, 'utf8'));
+    } catch (err) {
+      throw new ConfigError(`CA file ${connection.caFile}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  const client = new FleetplaneClient({ baseUrl: connection.server, token: connection.token, fetch });
+  const takesOrg = command.flags.some((f) => flagName(f) === 'org');
+  let org: Promise<OrgRef> | undefined;
+  return {
+    ...local,
+    client,
+    org: () =>
+      (org ??= (async () => {
+        if (!takesOrg || connection.org === undefined) {
+          throw new UsageError('--org is required for this command (or set a default: fleetplane ctl config set-context NAME --org ORG)');
+        }
+        return resolveOrganization(client, connection.org, local.signal);
+      })()),
+  };
+}
+
+function fail(io: CtlIo, where: string, err: unknown): number {
   if (err instanceof UsageError) {
-    io.stderr.write(`fleetplane ctl: ${err.message} (see 'fleetplane ctl --help')\n`);
+    io.stderr.write(`fleetplane ctl${where ? ` ${where}` : ''}: ${oneLine(err.message)} (see --help)\n`);
     return EXIT.usage;
   }
-  io.stderr.write(`error: ${describe(err)}\n`);
-  return EXIT.api;
-}
-
-/** One line: the message, and for API errors the code and HTTP status. */
-function describe(err: unknown): string {
-  const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
-  if (err instanceof FleetplaneError) {
-    const where = err.status ? `, HTTP ${err.status}` : '';
-    return oneLine(`${err.message} (${err.code}${where})`);
-  }
-  return oneLine(err instanceof Error ? err.message : String(err));
+  io.stderr.write(`error: ${describeError(err)}\n`);
+  return EXIT.failure;
 }

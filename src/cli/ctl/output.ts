@@ -1,55 +1,92 @@
-import type { OutputMode } from './args.js';
+import { stringify } from 'yaml';
+import { UsageError } from '../exit-codes.js';
+import { cell, formatTable } from './table.js';
+import type { Writable } from './writable.js';
 
-/** Where ctl writes: anything with `write(string)` (process.stdout, a test buffer). */
-export interface Writable {
-  write(chunk: string): unknown;
+export type { Writable } from './writable.js';
+
+export const OUTPUT_MODES = ['table', 'wide', 'json', 'yaml'] as const;
+export type OutputMode = (typeof OUTPUT_MODES)[number];
+
+export function parseOutputMode(text: string | undefined): OutputMode {
+  if (text === undefined) return 'table';
+  const mode = OUTPUT_MODES.find((m) => m === text);
+  if (mode === undefined) throw new UsageError(`--output must be one of ${OUTPUT_MODES.join(', ')}, not ${JSON.stringify(text)}`);
+  return mode;
 }
 
+/** A table column; `wide` ones appear only with `-o wide`. `now` is for relative times. */
 export interface Column<T> {
   header: string;
-  value: (row: T) => unknown;
+  value: (row: T, now: number) => unknown;
+  wide?: boolean;
 }
 
-function cell(v: unknown): string {
-  if (v === null || v === undefined) return '-';
-  if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  return JSON.stringify(v);
+/** YAML of a plain JSON value. */
+export function toYaml(value: unknown): string {
+  return stringify(value, { lineWidth: 0 });
 }
 
-/** Left-aligned columns separated by two spaces; the last column isn't padded. */
-export function formatTable(headers: readonly string[], rows: readonly string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]) =>
-    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
-  return [line(headers), ...rows.map(line)].join('\n') + '\n';
-}
-
-/** Renders results as tables/fields for people or JSON for scripts. */
+/**
+ * Renders results: tables for people (`table`, `wide`), documents for
+ * scripts (`json`: indented, or one line per event when watching; `yaml`).
+ */
 export class Output {
   constructor(
     readonly mode: OutputMode,
     private readonly out: Writable,
+    readonly now: () => number = Date.now,
   ) {}
 
+  get forPeople(): boolean {
+    return this.mode === 'table' || this.mode === 'wide';
+  }
+
+  /** The columns this mode shows. */
+  columns<T>(columns: ReadonlyArray<Column<T>>): Array<Column<T>> {
+    return columns.filter((c) => c.wide !== true || this.mode === 'wide');
+  }
+
+  /** Cells of one row, as strings. */
+  cells<T>(row: T, columns: ReadonlyArray<Column<T>>): string[] {
+    const now = this.now();
+    return columns.map((c) => cell(c.value(row, now)));
+  }
+
   list<T>(items: readonly T[], columns: ReadonlyArray<Column<T>>): void {
-    if (this.mode === 'json') return void this.out.write(`${JSON.stringify(items, null, 2)}\n`);
-    this.out.write(formatTable(columns.map((c) => c.header), items.map((item) => columns.map((c) => cell(c.value(item))))));
+    if (!this.forPeople) return this.document(items);
+    const shown = this.columns(columns);
+    this.out.write(formatTable(shown.map((c) => c.header), items.map((item) => this.cells(item, shown))));
   }
 
   /** One object: a FIELD/VALUE listing for people. */
   object(value: object): void {
-    if (this.mode === 'json') return void this.out.write(`${JSON.stringify(value, null, 2)}\n`);
-    const rows = Object.entries(value).map(([k, v]) => [k, cell(v)]);
-    this.out.write(formatTable(['FIELD', 'VALUE'], rows));
+    if (!this.forPeople) return this.document(value);
+    this.out.write(formatTable(['FIELD', 'VALUE'], Object.entries(value).map(([k, v]) => [k, cell(v)])));
   }
 
-  /** A confirmation for people; the given JSON for scripts. */
-  done(message: string, json: unknown): void {
-    this.out.write(this.mode === 'json' ? `${JSON.stringify(json)}\n` : `${message}\n`);
+  /** A confirmation for people; the given value for scripts. */
+  done(message: string, value: unknown): void {
+    if (this.forPeople) this.line(message);
+    else this.document(value);
+  }
+
+  /** A whole value as JSON (indented) or YAML. */
+  document(value: unknown): void {
+    this.out.write(this.mode === 'yaml' ? toYaml(value) : `${JSON.stringify(value, null, 2)}\n`);
+  }
+
+  /** One value of a stream: a JSON line, or a YAML document after `---`. */
+  streamed(value: unknown): void {
+    this.out.write(this.mode === 'yaml' ? `---\n${toYaml(value)}` : `${JSON.stringify(value)}\n`);
   }
 
   line(text: string): void {
     this.out.write(`${text}\n`);
+  }
+
+  /** The raw writer (for tables printed as they grow). */
+  get writer(): Writable {
+    return this.out;
   }
 }

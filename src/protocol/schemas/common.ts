@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import { ERROR_CODES, type ErrorCode } from '../errors.js';
 
 export const Uuid = Type.String({ format: 'uuid', description: 'Lower-case UUID.' });
 export const Revision = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
@@ -14,20 +15,26 @@ export const OrgIdParams = Type.Object({ org: Uuid, id: Uuid }, strict);
 
 export const Tombstone = Type.Object(
   { id: Uuid, revision: Revision, deleted: Type.Literal(true) },
-  { description: 'An item deleted after the requested revision.' },
+  { $id: 'Tombstone', description: 'An item deleted after the requested revision.' },
 );
 
-/** `{items, next?}` — the list envelope (docs/protocol.md "Lists"). */
-export function ListOf<T extends TSchema>(item: T) {
-  return Type.Object({
-    items: Type.Array(item),
-    next: Type.Optional(Type.String({ description: 'Cursor for the next page; absent on the last page.' })),
-  });
+/**
+ * `{items, next?}` — the list envelope (docs/protocol.md "Lists"). `$id`
+ * names it in the OpenAPI document (`#/components/schemas/<$id>`).
+ */
+export function ListOf<T extends TSchema>(item: T, $id?: string) {
+  return Type.Object(
+    {
+      items: Type.Array(item),
+      next: Type.Optional(Type.String({ description: 'Cursor for the next page; absent on the last page.' })),
+    },
+    $id === undefined ? {} : { $id },
+  );
 }
 
 /** Lists with `gt_revision` or a cursor may carry tombstones. */
-export function ChangeListOf<T extends TSchema>(item: T) {
-  return ListOf(Type.Union([item, Tombstone]));
+export function ChangeListOf<T extends TSchema>(item: T, $id?: string) {
+  return ListOf(Type.Union([item, Tombstone]), $id);
 }
 
 export const ListQuery = Type.Object(
@@ -39,10 +46,22 @@ export const ListQuery = Type.Object(
   strict,
 );
 
-export const ErrorResponse = Type.Object({
-  error: Type.Object({
-    code: Type.String(),
-    message: Type.String(),
-    details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-  }),
+/** A code of the error catalog (ERRORS). */
+export const ErrorCodeSchema = Type.Unsafe<ErrorCode>({
+  $id: 'ErrorCode',
+  type: 'string',
+  enum: [...ERROR_CODES],
+  description: 'A code of the error catalog (docs/protocol.md "Errors").',
 });
+
+/** Body of every non-2xx response (ErrorBody). */
+export const ErrorResponse = Type.Object(
+  {
+    error: Type.Object({
+      code: ErrorCodeSchema,
+      message: Type.String(),
+      details: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'For validation errors: the JSON path of the bad field and what was expected.' })),
+    }),
+  },
+  { $id: 'ErrorResponse' },
+);

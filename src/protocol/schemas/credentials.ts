@@ -11,7 +11,9 @@ export const OrgToken = Type.Object({
   description: Type.String(),
   expires_at: Type.Union([Timestamp, Type.Null()]),
   created_at: Timestamp,
-});
+}, { $id: 'OrgToken' });
+
+export const OrgTokenList = Type.Object({ items: Type.Array(OrgToken) }, { $id: 'OrgTokenList' });
 
 export const OrgTokenCreate = Type.Object(
   {
@@ -19,10 +21,10 @@ export const OrgTokenCreate = Type.Object(
     description: Type.Optional(Type.String({ maxLength: 1024 })),
     expires_at: Type.Optional(Type.Union([Timestamp, Type.Null()])),
   },
-  strict,
+  { ...strict, $id: 'OrgTokenCreate' },
 );
 
-export const CreatedOrgToken = Type.Composite([OrgToken, Type.Object({ token: Type.String({ description: 'Shown once.' }) })]);
+export const CreatedOrgToken = Type.Composite([OrgToken, Type.Object({ token: Type.String({ description: 'Shown once.' }) })], { $id: 'CreatedOrgToken' });
 
 export const RegistrationKey = Type.Object({
   id: Uuid,
@@ -32,7 +34,9 @@ export const RegistrationKey = Type.Object({
   expires_at: Type.Union([Timestamp, Type.Null()]),
   used: Type.Boolean(),
   created_at: Timestamp,
-});
+}, { $id: 'RegistrationKey' });
+
+export const RegistrationKeyList = Type.Object({ items: Type.Array(RegistrationKey) }, { $id: 'RegistrationKeyList' });
 
 export const RegistrationKeyCreate = Type.Object(
   {
@@ -40,13 +44,13 @@ export const RegistrationKeyCreate = Type.Object(
     single_use: Type.Optional(Type.Boolean()),
     expires_at: Type.Optional(Type.Union([Timestamp, Type.Null()])),
   },
-  strict,
+  { ...strict, $id: 'RegistrationKeyCreate' },
 );
 
-export const CreatedRegistrationKey = Type.Composite([
-  RegistrationKey,
-  Type.Object({ key: Type.String({ description: 'Shown once.' }) }),
-]);
+export const CreatedRegistrationKey = Type.Composite(
+  [RegistrationKey, Type.Object({ key: Type.String({ description: 'Shown once.' }) })],
+  { $id: 'CreatedRegistrationKey' },
+);
 
 export type OrgToken = Static<typeof OrgToken>;
 export type OrgTokenCreate = Static<typeof OrgTokenCreate>;

@@ -1,12 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Cidr, Revision, Timestamp, Uuid, strict } from './common.js';
+import { ChangeListOf, Cidr, Revision, Timestamp, Uuid, strict } from './common.js';
 
 export const Endpoint = Type.Object(
   {
     source: Type.Union([Type.Literal('local'), Type.Literal('stun'), Type.Literal('manual')]),
     address: Type.String({ format: 'endpoint', description: 'ip:port or [ipv6]:port' }),
   },
-  strict,
+  { ...strict, $id: 'Endpoint' },
 );
 
 export const DeviceStatus = Type.Object({
@@ -17,7 +17,7 @@ export const DeviceStatus = Type.Object({
   local_endpoints: Type.Array(Type.String()),
   os: Type.Union([Type.String(), Type.Null()]),
   agent_version: Type.Union([Type.String(), Type.Null()]),
-});
+}, { $id: 'DeviceStatus', description: "The device's observed state, written only by the device itself." });
 
 /**
  * What a device PUTs to `.../status`. The server records its own clock as `last_seen`.
@@ -34,7 +34,7 @@ export const DeviceStatusInput = Type.Object(
     os: Type.Union([Type.Null(), Type.String({ maxLength: 256 })]),
     agent_version: Type.Union([Type.Null(), Type.String({ maxLength: 64 })]),
   },
-  strict,
+  { ...strict, $id: 'DeviceStatusInput' },
 );
 
 const Hostname = Type.String({ minLength: 1, maxLength: 253 });
@@ -58,10 +58,13 @@ export const DeviceObject = Type.Object({
   revision: Revision,
   created_at: Timestamp,
   updated_at: Timestamp,
-});
+}, { $id: 'DeviceObject', description: 'A device as watch streams carry it: spec and server-assigned fields, no status.' });
 
 /** A device as REST returns it: the watch form plus its observed `status`. */
-export const Device = Type.Composite([DeviceObject, Type.Object({ status: DeviceStatus })]);
+export const Device = Type.Composite([DeviceObject, Type.Object({ status: DeviceStatus })], { $id: 'Device' });
+
+/** `GET .../devices`: devices, and tombstones with `gt_revision` or a cursor. */
+export const DeviceList = ChangeListOf(Device, 'DeviceList');
 
 export const DeviceCreate = Type.Object(
   {
@@ -73,10 +76,10 @@ export const DeviceCreate = Type.Object(
     symmetric_nat: Type.Optional(Type.Boolean()),
     security_group_id: Type.Optional(SecurityGroupRef),
   },
-  strict,
+  { ...strict, $id: 'DeviceCreate' },
 );
 
-export const DevicePatch = Type.Partial(DeviceCreate, strict);
+export const DevicePatch = Type.Partial(DeviceCreate, { ...strict, $id: 'DevicePatch' });
 
 /** Fields a device token may PATCH on its own device. */
 export const DEVICE_SELF_FIELDS = ['endpoints', 'hostname', 'symmetric_nat'] as const;
@@ -95,10 +98,10 @@ export const DEVICE_OWNED_FIELDS: Readonly<Record<string, string>> = {
   status: 'PUT /api/organizations/{org}/devices/{id}/status',
 };
 
-export const EnrolledDevice = Type.Composite([
-  Device,
-  Type.Object({ device_token: Type.String({ description: 'Shown once.' }) }),
-]);
+export const EnrolledDevice = Type.Composite(
+  [Device, Type.Object({ device_token: Type.String({ description: 'Shown once.' }) })],
+  { $id: 'EnrolledDevice' },
+);
 
 export type Endpoint = Static<typeof Endpoint>;
 export type DeviceStatus = Static<typeof DeviceStatus>;

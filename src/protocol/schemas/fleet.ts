@@ -12,24 +12,27 @@ export const Convergence = Type.Object({
   /** Devices holding a tunnel or a watch stream on a live replica (counted apart from the four states). */
   online: Type.Integer(),
   not_converged: Type.Array(
-    Type.Object({
-      id: Uuid,
-      hostname: Type.String(),
-      applied_revision: Type.Union([Revision, Type.Null()]),
-      apply_error: Type.Union([Type.String(), Type.Null()]),
-      last_seen: Type.Union([Timestamp, Type.Null()]),
-    }),
+    Type.Object(
+      {
+        id: Uuid,
+        hostname: Type.String(),
+        applied_revision: Type.Union([Revision, Type.Null()]),
+        apply_error: Type.Union([Type.String(), Type.Null()]),
+        last_seen: Type.Union([Timestamp, Type.Null()]),
+      },
+      { $id: 'NotConvergedDevice' },
+    ),
   ),
-});
+}, { $id: 'Convergence' });
 
 export const Replica = Type.Object({
   id: Type.String(),
   private_url: Type.Union([Type.String(), Type.Null()]),
   started_at: Timestamp,
   lease_expires_at: Timestamp,
-});
+}, { $id: 'Replica' });
 
-export const ReplicaList = Type.Object({ items: Type.Array(Replica) });
+export const ReplicaList = Type.Object({ items: Type.Array(Replica) }, { $id: 'ReplicaList' });
 
 export type Convergence = Static<typeof Convergence>;
 

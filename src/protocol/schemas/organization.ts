@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Cidr, Ip, Revision, Timestamp, Uuid, strict } from './common.js';
 
-export const Route = Type.Object({ destination: Cidr, via: Type.Optional(Ip) }, strict);
+export const Route = Type.Object({ destination: Cidr, via: Type.Optional(Ip) }, { ...strict, $id: 'Route' });
 
 export const Network = Type.Object(
   {
@@ -10,10 +10,10 @@ export const Network = Type.Object(
     resolvers: Type.Array(Ip, { maxItems: 16 }),
     routes: Type.Array(Route, { maxItems: 1024 }),
   },
-  strict,
+  { ...strict, $id: 'Network' },
 );
 
-export const NetworkInput = Type.Partial(Network, strict);
+export const NetworkInput = Type.Partial(Network, { ...strict, $id: 'NetworkInput' });
 
 export const Organization = Type.Object({
   id: Uuid,
@@ -23,19 +23,21 @@ export const Organization = Type.Object({
   revision: Revision,
   created_at: Timestamp,
   updated_at: Timestamp,
-});
+}, { $id: 'Organization' });
+
+export const OrganizationList = Type.Object({ items: Type.Array(Organization) }, { $id: 'OrganizationList' });
 
 const Name = Type.String({ minLength: 1, maxLength: 128 });
 const Description = Type.String({ maxLength: 1024 });
 
 export const OrganizationCreate = Type.Object(
   { name: Name, description: Type.Optional(Description), network: Type.Optional(NetworkInput) },
-  strict,
+  { ...strict, $id: 'OrganizationCreate' },
 );
 
 export const OrganizationPatch = Type.Object(
   { name: Type.Optional(Name), description: Type.Optional(Description), network: Type.Optional(NetworkInput) },
-  strict,
+  { ...strict, $id: 'OrganizationPatch' },
 );
 
 export type Route = Static<typeof Route>;

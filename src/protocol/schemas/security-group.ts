@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Revision, Timestamp, Uuid, strict } from './common.js';
+import { ChangeListOf, Revision, Timestamp, Uuid, strict } from './common.js';
 
 export const IP_PROTOCOLS = ['tcp', 'udp', 'icmp', 'icmpv6', 'any'] as const;
 
@@ -13,7 +13,7 @@ export const Rule = Type.Object(
     to_port: Port,
     ip_ranges: Type.Array(Type.String({ format: 'ip-range', description: 'CIDR, IP, or IP-IP' }), { maxItems: 256 }),
   },
-  strict,
+  { ...strict, $id: 'Rule' },
 );
 
 const Rules = Type.Array(Rule, { maxItems: 512 });
@@ -28,14 +28,16 @@ export const SecurityGroup = Type.Object({
   revision: Revision,
   created_at: Timestamp,
   updated_at: Timestamp,
-});
+}, { $id: 'SecurityGroup' });
 
-export const SecurityGroupCreate = Type.Object(
-  { description: Type.Optional(Description), inbound_rules: Type.Optional(Rules), outbound_rules: Type.Optional(Rules) },
-  strict,
-);
+/** `GET .../security_groups`: groups, and tombstones with `gt_revision` or a cursor. */
+export const SecurityGroupList = ChangeListOf(SecurityGroup, 'SecurityGroupList');
 
-export const SecurityGroupPatch = SecurityGroupCreate;
+const securityGroupFields = { description: Type.Optional(Description), inbound_rules: Type.Optional(Rules), outbound_rules: Type.Optional(Rules) };
+
+export const SecurityGroupCreate = Type.Object(securityGroupFields, { ...strict, $id: 'SecurityGroupCreate' });
+
+export const SecurityGroupPatch = Type.Object(securityGroupFields, { ...strict, $id: 'SecurityGroupPatch' });
 
 export type Rule = Static<typeof Rule>;
 export type SecurityGroup = Static<typeof SecurityGroup>;

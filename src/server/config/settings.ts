@@ -6,6 +6,10 @@
 export interface Settings {
   host: string;
   port: number;
+  /** PEM certificate (chain) file: with `tlsKey`, the server speaks HTTPS and reloads both on SIGHUP. */
+  tlsCert: string | undefined;
+  /** PEM private key file of `tlsCert`. */
+  tlsKey: string | undefined;
   /** PGlite data directory; ignored with `memory` or `databaseUrl`. */
   dataDir: string;
   /** PGlite in memory: nothing written to disk. */
@@ -55,6 +59,8 @@ export interface Settings {
 export const DEFAULT_SETTINGS: Settings = {
   host: '0.0.0.0',
   port: 8080,
+  tlsCert: undefined,
+  tlsKey: undefined,
   dataDir: './data',
   memory: false,
   databaseUrl: undefined,
@@ -105,6 +111,8 @@ interface SettingSpec {
 export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'host', flag: 'host', env: 'FLEETPLANE_HOST', kind: 'string', help: 'Address to listen on.' },
   { key: 'port', flag: 'port', env: 'FLEETPLANE_PORT', kind: 'int', min: 0, max: 65535, help: 'Port to listen on (0: any free port).' },
+  { key: 'tlsCert', flag: 'tls-cert', env: 'FLEETPLANE_TLS_CERT', kind: 'string', help: 'PEM certificate (chain) file; with --tls-key the server speaks HTTPS (reloaded on SIGHUP).' },
+  { key: 'tlsKey', flag: 'tls-key', env: 'FLEETPLANE_TLS_KEY', kind: 'string', help: 'PEM private key file of --tls-cert.' },
   { key: 'dataDir', flag: 'data-dir', env: 'FLEETPLANE_DATA_DIR', kind: 'string', help: 'PGlite data directory (embedded storage).' },
   { key: 'memory', flag: 'memory', env: 'FLEETPLANE_MEMORY', kind: 'bool', help: 'Keep PGlite in memory; nothing is written to disk.' },
   { key: 'databaseUrl', flag: 'database-url', env: 'DATABASE_URL', kind: 'string', help: 'PostgreSQL URL; replaces PGlite.' },
@@ -218,6 +226,9 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv = 
 
 /** Cross-setting checks, shared by the parser and programmatic callers. */
 export function validateSettings(s: Settings): void {
+  if ((s.tlsCert === undefined) !== (s.tlsKey === undefined)) {
+    throw new SettingsError(`invalid --${s.tlsCert === undefined ? 'tls-key' : 'tls-cert'}: HTTPS needs both --tls-cert and --tls-key`);
+  }
   if (s.bus === 'postgres' && !s.databaseUrl) throw new SettingsError('invalid --bus: postgres needs --database-url');
   if (s.bus === 'redis' && !s.redisUrl) throw new SettingsError('invalid --bus: redis needs --redis-url');
   if (s.workers > 1 && !s.databaseUrl) {

@@ -1,4 +1,5 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { DEVICE_TOTAL_STATES, type DeviceTotals } from '../store/index.js';
 
 /** Metrics of device statuses, presence and convergence streams. */
 export class FleetMetrics {
@@ -11,6 +12,11 @@ export class FleetMetrics {
   readonly connectedDevices: Gauge;
   readonly convergenceStreams: Gauge;
   readonly convergenceQueries: Counter;
+  /** Device totals by state over every organization; read at scrape time from `observeDevices`. */
+  readonly devices: Gauge<'state'>;
+  readonly ackLatency: Histogram;
+  /** Sets where the device totals come from (undefined: the read failed; the gauge is left empty). */
+  readonly observeDevices: (read: () => Promise<DeviceTotals | undefined>) => void;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -33,6 +39,33 @@ export class FleetMetrics {
     this.convergenceQueries = new Counter({
       name: 'fleetplane_convergence_stream_queries_total',
       help: 'Convergence queries made for streams (at most one per organization per interval, whatever the number of streams).',
+      registers,
+    });
+    let readDevices = async (): Promise<DeviceTotals | undefined> => undefined;
+    this.devices = new Gauge({
+      name: 'fleetplane_devices',
+      help:
+        'Devices of all organizations by convergence state (at_head, behind, error, stale add up to all devices; online is counted apart). ' +
+        'Five series whatever the number of organizations; every replica reports the same totals (aggregate with max, not sum).',
+      labelNames: ['state'] as const,
+      registers,
+      // Under --workers every worker reads the same database: one worker's answer is the server's.
+      aggregator: 'first',
+      async collect() {
+        const totals = await readDevices();
+        this.reset();
+        if (totals) for (const state of DEVICE_TOTAL_STATES) this.set({ state }, totals[state]);
+      },
+    });
+    this.observeDevices = (read) => {
+      readDevices = read;
+    };
+    this.ackLatency = new Histogram({
+      name: 'fleetplane_device_ack_latency_seconds',
+      help:
+        "From a change's fan-out on this replica (the organization's new head reaching its tail cache) to a device's status reporting that " +
+        'revision applied without error; one observation per device and revision applied, on the replica that received the status.',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers,
     });
   }

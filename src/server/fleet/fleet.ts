@@ -6,6 +6,9 @@ import type { SignalBus } from '../bus/index.js';
 import type { Settings } from '../config/settings.js';
 import type { Store } from '../store/index.js';
 import type { RouteModule } from '../http/context.js';
+import type { FanOutTimes } from '../watch/fan-out-times.js';
+import { CachedRead } from '../../util/cached-read.js';
+import { ackLatencyObserver } from './ack-latency.js';
 import { ConvergenceStreams } from './convergence-streams.js';
 import { FleetMetrics } from './fleet-metrics.js';
 import { Presence } from './presence.js';
@@ -20,12 +23,16 @@ export interface FleetOptions {
   replicaId: string;
   registry: Registry;
   logger: Logger;
+  /** When the watch engine's tail caches reached each recent head: the start of the ACK latency. */
+  fanOutTimes: FanOutTimes;
 }
 
 /** Statuses waiting for a batch before new ones are refused: a fleet's worth of simultaneous ACKs. */
 const MAX_PENDING_STATUSES = 100_000;
 /** Rows per statement. */
 const MAX_BATCH = 20_000;
+/** How long the device totals of `/metrics` are reused: frequent scrapes cost one query per this. */
+const DEVICE_TOTALS_TTL_MS = 5_000;
 
 const validStatus = new Ajv({ formats: { ...FORMATS }, allErrors: false }).compile(DeviceStatusInput);
 
@@ -41,7 +48,7 @@ export class Fleet {
   readonly presence: Presence;
   readonly convergence: ConvergenceStreams;
 
-  constructor(private readonly o: FleetOptions) {
+  constructor(o: FleetOptions) {
     this.metrics = new FleetMetrics(o.registry);
     this.batcher = new StatusBatcher({
       write: (batch) => o.store.writeStatusBatch(batch),
@@ -52,9 +59,17 @@ export class Fleet {
       onFlushed: (orgs) => {
         for (const org of orgs) o.bus.notify(statusSignal(org));
       },
+      onChanged: ackLatencyObserver(o.fanOutTimes, this.metrics.ackLatency),
       metrics: this.metrics,
       logger: o.logger.child({ component: 'status-batcher' }),
     });
+    const totals = new CachedRead(() => o.store.deviceTotals(), DEVICE_TOTALS_TTL_MS);
+    this.metrics.observeDevices(() =>
+      totals.get().catch((err: unknown) => {
+        o.logger.warn({ err }, 'reading the device totals for /metrics failed');
+        return undefined;
+      }),
+    );
     const metrics = this.metrics;
     const batcher = this.batcher;
     this.presence = new Presence({

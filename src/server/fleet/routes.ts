@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
-import { Convergence, DeviceStatus, DeviceStatusInput, ErrorResponse, MEDIA, OrgIdParams, OrgParams, QUERY, ROUTES } from '../../protocol/index.js';
+import { Convergence, ConvergenceEventSchema, DeviceStatus, DeviceStatusInput, MEDIA, OrgIdParams, OrgParams, QUERY, ROUTES } from '../../protocol/index.js';
 import type { RouteModule } from '../http/context.js';
 import { requireOrgAccess } from '../http/auth.js';
 import { authenticated, principalOf } from '../http/routes/shared.js';
+import { errors, json } from '../http/route-responses.js';
 import { ApiError } from '../errors.js';
 import type { Fleet } from './fleet.js';
 
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 503: ErrorResponse };
 
 const ConvergenceQuery = Type.Object(
   { [QUERY.watch]: Type.Optional(Type.Boolean({ description: 'Follow the convergence: an NDJSON stream of convergence lines.' })) },
@@ -24,10 +24,14 @@ export function fleetRoutes(fleet: Fleet): RouteModule {
           ...auth,
           schema: {
             tags: ['devices'],
+            operationId: 'putDeviceStatus',
             summary: "Report a device's observed state (device token only; changes no revision); answered once its batch committed",
             params: OrgIdParams,
             body: DeviceStatusInput,
-            response: { 200: DeviceStatus, ...errors },
+            response: {
+              200: json('The status as recorded (with online and last_seen as readers see them).', DeviceStatus),
+              ...errors([400, 401, 403, 404, 413, 503], { 503: 'Too many statuses are waiting to be written, or shutting down' }, { retryAfter: true }),
+            },
           },
         },
         async (req) => {
@@ -50,10 +54,17 @@ export function fleetRoutes(fleet: Fleet): RouteModule {
           ...auth,
           schema: {
             tags: ['organizations'],
+            operationId: 'getConvergence',
             summary: `How many devices applied the head revision; with ?watch=true, a stream of it (${MEDIA.watch})`,
             params: OrgParams,
             querystring: ConvergenceQuery,
-            response: { 200: Convergence, ...errors },
+            response: {
+              200: {
+                description: `The convergence (${MEDIA.json}); with ?watch=true, a stream of ConvergenceEvent lines (${MEDIA.watch}) until an error line or the connection ends it.`,
+                content: { [MEDIA.json]: { schema: Convergence }, [MEDIA.watch]: { schema: ConvergenceEventSchema } },
+              },
+              ...errors([400, 401, 403, 404]),
+            },
           },
         },
         async (req, reply) => {

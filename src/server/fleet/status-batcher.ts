@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { StatusBatch, StatusWrite } from '../store/index.js';
+import type { RecordedStatuses, StatusBatch, StatusWrite } from '../store/index.js';
 import { ApiError } from '../errors.js';
 import type { FleetMetrics } from './fleet-metrics.js';
 
@@ -7,8 +7,8 @@ import type { FleetMetrics } from './fleet-metrics.js';
 export type StatusOutcome = { readonly ok: true } | { readonly ok: false; readonly error: ApiError };
 
 export interface StatusBatcherOptions {
-  /** Writes one batch in one statement; returns the devices whose status was recorded. */
-  write(batch: StatusBatch): Promise<Set<string>>;
+  /** Writes one batch in one statement; returns the devices whose status was recorded (and whether it changed). */
+  write(batch: StatusBatch): Promise<RecordedStatuses>;
   replicaId: string;
   /** Least time between the starts of two batches. */
   intervalMs: number;
@@ -18,12 +18,19 @@ export interface StatusBatcherOptions {
   maxBatch: number;
   /** After a batch committed: the organizations whose devices' status or presence it changed. */
   onFlushed(orgIds: ReadonlySet<string>): void;
+  /**
+   * A recorded status changed its device's applied revision or error (a new
+   * ACK or NACK, not a repeated report); `receivedAt` (performance.now()) is
+   * when the server received it.
+   */
+  onChanged?(write: StatusWrite, receivedAt: number): void;
   metrics: FleetMetrics;
   logger: Logger;
 }
 
 interface Pending {
   write: StatusWrite;
+  receivedAt: number;
   waiters: ((o: StatusOutcome) => void)[];
 }
 
@@ -84,8 +91,9 @@ export class StatusBatcher {
     return new Promise((resolve) => {
       if (current) {
         current.write = write;
+        current.receivedAt = performance.now();
         current.waiters.push(resolve);
-      } else this.#pending.set(write.deviceId, { write, waiters: [resolve] });
+      } else this.#pending.set(write.deviceId, { write, receivedAt: performance.now(), waiters: [resolve] });
       this.#o.metrics.statusPending.set(this.#pending.size);
       this.#schedule();
     });
@@ -158,7 +166,7 @@ export class StatusBatcher {
       connected: [...presence].filter(([, v]) => v.in).map(([id]) => id),
       disconnected: [...presence].filter(([, v]) => !v.in).map(([id]) => id),
     };
-    let recorded: Set<string>;
+    let recorded: RecordedStatuses;
     try {
       recorded = await this.#o.write(batch);
     } catch (err) {
@@ -179,6 +187,7 @@ export class StatusBatcher {
       if (ok) {
         orgs.add(p.write.orgId);
         if (p.write.via === 'tunnel') this.#written.set(id, JSON.stringify(p.write.input));
+        if (recorded.get(id) === true) this.#o.onChanged?.(p.write, p.receivedAt);
       }
       const outcome: StatusOutcome = ok ? OK : { ok: false, error: new ApiError('not_found', 'device not found') };
       for (const w of p.waiters) w(outcome);

@@ -12,7 +12,7 @@ import {
 import type { SignalBus } from '../bus/index.js';
 import type { Settings } from '../config/settings.js';
 import type { Database } from '../db/index.js';
-import { ApiError } from '../errors.js';
+import { shuttingDown } from '../errors.js';
 import type { RouteModule } from '../http/context.js';
 import type { Metrics } from '../metrics.js';
 import { listReplicas } from '../replicas/index.js';
@@ -242,7 +242,7 @@ export class AgentGateway {
     clearInterval(this.#pinger);
     this.#stopLoops.abort();
     await this.#revocationLoop;
-    this.waiters.close(new ApiError('unavailable', 'the server is shutting down'));
+    this.waiters.close(shuttingDown());
     const until = Date.now() + this.#tuning.shutdownDrainMs;
     while (this.tunnels.all().some((t) => t.pending > 0) && Date.now() < until) {
       await new Promise((r) => setTimeout(r, 20));

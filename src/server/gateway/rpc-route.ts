@@ -8,16 +8,22 @@ import {
   RPC_ANSWER_TIMEOUT_MS,
   RPC_WAIT_DEFAULT_S,
 } from '../../protocol/index.js';
-import { ApiError, notFound } from '../errors.js';
+import { ApiError, notFound, shuttingDown } from '../errors.js';
 import { requireOrgAccess } from '../http/auth.js';
 import type { RouteModule } from '../http/context.js';
 import { principalOf } from '../http/routes/shared.js';
 import type { Principal } from '../store/index.js';
 import { resultOf } from './delivery.js';
 import type { RpcRouter } from './rpc-router.js';
+import { empty, errors as errorResponses, json } from '../http/route-responses.js';
 
 const tags = ['agents'];
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 429: ErrorResponse, 502: ErrorResponse, 503: ErrorResponse, 504: ErrorResponse };
+const errors = errorResponses([400, 401, 403, 404, 413, 429, 502, 503, 504], {
+  429: 'Every tunnel of the device has the most unanswered requests it may hold',
+  502: "The agent answered with an error: details carry it (deadline_exceeded when it didn't answer in time)",
+  503: 'The tunnel or the replica holding it went away mid-request (the request may have run: never retried)',
+  504: 'The device did not connect within ?wait=',
+});
 
 /**
  * docs/protocol.md "Authentication and scope" applied to agent calls: the admin
@@ -47,10 +53,11 @@ export function rpcRoutes(router: RpcRouter, closing: () => boolean): RouteModul
         {
           schema: {
             tags,
+            operationId: 'callAgent',
             summary: 'Call a method of the device agent, wherever it is connected (waits up to ?wait= seconds for it to connect)',
             params: DeviceRpcParams,
             querystring: DeviceRpcQuery,
-            response: { 200: Type.Unknown({ description: "The agent's result." }), ...errors },
+            response: { 200: json("The agent's result as it is (null when it returned nothing).", Type.Unknown({ description: "The agent's result." })), ...errors },
           },
         },
         async (req, reply) => {
@@ -61,7 +68,7 @@ export function rpcRoutes(router: RpcRouter, closing: () => boolean): RouteModul
             throw new ApiError('validation_failed', '/: the params must be a JSON object', { path: '/', expected: 'object' });
           }
           if (!(await ctx.store.getDevice(org, id))) throw notFound('device');
-          if (closing()) throw new ApiError('unavailable', 'the server is shutting down');
+          if (closing()) throw shuttingDown();
           const gone = new AbortController();
           reply.raw.once('close', () => {
             if (!reply.raw.writableFinished) gone.abort(new Error('the caller went away'));
@@ -84,7 +91,17 @@ export function rpcRoutes(router: RpcRouter, closing: () => boolean): RouteModul
         },
       );
 
-      app.get(ROUTES.agentTunnel, { schema: { tags, summary: 'The agent tunnel (WebSocket upgrade only)', response: { 400: ErrorResponse } } }, async () => {
+      const tunnelResponses = {
+        101: empty('Switching Protocols: the tunnel is open (WebSocket; frames in docs/protocol.md "Agent tunnel").'),
+        ...errorResponses([400, 401, 403, 503], {
+          400: 'Not a WebSocket upgrade',
+          401: 'No valid device token',
+          403: 'A token other than a device token',
+        }),
+        // A WebSocket's success is 101, which OpenAPI linters don't count as one: this catch-all stands for the handshake's outcomes.
+        default: json('Any other outcome of the handshake: the error body.', ErrorResponse),
+      };
+      app.get(ROUTES.agentTunnel, { schema: { tags, operationId: 'openAgentTunnel', summary: 'The agent tunnel (WebSocket upgrade only)', response: tunnelResponses } }, async () => {
         throw new ApiError('bad_request', 'the agent tunnel needs a WebSocket upgrade');
       });
     },

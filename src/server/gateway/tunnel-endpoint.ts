@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { HEADERS, MEDIA, ROUTES, parseBearer } from '../../protocol/index.js';
-import { ApiError } from '../errors.js';
+import { ApiError, shuttingDown } from '../errors.js';
 import type { Principal } from '../store/index.js';
 
 export interface TunnelEndpointOptions {
@@ -28,6 +28,7 @@ function refuse(socket: Duplex, err: ApiError): void {
   const reason = err.status === 401 ? 'Unauthorized' : err.status === 403 ? 'Forbidden' : err.status === 503 ? 'Service Unavailable' : 'Error';
   socket.end(
     `HTTP/1.1 ${err.status} ${reason}\r\nConnection: close\r\n${HEADERS.contentType}: ${MEDIA.json}\r\n` +
+      (err.retryAfterS === undefined ? '' : `${HEADERS.retryAfter}: ${Math.max(1, Math.ceil(err.retryAfterS))}\r\n`) +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 }
@@ -60,7 +61,7 @@ export function attachTunnelEndpoint(server: Server, options: TunnelEndpointOpti
       });
   };
   const authorize = async (req: IncomingMessage): Promise<TunnelPrincipal> => {
-    if (options.closing()) throw new ApiError('unavailable', 'the server is shutting down; connect elsewhere');
+    if (options.closing()) throw shuttingDown('the server is shutting down; connect elsewhere');
     const secret = parseBearer(req.headers[HEADERS.authorization]);
     if (!secret) throw new ApiError('unauthorized', 'missing bearer token');
     const p = await options.authenticate(secret);

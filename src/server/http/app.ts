@@ -3,8 +3,8 @@ import swagger from '@fastify/swagger';
 import { Ajv, type Options as AjvOptions } from 'ajv';
 import type { Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { BEARER_SCHEME, FORMATS } from '../../protocol/index.js';
-import { ApiError } from '../errors.js';
+import { FORMATS } from '../../protocol/index.js';
+import { ApiError, shuttingDown } from '../errors.js';
 import { errorHandler } from './error-handler.js';
 import type { RouteModule, ServerContext } from './context.js';
 import { registerSystemRoutes } from './routes/system.js';
@@ -12,6 +12,9 @@ import { registerOrganizationRoutes } from './routes/organizations.js';
 import { registerDeviceRoutes } from './routes/devices.js';
 import { registerSecurityGroupRoutes } from './routes/security-groups.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
+import type { TlsPair } from './tls-certificate.js';
+import { openApiOptions } from './openapi.js';
+import { SchemaComponents, withoutIds } from './schema-components.js';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -26,22 +29,27 @@ export type App = FastifyInstance<
  * fields rejected, formats enforced), and the same schemas feed the OpenAPI
  * document, so the two can't drift.
  */
-export async function buildApp(ctx: ServerContext, modules: readonly RouteModule[] = []): Promise<App> {
-  const app = Fastify({
+export async function buildApp(ctx: ServerContext, modules: readonly RouteModule[] = [], https?: TlsPair): Promise<App> {
+  const options = {
     loggerInstance: ctx.logger,
     bodyLimit: ctx.settings.bodyLimit,
     // Per-request lines would dominate the log at fleet scale; metrics count requests instead.
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: false,
-    return503OnClosing: true,
-  }).withTypeProvider<TypeBoxTypeProvider>();
+    // Our own hook answers during shutdown, with Retry-After (Fastify's 503 has none).
+    return503OnClosing: false,
+  };
+  // An HTTPS server has every method the routes and the gateway use of the HTTP one; only the type differs.
+  type HttpInstance = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
+  const app = (https ? (Fastify({ ...options, https }) as unknown as HttpInstance) : Fastify(options)).withTypeProvider<TypeBoxTypeProvider>();
 
   // Bodies are JSON and must not be coerced ({"mtu": "1400"} is an error, not 1400);
   // path and query parameters arrive as strings and are.
   const ajvOptions: AjvOptions = { removeAdditional: false, useDefaults: false, allErrors: false, formats: { ...FORMATS } };
   const bodyAjv = new Ajv({ ...ajvOptions, coerceTypes: false });
   const partAjv = new Ajv({ ...ajvOptions, coerceTypes: 'array' });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : partAjv).compile(schema));
+  // The `$id`s name schemas in the OpenAPI document; Ajv would take a repeated one for a conflict.
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : partAjv).compile(withoutIds(schema) as object));
 
   // Response schemas document the API; bodies are serialized as they are.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -51,20 +59,19 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
     void reply.status(err.status).send(err.toBody());
   });
 
+  app.addHook('onRequest', async () => {
+    if (ctx.isClosing()) throw shuttingDown();
+  });
+
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unmatched';
     ctx.metrics.httpRequests.inc({ method: req.method, route, status: String(reply.statusCode) });
     ctx.metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'fleetplane API', version: '1', description: 'See docs/protocol.md for the contract.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: BEARER_SCHEME } } },
-      security: [{ bearer: [] }],
-    },
-  });
+  const components = new SchemaComponents();
+  app.addHook('onRoute', (route) => components.collect(route.schema));
+  await app.register(swagger, openApiOptions(components));
 
   registerSystemRoutes(app, ctx);
   registerOrganizationRoutes(app, ctx);

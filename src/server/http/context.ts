@@ -22,4 +22,6 @@ export interface ServerContext {
   readonly clusterMetrics: (() => Promise<string>) | undefined;
   /** True once migrations ran and until shutdown began. */
   isReady(): Promise<boolean>;
+  /** True once shutdown began: new requests get 503 with Retry-After. */
+  isClosing(): boolean;
 }

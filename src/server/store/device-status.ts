@@ -61,6 +61,9 @@ export interface StatusWrite {
   readonly via: 'put' | 'tunnel';
 }
 
+/** Devices whose status a batch recorded, each with whether its applied revision or error changed. */
+export type RecordedStatuses = ReadonlyMap<string, boolean>;
+
 /** What one batch writes: statuses, and this replica's presence changes. */
 export interface StatusBatch {
   readonly replicaId: string;
@@ -82,18 +85,19 @@ function stored(input: DeviceStatusInput): Omit<DeviceStatus, 'online' | 'last_s
   };
 }
 
-const { online: _online, last_seen: _lastSeen, ...emptyFields } = EMPTY_STATUS;
-const EMPTY_STORED = JSON.stringify(stored(emptyFields));
+const EMPTY_STORED = JSON.stringify(stored({ ...EMPTY_STATUS, last_seen: undefined }));
 
 /**
  * Writes a batch in one statement (data-modifying CTEs): the statuses of
  * devices that still exist, presence rows in and out (only while this
  * replica is registered: a replica collected after its lease expired
  * re-asserts its presence when it registers again), and `last_seen` of the
- * devices that went away. Returns the ids whose status was recorded; a
- * status of a deleted device is not.
+ * devices that went away. Returns the ids whose status was recorded (a
+ * status of a deleted device is not), each with whether it changed the
+ * stored applied revision or error state: true for a new ACK or NACK, false
+ * for a report repeating what was recorded.
  */
-export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promise<Set<string>> {
+export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promise<RecordedStatuses> {
   const reported = new Set(batch.statuses.map((s) => s.deviceId));
   const seen = batch.disconnected.filter((id) => !reported.has(id));
   const records = batch.statuses.map((s) => ({
@@ -102,15 +106,18 @@ export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promis
     status: stored(s.input),
     online: s.via === 'put' ? s.input.online ?? true : false,
   }));
-  const rows = await q.query<{ device_id: string }>(
-    `WITH st AS (
+  const rows = await q.query<{ device_id: string; changed: boolean }>(
+    `WITH prev AS (
+       SELECT s.device_id, s.status->'applied_revision' AS applied, s.status->'apply_error' AS failed
+         FROM device_status s JOIN jsonb_to_recordset($1::text::jsonb) AS v(id uuid) ON s.device_id = v.id
+     ), st AS (
        INSERT INTO device_status (device_id, org_id, status, last_seen, reported_online)
        SELECT o.id, o.org_id, v.status, now(), v.online
          FROM jsonb_to_recordset($1::text::jsonb) AS v(id uuid, org uuid, status jsonb, online boolean)
          JOIN objects o ON o.id = v.id AND o.org_id = v.org AND o.kind = 'device' AND NOT o.deleted
        ON CONFLICT (device_id) DO UPDATE
          SET status = EXCLUDED.status, last_seen = EXCLUDED.last_seen, reported_online = EXCLUDED.reported_online
-       RETURNING device_id
+       RETURNING device_id, status->'applied_revision' AS applied, status->'apply_error' AS failed
      ), came AS (
        INSERT INTO device_presence (device_id, replica_id)
        SELECT d, $2 FROM unnest($3::uuid[]) AS d WHERE EXISTS (SELECT 1 FROM replicas WHERE id = $2)
@@ -123,10 +130,12 @@ export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promis
         WHERE o.id = ANY($6::uuid[]) AND o.kind = 'device' AND NOT o.deleted
        ON CONFLICT (device_id) DO UPDATE SET last_seen = now()
      )
-     SELECT device_id FROM st`,
+     SELECT st.device_id,
+            (p.device_id IS NULL OR p.applied IS DISTINCT FROM st.applied OR p.failed IS DISTINCT FROM st.failed) AS changed
+       FROM st LEFT JOIN prev p ON p.device_id = st.device_id`,
     [JSON.stringify(records), batch.replicaId, [...batch.connected], [...batch.disconnected], EMPTY_STORED, seen],
   );
-  return new Set(rows.map((r) => r.device_id));
+  return new Map(rows.map((r) => [r.device_id, r.changed === true]));
 }
 
 /** Removes every presence row of this replica (it starts, or re-registers after its row was collected, with none). */

@@ -5,4 +5,5 @@ export type { Principal } from './credentials.js';
 export { resolveAdminToken, type AdminToken } from './admin-token.js';
 export { hashSecret } from './secrets.js';
 export { RevocationCursor } from './revocation-cursor.js';
-export type { StatusBatch, StatusWrite } from './device-status.js';
+export type { RecordedStatuses, StatusBatch, StatusWrite } from './device-status.js';
+export { DEVICE_TOTAL_STATES, type DeviceTotals } from './device-totals.js';

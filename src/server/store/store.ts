@@ -18,6 +18,7 @@ import * as creds from './credentials.js';
 import { readChanges, readHeads, readLive } from './changes.js';
 import { compact } from './compaction.js';
 import { convergence } from './convergence.js';
+import { deviceTotals } from './device-totals.js';
 import { clearPresence, statusesOf, writeStatusBatch, type StatusBatch } from './device-status.js';
 import { listKind, type ListParams } from './objects.js';
 
@@ -76,4 +77,6 @@ export class Store {
   readLive = (orgId: string) => readLive(this.db, orgId);
   compact = (retentionSeconds: number) => compact(this.db, retentionSeconds);
   convergence = (orgId: string) => convergence(this.db, orgId, this.staleAfterSeconds);
+  /** Devices of all organizations by convergence state (one statement over every device: cache it). */
+  deviceTotals = () => deviceTotals(this.db, this.staleAfterSeconds);
 }

@@ -16,8 +16,6 @@ function chunk(json: string): Buffer {
   return out;
 }
 
-const CRLF = Buffer.from('\r\n', 'latin1');
-
 /** The chunk that ends a chunked body. */
 export const LAST_CHUNK = Buffer.from('0\r\n\r\n', 'latin1');
 

@@ -4,7 +4,7 @@ import { MEDIA, orgSignal, type Watch } from '../../protocol/index.js';
 import { RevocationCursor, type Store } from '../store/index.js';
 import type { SignalBus } from '../bus/index.js';
 import type { Settings } from '../config/settings.js';
-import { ApiError } from '../errors.js';
+import { ApiError, shuttingDown } from '../errors.js';
 import { runPeriodically } from '../../util/periodic.js';
 import { OrgFeed } from './org-feed.js';
 import { Watcher } from './watcher.js';
@@ -118,7 +118,7 @@ export class WatchEngine {
    * successful `prepare` must be followed by `open`.
    */
   async prepare(orgId: string, watches: readonly Watch[]): Promise<PreparedWatch> {
-    if (this.closing) throw new ApiError('unavailable', 'the server is shutting down');
+    if (this.closing) throw shuttingDown();
     const listTurn = watches.some((w) => (w.gt_revision ?? 0) === 0);
     if (listTurn) this.metrics.listWaits.inc({ outcome: await this.admitList() });
     try {
@@ -142,7 +142,7 @@ export class WatchEngine {
     let feed = await this.feedFor(orgId);
     // Dropped between its lookup and now (its last watcher left): a new one takes its place.
     while (feed.closed) {
-      if (this.closing) throw new ApiError('unavailable', 'the server is shutting down');
+      if (this.closing) throw shuttingDown();
       feed = await this.feedFor(orgId);
     }
     feed.reservations++;
@@ -165,7 +165,7 @@ export class WatchEngine {
         }
       }
       // Shut down while this request waited: its stream would hold the server's close open.
-      if (this.closing) throw new ApiError('unavailable', 'the server is shutting down');
+      if (this.closing) throw shuttingDown();
       return feed;
     } catch (err) {
       feed.reservations--;

@@ -104,6 +104,7 @@ export class OrgFeed {
       if (!ring) return;
       const since = this.signalledAt;
       this.signalledAt = undefined;
+      const from = ring.head;
       let batch;
       try {
         batch = await this.store.readChanges(this.orgId, ring.head, FILL_PAGE);
@@ -124,6 +125,7 @@ export class OrgFeed {
       const more = batch.rows.length === FILL_PAGE;
       if (!more) ring.advance(batch.head);
       else this.again = true;
+      if (ring.head > from && !this.closed) this.metrics.fanOutTimes.reached(this.orgId, from, ring.head, performance.now());
       this.wake();
       if (since !== undefined) this.metrics.fanoutSeconds.observe((performance.now() - since) / 1000);
     } while (this.again);
@@ -169,6 +171,7 @@ export class OrgFeed {
 
   close(): void {
     this.closed = true;
+    this.metrics.fanOutTimes.forget(this.orgId);
     this.subscription?.close();
     this.subscription = undefined;
     this.catchUp.close();

@@ -35,9 +35,9 @@ export class SnapshotBudget {
 /**
  * Every live object of one organization at the feed's head, each as the
  * change event the fill encoded once (the same Buffer the ring holds), by
- * kind in revision order. Initial lists are written from it: the arrays
- * `list` returns are shared by every watcher listing between two changes,
- * so a joiner holds references, never copies.
+ * kind in revision order. Initial lists are written from it: the buffer
+ * `list` returns is shared by every watcher listing between two changes,
+ * so a joiner holds references to it, never copies.
  *
  * Kept current by the feed's fill (`apply` for every row, in revision
  * order), so it is consistent with the ring's head. It charges its bytes to
@@ -46,7 +46,7 @@ export class SnapshotBudget {
  */
 export class OrgSnapshot {
   readonly #byKind = new Map<WatchKind, Map<string, CachedEvent>>();
-  readonly #lists = new Map<WatchKind, readonly CachedEvent[]>();
+  readonly #lists = new Map<WatchKind, Buffer>();
   #bytes = 0;
   #released = false;
 
@@ -55,6 +55,11 @@ export class OrgSnapshot {
   /** Bytes charged to the budget. */
   get bytes(): number {
     return this.#bytes;
+  }
+
+  /** Live objects of one kind. */
+  count(kind: WatchKind): number {
+    return this.#byKind.get(kind)?.size ?? 0;
   }
 
   get size(): number {
@@ -73,19 +78,29 @@ export class OrgSnapshot {
       objects.delete(id);
       this.#charge(-cost(old));
     }
-    this.#lists.delete(event.kind);
+    this.#dropList(event.kind);
     if (event.deleted) return true;
     if (!this.#charge(cost(event))) return false;
     objects.set(id, event);
     return true;
   }
 
-  /** The kind's objects in revision order; the same array for every caller until the kind changes. */
-  list(kind: WatchKind): readonly CachedEvent[] {
+  /**
+   * The kind's change events in revision order, as one buffer: the same
+   * bytes for every caller until the kind changes (built at most once per
+   * change, when a list asks). Watchers write slices of it, so a list costs a
+   * few writes, not one per object. Its bytes are charged to the budget too.
+   */
+  list(kind: WatchKind): Buffer {
     let list = this.#lists.get(kind);
     if (!list) {
-      list = [...(this.#byKind.get(kind)?.values() ?? [])];
-      this.#lists.set(kind, list);
+      const events = [...(this.#byKind.get(kind)?.values() ?? [])];
+      list = Buffer.concat(
+        events.map((e) => e.bytes),
+        events.reduce((n, e) => n + e.bytes.length, 0),
+      );
+      // Over the budget the list is still served (the snapshot is dropped at the next change that doesn't fit).
+      if (this.#charge(list.length)) this.#lists.set(kind, list);
     }
     return list;
   }
@@ -98,6 +113,13 @@ export class OrgSnapshot {
     this.#bytes = 0;
     this.#byKind.clear();
     this.#lists.clear();
+  }
+
+  #dropList(kind: WatchKind): void {
+    const list = this.#lists.get(kind);
+    if (!list) return;
+    this.#lists.delete(kind);
+    this.#charge(-list.length);
   }
 
   #charge(bytes: number): boolean {

@@ -1,7 +1,8 @@
-import { ErrorResponse, MEDIA, OrgParams, ROUTES, WatchRequest } from '../../protocol/index.js';
+import { MEDIA, OrgParams, ROUTES, WatchEventSchema, WatchRequest } from '../../protocol/index.js';
 import type { RouteModule } from '../http/context.js';
 import { requireOrgAccess } from '../http/auth.js';
 import { authenticated, principalOf } from '../http/routes/shared.js';
+import { errors } from '../http/route-responses.js';
 import { validationFailed } from '../errors.js';
 import type { WatchEngine } from './engine.js';
 
@@ -15,10 +16,21 @@ export function watchRoutes(engine: WatchEngine): RouteModule {
           ...authenticated(ctx),
           schema: {
             tags: ['watch'],
+            operationId: 'watchEvents',
             summary: `List and watch: an NDJSON stream (${MEDIA.watch}) of change, delete, tail, bookmark and error events`,
             params: OrgParams,
             body: WatchRequest,
-            response: { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 410: ErrorResponse, 503: ErrorResponse },
+            response: {
+              200: {
+                description: 'The stream: one WatchEvent per line (newline-delimited JSON), until the connection or an error line ends it.',
+                content: { [MEDIA.watch]: { schema: WatchEventSchema } },
+              },
+              ...errors(
+                [400, 401, 403, 404, 410, 413, 503],
+                { 410: 'A gt_revision is older than the organization keeps: list again from 0', 503: 'No initial-list turn in time, or shutting down' },
+                { retryAfter: true },
+              ),
+            },
           },
         },
         async (req, reply) => {

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { FanOutTimes } from './fan-out-times.js';
 
 /** Metrics of the watch engine (registered on the server's registry). */
 export class WatchMetrics {
@@ -25,6 +26,8 @@ export class WatchMetrics {
   readonly written = { events: 0, bytes: 0 };
   /** Reports the snapshot budget's use at scrape time. */
   readonly observeSnapshot: (used: () => number) => void;
+  /** When recent heads reached the tail caches: the start of the ACK latency (fleet metrics). */
+  readonly fanOutTimes = new FanOutTimes();
 
   constructor(registry: Registry) {
     const registers = [registry];

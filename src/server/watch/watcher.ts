@@ -43,11 +43,15 @@ export interface WatcherOptions {
  */
 export const LIST_HIGH_WATER = 256 * 1024;
 
-/** Where a watcher is in its initial list from the snapshot: the shared arrays and a cursor. */
+const EMPTY = Buffer.alloc(0);
+/** Smallest slice written while listing, so a nearly full socket still makes progress per drain. */
+const LIST_MIN_SLICE = 16 * 1024;
+
+/** Where a watcher is in its initial list from the snapshot: the shared buffers (one per kind) and a cursor. */
 interface SnapshotList {
-  readonly lists: readonly (readonly CachedEvent[])[];
+  readonly lists: readonly Buffer[];
   list: number;
-  index: number;
+  offset: number;
 }
 
 type Row = Pick<CachedEvent, 'revision' | 'kind' | 'deleted'>;
@@ -87,6 +91,7 @@ export class Watcher implements FeedListener {
   private reading = false;
   private wakeAgain = false;
   private snapshotList: SnapshotList | undefined;
+  private listedObjects = 0;
   private listed = false;
   private slowTimer: NodeJS.Timeout | undefined;
 
@@ -110,7 +115,8 @@ export class Watcher implements FeedListener {
     // A fresh list at the snapshot's head is written from memory; resumes and mixed requests read as before.
     const snapshot = o.feed.snapshot;
     if (snapshot && o.startHead === o.feed.head && o.watches.every((w) => (w.gt_revision ?? 0) === 0)) {
-      this.snapshotList = { lists: this.kindList.map((k) => snapshot.list(k)), list: 0, index: 0 };
+      this.snapshotList = { lists: this.kindList.map((k) => snapshot.list(k)), list: 0, offset: 0 };
+      this.listedObjects = this.kindList.reduce((n, k) => n + snapshot.count(k), 0);
       o.metrics.listsFromSnapshot.inc();
     }
     o.socket.on('close', () => this.finish('client_closed'));
@@ -155,23 +161,21 @@ export class Watcher implements FeedListener {
   /** Writes the list from the snapshot's shared buffers; false when it paused (the rest goes on drain). */
   private writeSnapshotList(l: SnapshotList): boolean {
     const limit = Math.min(this.o.bufferLimit, LIST_HIGH_WATER);
-    this.o.socket.cork();
-    try {
-      for (; l.list < l.lists.length; l.list++, l.index = 0) {
-        const events = l.lists[l.list] ?? [];
-        while (l.index < events.length) {
-          const e = events[l.index++];
-          if (e) this.write(e.bytes, true);
-          if (this.o.socket.writableLength > limit) {
-            this.pause();
-            return false;
-          }
+    for (; l.list < l.lists.length; l.list++, l.offset = 0) {
+      const list = l.lists[l.list] ?? EMPTY;
+      while (l.offset < list.length) {
+        // Slices share the snapshot's memory: what waits in the socket is a view, not a copy.
+        const end = Math.min(list.length, l.offset + Math.max(LIST_MIN_SLICE, limit - this.o.socket.writableLength));
+        this.write(list.subarray(l.offset, end), false);
+        l.offset = end;
+        if (this.o.socket.writableLength > limit) {
+          this.pause();
+          return false;
         }
       }
-    } finally {
-      this.o.socket.uncork();
     }
     this.snapshotList = undefined;
+    this.o.metrics.written.events += this.listedObjects;
     // Everything that existed at the start head was sent: the ring (or the database) serves the rest.
     this.position = Math.max(this.position, this.o.startHead);
     return true;

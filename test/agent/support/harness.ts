@@ -44,6 +44,7 @@ export function agentOptions(over: Partial<AgentOptions> & Pick<AgentOptions, 's
     server: undefined,
     org: undefined,
     registrationKey: undefined,
+    caFile: undefined,
     dataplane: 'render',
     interfaceName: 'fp0',
     hostname: 'test-host',

@@ -6,6 +6,7 @@
  * or cut streams.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import {
@@ -66,17 +67,22 @@ export class FakeFleetServer {
   #server: Server;
   url = '';
 
-  constructor() {
-    this.#server = createServer((req, res) => {
+  readonly #scheme: 'http' | 'https';
+
+  /** `tls`: serve https with this certificate and key instead of http. */
+  constructor(opts: { tls?: { cert: string; key: string } } = {}) {
+    const handler = (req: IncomingMessage, res: ServerResponse): void => {
       void this.#handle(req, res).catch((err: unknown) => {
         res.destroy(err instanceof Error ? err : new Error(String(err)));
       });
-    });
+    };
+    this.#scheme = opts.tls ? 'https' : 'http';
+    this.#server = opts.tls ? createHttpsServer(opts.tls, handler) : createServer(handler);
   }
 
   async start(): Promise<this> {
     await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    this.url = `${this.#scheme}://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
     return this;
   }
 

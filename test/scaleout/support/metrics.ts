@@ -1,4 +1,5 @@
 import { METRICS_SCOPE, QUERY, ROUTES } from '../../../src/protocol/index.js';
+import { BUS_SERIES, type BusCounterKey } from '../../../src/server/bus-metrics.js';
 import { rest } from './rest.js';
 
 /** One scrape of GET /metrics: sample lines by metric name. */
@@ -25,16 +26,15 @@ export class Scrape {
     return hits.reduce((sum, s) => sum + s.value, 0);
   }
 
-  /** A counter of the reliable bus (`fleetplane_bus_events{counter=...}`). */
-  bus(counter: string): number {
-    return this.value('fleetplane_bus_events', { counter });
+  /** A counter of the reliable bus, by its BusStats name (the series BUS_SERIES maps it to). */
+  bus(counter: BusCounterKey): number {
+    const series = BUS_SERIES[counter];
+    return this.value(series.metric, series.labels);
   }
 
   /** Every resync wake-up of the bus, whatever the reason. */
   get resyncs(): number {
-    return this.samples
-      .filter((s) => s.name === 'fleetplane_bus_events' && (s.labels['counter'] ?? '').startsWith('resyncs_'))
-      .reduce((sum, s) => sum + s.value, 0);
+    return this.value(BUS_SERIES.resyncs_gap.metric);
   }
 
   get fills(): number {

@@ -1,23 +1,24 @@
-import { Type } from '@sinclair/typebox';
 import {
   CreatedOrgToken,
   CreatedRegistrationKey,
-  ErrorResponse,
   OrgIdParams,
   OrgParams,
-  OrgToken,
   OrgTokenCreate,
+  OrgTokenList,
   RegistrationKey,
   RegistrationKeyCreate,
+  RegistrationKeyList,
   ROUTES,
 } from '../../../protocol/index.js';
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
-import { notFound } from '../../errors.js';
+import { ApiError, notFound } from '../../errors.js';
 import { requireOrgAccess } from '../auth.js';
 import { authenticated, principalOf } from './shared.js';
+import { empty, errors as errorResponses, json } from '../route-responses.js';
 
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse };
+const errors = errorResponses([400, 401, 403, 404]);
+const withBody = errorResponses([400, 401, 403, 404, 413]);
 
 /** Tokens and registration keys: organization admins only, secrets shown once. */
 export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
@@ -27,7 +28,17 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
 
   app.post(
     ROUTES.tokens,
-    { ...auth, schema: { tags: ['tokens'], summary: 'Create an organization token (shown once)', params: OrgParams, body: OrgTokenCreate, response: { 201: CreatedOrgToken, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags: ['tokens'],
+        operationId: 'createOrgToken',
+        summary: 'Create an organization token (shown once)',
+        params: OrgParams,
+        body: OrgTokenCreate,
+        response: { 201: json('The token and, once, its secret.', CreatedOrgToken), ...withBody },
+      },
+    },
     async (req, reply) => {
       await admin(req);
       return reply.status(201).send(await ctx.store.createOrgToken(req.params.org, req.body));
@@ -35,7 +46,16 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   );
   app.get(
     ROUTES.tokens,
-    { ...auth, schema: { tags: ['tokens'], summary: 'List organization tokens (without secrets)', params: OrgParams, response: { 200: Type.Object({ items: Type.Array(OrgToken) }), ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags: ['tokens'],
+        operationId: 'listOrgTokens',
+        summary: 'List organization tokens (without secrets)',
+        params: OrgParams,
+        response: { 200: json('The tokens, without secrets.', OrgTokenList), ...errors },
+      },
+    },
     async (req) => {
       await admin(req);
       return { items: await ctx.store.listOrgTokens(req.params.org) };
@@ -43,7 +63,16 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   );
   app.delete(
     ROUTES.token,
-    { ...auth, schema: { tags: ['tokens'], summary: 'Revoke a token (its watch streams end with forbidden)', params: OrgIdParams, response: { 204: Type.Null(), ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags: ['tokens'],
+        operationId: 'revokeOrgToken',
+        summary: 'Revoke a token (its watch streams end with forbidden)',
+        params: OrgIdParams,
+        response: { 204: empty('Revoked.'), ...errors },
+      },
+    },
     async (req, reply) => {
       await admin(req);
       await ctx.store.revokeOrgToken(req.params.org, req.params.id);
@@ -53,7 +82,17 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
 
   app.post(
     ROUTES.registrationKeys,
-    { ...auth, schema: { tags: ['registration keys'], summary: 'Create a registration key (shown once)', params: OrgParams, body: RegistrationKeyCreate, response: { 201: CreatedRegistrationKey, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags: ['registration keys'],
+        operationId: 'createRegistrationKey',
+        summary: 'Create a registration key (shown once)',
+        params: OrgParams,
+        body: RegistrationKeyCreate,
+        response: { 201: json('The key and, once, its secret.', CreatedRegistrationKey), ...withBody },
+      },
+    },
     async (req, reply) => {
       await admin(req);
       return reply.status(201).send(await ctx.store.createRegistrationKey(req.params.org, req.body));
@@ -61,7 +100,16 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   );
   app.get(
     ROUTES.registrationKeys,
-    { ...auth, schema: { tags: ['registration keys'], summary: 'List registration keys (without secrets)', params: OrgParams, response: { 200: Type.Object({ items: Type.Array(RegistrationKey) }), ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags: ['registration keys'],
+        operationId: 'listRegistrationKeys',
+        summary: 'List registration keys (without secrets)',
+        params: OrgParams,
+        response: { 200: json('The keys, without secrets.', RegistrationKeyList), ...errors },
+      },
+    },
     async (req) => {
       await admin(req);
       return { items: await ctx.store.listRegistrationKeys(req.params.org) };
@@ -69,7 +117,16 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   );
   app.get(
     ROUTES.registrationKey,
-    { ...auth, schema: { tags: ['registration keys'], summary: 'Get a registration key (without its secret)', params: OrgIdParams, response: { 200: RegistrationKey, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags: ['registration keys'],
+        operationId: 'getRegistrationKey',
+        summary: 'Get a registration key (without its secret)',
+        params: OrgIdParams,
+        response: { 200: json('The key, without its secret.', RegistrationKey), ...errors },
+      },
+    },
     async (req) => {
       await admin(req);
       const key = await ctx.store.getRegistrationKey(req.params.org, req.params.id);
@@ -79,11 +136,42 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   );
   app.delete(
     ROUTES.registrationKey,
-    { ...auth, schema: { tags: ['registration keys'], summary: 'Delete a registration key', params: OrgIdParams, response: { 204: Type.Null(), ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags: ['registration keys'],
+        operationId: 'deleteRegistrationKey',
+        summary: 'Delete a registration key',
+        params: OrgIdParams,
+        response: { 204: empty('Deleted.'), ...errors },
+      },
+    },
     async (req, reply) => {
       await admin(req);
       await ctx.store.deleteRegistrationKey(req.params.org, req.params.id);
       return reply.status(204).send(null);
+    },
+  );
+  app.get(
+    ROUTES.ownRegistrationKey,
+    {
+      ...auth,
+      schema: {
+        tags: ['registration keys'],
+        operationId: 'getOwnRegistrationKey',
+        summary: 'The registration key given as the bearer token (its organization_id tells an agent where to enroll)',
+        response: { 200: json('The key, without its secret.', RegistrationKey), ...errors },
+      },
+    },
+    async (req) => {
+      const p = await principalOf(req, ctx);
+      if (p.type !== 'registration') throw new ApiError('forbidden', 'only a registration key may look itself up');
+      const key = await ctx.store.getRegistrationKey(p.orgId, p.keyId);
+      // The same answer enrollment would give: a key that can't enroll is no credential.
+      if (!key || (key.single_use && key.used) || (key.expires_at !== null && Date.parse(key.expires_at) <= Date.now())) {
+        throw new ApiError('unauthorized', 'the registration key is used up or expired');
+      }
+      return key;
     },
   );
 }

@@ -1,17 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import {
-  ChangeListOf,
   DEVICE_OWNED_FIELDS,
   DEVICE_SELF_FIELDS,
   Device,
   DeviceCreate,
+  DeviceList,
   DevicePatch,
-  DeviceStatus,
-  DeviceStatusInput,
   EMPTY_STATUS,
   EnrolledDevice,
-  ErrorResponse,
   ListQuery,
   OrgIdParams,
   OrgParams,
@@ -23,9 +20,9 @@ import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
 import { requireOrgAccess } from '../auth.js';
 import { answeredNotModified, authenticated, ifMatchOf, principalOf, sendList, withEtag } from './shared.js';
+import { IfMatchHeaders, IfNoneMatchHeaders, RESPONSE_HEADERS, empty, errors, json } from '../route-responses.js';
 
 const tags = ['devices'];
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
 
 /**
  * Field ownership (docs/protocol.md): fields the server or another endpoint owns
@@ -52,10 +49,16 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
       ...auth,
       schema: {
         tags,
+        operationId: 'listDevices',
         summary: 'List devices (also the polling API: ETag / If-None-Match, gt_revision, paging by revision)',
         params: OrgParams,
         querystring: ListQuery,
-        response: { 200: ChangeListOf(Device), 304: Type.Null(), 410: ErrorResponse, ...errors },
+        headers: IfNoneMatchHeaders,
+        response: {
+          200: json('Devices with their status (and tombstones with gt_revision or a cursor); `next` while pages remain.', DeviceList, RESPONSE_HEADERS.etag, RESPONSE_HEADERS.revision),
+          304: empty('Nothing changed since the If-None-Match revision.', RESPONSE_HEADERS.etag),
+          ...errors([400, 401, 403, 404, 410], { 410: 'gt_revision is older than the organization keeps: list again from 0' }),
+        },
       },
     },
     async (req, reply) => {
@@ -74,10 +77,14 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
       preValidation: refuseOwnedFields,
       schema: {
         tags,
+        operationId: 'createDevice',
         summary: 'Create a device; with a registration key as the bearer token, enroll one (returns device_token once)',
         params: OrgParams,
         body: DeviceCreate,
-        response: { 201: EnrolledDevice, ...errors },
+        response: {
+          201: json('The device and, once, its token.', EnrolledDevice, RESPONSE_HEADERS.etag),
+          ...errors([400, 401, 403, 404, 409, 413], { 409: 'Another device has this public_key, the tunnel IP pool is full, or a field is owned elsewhere' }),
+        },
       },
     },
     async (req, reply) => {
@@ -94,7 +101,16 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
 
   app.get(
     ROUTES.device,
-    { ...auth, schema: { tags, summary: 'Get a device with its status', params: OrgIdParams, response: { 200: Device, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags,
+        operationId: 'getDevice',
+        summary: 'Get a device with its status',
+        params: OrgIdParams,
+        response: { 200: json('The device with its status.', Device, RESPONSE_HEADERS.etag), ...errors([400, 401, 403, 404]) },
+      },
+    },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       const device = await ctx.store.getDevice(req.params.org, req.params.id);
@@ -110,10 +126,15 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
       preValidation: refuseOwnedFields,
       schema: {
         tags,
+        operationId: 'updateDevice',
         summary: 'Change a device (a device token may change only its own endpoints, hostname and symmetric_nat)',
         params: OrgIdParams,
+        headers: IfMatchHeaders,
         body: DevicePatch,
-        response: { 200: Device, 412: ErrorResponse, ...errors },
+        response: {
+          200: json('The device as changed (unchanged when the patch changes nothing).', Device, RESPONSE_HEADERS.etag),
+          ...errors([400, 401, 403, 404, 409, 412, 413], { 409: 'Another device has this public_key, or a field is owned elsewhere' }),
+        },
       },
     },
     async (req, reply) => {
@@ -135,7 +156,17 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
 
   app.delete(
     ROUTES.device,
-    { ...auth, schema: { tags, summary: 'Delete a device (frees its tunnel IP, revokes its token)', params: OrgIdParams, response: { 204: Type.Null(), 412: ErrorResponse, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags,
+        operationId: 'deleteDevice',
+        summary: 'Delete a device (frees its tunnel IP, revokes its token)',
+        params: OrgIdParams,
+        headers: IfMatchHeaders,
+        response: { 204: empty('Deleted.'), ...errors([400, 401, 403, 404, 412]) },
+      },
+    },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       await ctx.store.deleteDevice(req.params.org, req.params.id, ifMatchOf(req));

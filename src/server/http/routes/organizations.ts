@@ -1,27 +1,35 @@
 import { Type } from '@sinclair/typebox';
 import {
-  ErrorResponse,
   Organization,
   OrganizationCreate,
+  OrganizationList,
   OrganizationPatch,
   OrgParams,
   ROUTES,
-  Convergence,
 } from '../../../protocol/index.js';
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
 import { requireAdmin, requireOrgAccess } from '../auth.js';
 import { authenticated, ifMatchOf, principalOf, withEtag } from './shared.js';
+import { IfMatchHeaders, RESPONSE_HEADERS, empty, errors, json } from '../route-responses.js';
 
 const tags = ['organizations'];
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
 
 export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
   const auth = authenticated(ctx);
   app.get(
     ROUTES.organizations,
-    { ...auth, schema: { tags, summary: 'List organizations the token can see (no paging: see docs/protocol.md "Lists")', querystring: Type.Object({}, { additionalProperties: false }), response: { 200: Type.Object({ items: Type.Array(Organization) }), 401: ErrorResponse } } },
+    {
+      ...auth,
+      schema: {
+        tags,
+        operationId: 'listOrganizations',
+        summary: 'List organizations the token can see (no paging: see docs/protocol.md "Lists")',
+        querystring: Type.Object({}, { additionalProperties: false }),
+        response: { 200: json('The organizations.', OrganizationList), ...errors([400, 401, 403], { 403: 'A registration key may only enroll' }) },
+      },
+    },
     async (req) => {
       const p = await principalOf(req, ctx);
       if (p.type === 'registration') throw new ApiError('forbidden', 'a registration key may only enroll a device');
@@ -32,7 +40,19 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
 
   app.post(
     ROUTES.organizations,
-    { ...auth, schema: { tags, summary: 'Create an organization (admin)', body: OrganizationCreate, response: { 201: Organization, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags,
+        operationId: 'createOrganization',
+        summary: 'Create an organization (admin)',
+        body: OrganizationCreate,
+        response: {
+          201: json('The organization created.', Organization, RESPONSE_HEADERS.etag),
+          ...errors([400, 401, 403, 409, 413], { 409: 'The name is taken' }),
+        },
+      },
+    },
     async (req, reply) => {
       requireAdmin(await principalOf(req, ctx));
       const org = await ctx.store.createOrganization(req.body);
@@ -42,7 +62,16 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
 
   app.get(
     ROUTES.organization,
-    { ...auth, schema: { tags, summary: 'Get an organization', params: OrgParams, response: { 200: Organization, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags,
+        operationId: 'getOrganization',
+        summary: 'Get an organization',
+        params: OrgParams,
+        response: { 200: json('The organization.', Organization, RESPONSE_HEADERS.etag), ...errors([400, 401, 403, 404]) },
+      },
+    },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       const org = await ctx.store.getOrganization(req.params.org);
@@ -53,7 +82,21 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
 
   app.patch(
     ROUTES.organization,
-    { ...auth, schema: { tags, summary: 'Change an organization and its network settings', params: OrgParams, body: OrganizationPatch, response: { 200: Organization, 412: ErrorResponse, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags,
+        operationId: 'updateOrganization',
+        summary: 'Change an organization and its network settings',
+        params: OrgParams,
+        headers: IfMatchHeaders,
+        body: OrganizationPatch,
+        response: {
+          200: json('The organization as changed (unchanged when the patch changes nothing).', Organization, RESPONSE_HEADERS.etag),
+          ...errors([400, 401, 403, 404, 409, 412, 413], { 409: 'ipv4_cidr cannot change while the organization has devices; or the name is taken' }),
+        },
+      },
+    },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       return withEtag(reply, await ctx.store.patchOrganization(req.params.org, req.body, ifMatchOf(req)));
@@ -62,7 +105,20 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
 
   app.delete(
     ROUTES.organization,
-    { ...auth, schema: { tags, summary: 'Delete an empty organization (admin)', params: OrgParams, response: { 204: Type.Null(), 412: ErrorResponse, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags,
+        operationId: 'deleteOrganization',
+        summary: 'Delete an empty organization (admin)',
+        params: OrgParams,
+        headers: IfMatchHeaders,
+        response: {
+          204: empty('Deleted; its watchers receive the organization delete event.'),
+          ...errors([400, 401, 403, 404, 409, 412], { 409: 'The organization still has devices or security groups' }),
+        },
+      },
+    },
     async (req, reply) => {
       const p = await principalOf(req, ctx);
       requireOrgAccess(p, req.params.org, 'read');

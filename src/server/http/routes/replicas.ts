@@ -1,4 +1,5 @@
 import { ReplicaList, ROUTES } from '../../../protocol/index.js';
+import { errors, json } from '../route-responses.js';
 import type { RouteModule } from '../context.js';
 import { requireAdmin } from '../auth.js';
 import { authenticated, principalOf } from './shared.js';
@@ -10,7 +11,15 @@ export function replicaRoutes(): RouteModule {
     register(app, ctx) {
       app.get(
         ROUTES.replicas,
-        { ...authenticated(ctx), schema: { tags: ['replicas'], summary: 'Live replicas (admin)', response: { 200: ReplicaList } } },
+        {
+          ...authenticated(ctx),
+          schema: {
+            tags: ['replicas'],
+            operationId: 'listReplicas',
+            summary: 'Live replicas (admin)',
+            response: { 200: json('The replicas whose lease is live.', ReplicaList), ...errors([401, 403]) },
+          },
+        },
         async (req) => {
           requireAdmin(await principalOf(req, ctx));
           const rows = await listReplicas(ctx.store.db);

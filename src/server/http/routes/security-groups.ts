@@ -1,13 +1,11 @@
-import { Type } from '@sinclair/typebox';
 import {
-  ChangeListOf,
-  ErrorResponse,
   ListQuery,
   OrgIdParams,
   OrgParams,
   ROUTES,
   SecurityGroup,
   SecurityGroupCreate,
+  SecurityGroupList,
   SecurityGroupPatch,
 } from '../../../protocol/index.js';
 import type { App } from '../app.js';
@@ -15,9 +13,9 @@ import type { ServerContext } from '../context.js';
 import { notFound } from '../../errors.js';
 import { requireOrgAccess } from '../auth.js';
 import { answeredNotModified, authenticated, ifMatchOf, principalOf, sendList, withEtag } from './shared.js';
+import { IfMatchHeaders, IfNoneMatchHeaders, RESPONSE_HEADERS, empty, errors, json } from '../route-responses.js';
 
 const tags = ['security groups'];
-const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
 
 export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void {
   const auth = authenticated(ctx);
@@ -27,10 +25,16 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
       ...auth,
       schema: {
         tags,
+        operationId: 'listSecurityGroups',
         summary: 'List security groups (ETag / If-None-Match, gt_revision, paging by revision)',
+        headers: IfNoneMatchHeaders,
         params: OrgParams,
         querystring: ListQuery,
-        response: { 200: ChangeListOf(SecurityGroup), 304: Type.Null(), 410: ErrorResponse, ...errors },
+        response: {
+          200: json('Security groups (and tombstones with gt_revision or a cursor); `next` while pages remain.', SecurityGroupList, RESPONSE_HEADERS.etag, RESPONSE_HEADERS.revision),
+          304: empty('Nothing changed since the If-None-Match revision.', RESPONSE_HEADERS.etag),
+          ...errors([400, 401, 403, 404, 410], { 410: 'gt_revision is older than the organization keeps: list again from 0' }),
+        },
       },
     },
     async (req, reply) => {
@@ -43,7 +47,17 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
 
   app.post(
     ROUTES.securityGroups,
-    { ...auth, schema: { tags, summary: 'Create a security group', params: OrgParams, body: SecurityGroupCreate, response: { 201: SecurityGroup, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags,
+        operationId: 'createSecurityGroup',
+        summary: 'Create a security group',
+        params: OrgParams,
+        body: SecurityGroupCreate,
+        response: { 201: json('The security group created.', SecurityGroup, RESPONSE_HEADERS.etag), ...errors([400, 401, 403, 404, 413]) },
+      },
+    },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       const group = await ctx.store.createSecurityGroup(req.params.org, req.body);
@@ -53,7 +67,16 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
 
   app.get(
     ROUTES.securityGroup,
-    { ...auth, schema: { tags, summary: 'Get a security group', params: OrgIdParams, response: { 200: SecurityGroup, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags,
+        operationId: 'getSecurityGroup',
+        summary: 'Get a security group',
+        params: OrgIdParams,
+        response: { 200: json('The security group.', SecurityGroup, RESPONSE_HEADERS.etag), ...errors([400, 401, 403, 404]) },
+      },
+    },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       const group = await ctx.store.getSecurityGroup(req.params.org, req.params.id);
@@ -64,7 +87,21 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
 
   app.patch(
     ROUTES.securityGroup,
-    { ...auth, schema: { tags, summary: 'Change a security group (agents apply it live)', params: OrgIdParams, body: SecurityGroupPatch, response: { 200: SecurityGroup, 412: ErrorResponse, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags,
+        operationId: 'updateSecurityGroup',
+        summary: 'Change a security group (agents apply it live)',
+        params: OrgIdParams,
+        headers: IfMatchHeaders,
+        body: SecurityGroupPatch,
+        response: {
+          200: json('The security group as changed (unchanged when the patch changes nothing).', SecurityGroup, RESPONSE_HEADERS.etag),
+          ...errors([400, 401, 403, 404, 412, 413]),
+        },
+      },
+    },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       return withEtag(reply, await ctx.store.patchSecurityGroup(req.params.org, req.params.id, req.body, ifMatchOf(req)));
@@ -73,7 +110,17 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
 
   app.delete(
     ROUTES.securityGroup,
-    { ...auth, schema: { tags, summary: 'Delete a security group no device uses', params: OrgIdParams, response: { 204: Type.Null(), 412: ErrorResponse, ...errors } } },
+    {
+      ...auth,
+      schema: {
+        tags,
+        operationId: 'deleteSecurityGroup',
+        summary: 'Delete a security group no device uses',
+        params: OrgIdParams,
+        headers: IfMatchHeaders,
+        response: { 204: empty('Deleted.'), ...errors([400, 401, 403, 404, 409, 412], { 409: 'A device uses the group' }) },
+      },
+    },
     async (req, reply) => {
       requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       await ctx.store.deleteSecurityGroup(req.params.org, req.params.id, ifMatchOf(req));

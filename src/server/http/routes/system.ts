@@ -3,6 +3,7 @@ import { METRICS_SCOPE, QUERY, ROUTES } from '../../../protocol/index.js';
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError } from '../../errors.js';
+import { errors, json } from '../route-responses.js';
 
 export function registerSystemRoutes(app: App, ctx: ServerContext): void {
   app.get(ROUTES.healthz, { schema: { hide: true } }, async () => ({ status: 'ok' }));
@@ -25,7 +26,20 @@ export function registerSystemRoutes(app: App, ctx: ServerContext): void {
 
   app.get(
     ROUTES.openapi,
-    { schema: { summary: 'This OpenAPI document', security: [], response: { 200: Type.Object({}, { additionalProperties: true }) } } },
+    {
+      schema: {
+        tags: ['system'],
+        operationId: 'getOpenApiDocument',
+        summary: 'This OpenAPI document',
+        security: [],
+        // Unknown parameters are refused, as on every route.
+        querystring: Type.Object({}, { additionalProperties: false }),
+        response: {
+          200: json('The OpenAPI 3.1 document of this API.', Type.Object({}, { additionalProperties: true, description: 'An OpenAPI 3.1 document.' })),
+          ...errors([400]),
+        },
+      },
+    },
     async () => app.swagger(),
   );
 }

@@ -1,52 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
-import { UsageError } from './usage.js';
-
-const OPTIONS = {
-  server: { type: 'string' },
-  token: { type: 'string' },
-  org: { type: 'string' },
-  output: { type: 'string', short: 'o' },
-  help: { type: 'boolean', short: 'h' },
-  data: { type: 'string' },
-  name: { type: 'string' },
-  description: { type: 'string' },
-  hostname: { type: 'string' },
-  'public-key': { type: 'string' },
-  'if-match': { type: 'string' },
-  role: { type: 'string' },
-  'single-use': { type: 'boolean' },
-  'expires-at': { type: 'string' },
-  params: { type: 'string' },
-  wait: { type: 'string' },
-  'gt-revision': { type: 'string' },
-} as const;
-
-export type OutputMode = 'table' | 'json';
-
-export interface CtlArgs {
-  positionals: string[];
-  values: ReturnType<typeof parse>['values'];
-  output: OutputMode;
-  help: boolean;
-}
-
-function parse(argv: readonly string[]) {
-  return parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
-}
-
-export function parseCtlArgs(argv: readonly string[]): CtlArgs {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (err) {
-    // parseArgs reports unknown options and missing values as TypeErrors with a readable message.
-    throw new UsageError(err instanceof Error ? err.message : String(err));
-  }
-  const output = parsed.values.output ?? 'table';
-  if (output !== 'table' && output !== 'json') throw new UsageError(`--output must be table or json, not ${JSON.stringify(output)}`);
-  return { positionals: parsed.positionals, values: parsed.values, output, help: parsed.values.help === true };
-}
+import { UsageError } from '../exit-codes.js';
 
 /** A non-negative integer flag, or undefined when absent. */
 export function intFlag(name: string, value: string | undefined): number | undefined {
@@ -84,7 +37,14 @@ export function defined(fields: Record<string, unknown>): Record<string, unknown
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
 }
 
+/** A required positional argument. */
 export function requireArg(value: string | undefined, what: string): string {
   if (value === undefined || value === '') throw new UsageError(`missing ${what}`);
   return value;
+}
+
+/** No positional arguments beyond the first `count`. */
+export function noExtraArgs(args: readonly string[], count: number): void {
+  const extra = args[count];
+  if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
 }

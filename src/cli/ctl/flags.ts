@@ -1,0 +1,69 @@
+/**
+ * Every flag `fleetplane ctl` knows, with its kind and default help. A
+ * command accepts only the flags it lists (see command-spec.ts), plus the
+ * connection flags when it talks to a server; any other is a usage error.
+ */
+export type FlagKind = 'string' | 'boolean' | 'list';
+
+export interface FlagSpec {
+  kind: FlagKind;
+  /** One letter: `-o json`, `-w`. */
+  short?: string;
+  /** Placeholder of the value in help (string and list flags). */
+  value?: string;
+  help: string;
+}
+
+export const FLAGS = {
+  help: { kind: 'boolean', short: 'h', help: 'show this help' },
+  version: { kind: 'boolean', help: 'print the version' },
+  server: { kind: 'string', value: 'URL', help: "server base URL (env FLEETPLANE_URL; default: the context's)" },
+  token: { kind: 'string', value: 'TOKEN', help: "bearer token (env FLEETPLANE_TOKEN; default: the context's)" },
+  context: { kind: 'string', value: 'NAME', help: 'use this context of the config file instead of the current one' },
+  config: {
+    kind: 'string',
+    value: 'FILE',
+    help: 'config file (env FLEETPLANE_CONFIG; default $XDG_CONFIG_HOME/fleetplane/config.json, else ~/.config/fleetplane/config.json)',
+  },
+  'ca-file': { kind: 'string', value: 'FILE', help: "PEM certificates to trust for https (default: the context's, else the system's)" },
+  org: { kind: 'string', value: 'ORG', help: "organization name or id (default: the context's)" },
+  output: { kind: 'string', short: 'o', value: 'FORMAT', help: 'table, wide, json or yaml (default table)' },
+  watch: { kind: 'boolean', short: 'w', help: 'after the list, print a line per change until Ctrl-C' },
+  data: { kind: 'string', value: 'JSON|@FILE', help: 'request body as JSON, or @file to read it; field flags override its fields' },
+  name: { kind: 'string', value: 'NAME', help: 'organization name (unique)' },
+  description: { kind: 'string', value: 'TEXT', help: 'description' },
+  hostname: { kind: 'string', value: 'NAME', help: 'device hostname' },
+  'public-key': { kind: 'string', value: 'KEY', help: 'WireGuard public key (base64)' },
+  'security-group': { kind: 'string', value: 'GROUP', help: 'security group, by description or id ("" for none)' },
+  'if-match': { kind: 'string', value: 'REVISION', help: 'only if the object is still at this revision (else exit 1, precondition_failed)' },
+  role: { kind: 'string', value: 'ROLE', help: 'admin or read' },
+  'single-use': { kind: 'boolean', help: 'the key enrolls one device only (default: any number)' },
+  'expires-at': { kind: 'string', value: 'TIME', help: 'RFC 3339 expiry, e.g. 2030-01-01T00:00:00Z (default: never)' },
+  params: { kind: 'string', value: 'JSON', help: 'parameters of the agent method (default {})' },
+  wait: { kind: 'string', value: 'SECONDS', help: 'how long the server waits for the device to connect (server default 20, max 120)' },
+  allow: { kind: 'list', value: 'PROTO[:PORTS]', help: 'inbound rule: tcp, udp, icmp, icmpv6 or any; PORTS is N or N-M (default: all)' },
+  from: { kind: 'list', value: 'RANGES', help: 'sources of the preceding --allow: CIDR, IP or IP-IP, comma separated (default: anywhere)' },
+  'egress-allow': { kind: 'list', value: 'PROTO[:PORTS]', help: 'outbound rule, as --allow' },
+  to: { kind: 'list', value: 'RANGES', help: 'destinations of the preceding --egress-allow (default: anywhere)' },
+} as const satisfies Record<string, FlagSpec>;
+
+export type FlagName = keyof typeof FLAGS;
+
+type OfKind<K extends FlagKind> = { [N in FlagName]: (typeof FLAGS)[N]['kind'] extends K ? N : never }[FlagName];
+export type StringFlag = OfKind<'string'>;
+export type BooleanFlag = OfKind<'boolean'>;
+export type ListFlag = OfKind<'list'>;
+
+/** Flags of every command that talks to a server. */
+export const CONNECTION_FLAGS: readonly FlagName[] = ['server', 'token', 'context', 'config', 'ca-file'];
+
+export function isFlagName(name: string): name is FlagName {
+  return Object.hasOwn(FLAGS, name);
+}
+
+export function flagByShort(letter: string): FlagName | undefined {
+  return (Object.keys(FLAGS) as FlagName[]).find((n) => {
+    const spec: FlagSpec = FLAGS[n];
+    return spec.short === letter;
+  });
+}

@@ -1,0 +1,83 @@
+import type { DeviceCreate, DeviceObject, DevicePatch, DeviceStatus } from '../../../client/index.js';
+import { age } from '../age.js';
+import type { CommandGroup } from '../command-spec.js';
+import type { CtlContext } from '../context.js';
+import { defined } from '../flag-values.js';
+import { watchList } from '../list-watch.js';
+import { rpcCommand } from '../rpc.js';
+import { crudCommands, type CrudSpec } from './crud.js';
+import { resolveDevice } from './device-ref.js';
+import { resolveSecurityGroup } from './security-groups.js';
+
+/** A device as REST lists it; under `--watch`, the watch form with the status of the last listing, if any. */
+export type DeviceRow = DeviceObject & { status?: DeviceStatus | undefined };
+
+const org = async (ctx: CtlContext) => (await ctx.org()).id;
+
+async function securityGroupField(ctx: CtlContext): Promise<string | null | undefined> {
+  const ref = ctx.flags.string('security-group');
+  if (ref === undefined) return undefined;
+  return ref === '' ? null : resolveSecurityGroup(ctx, ref);
+}
+
+const devices: CrudSpec<DeviceRow> = {
+  noun: 'device',
+  ref: '<device>',
+  refHelp: 'its hostname, tunnel IP or id',
+  scoped: true,
+  columns: [
+    { header: 'ID', value: (d) => d.id },
+    { header: 'HOSTNAME', value: (d) => d.hostname },
+    { header: 'TUNNEL IP', value: (d) => d.tunnel_ip },
+    { header: 'ONLINE', value: (d) => d.status?.online },
+    { header: 'LAST SEEN', value: (d, now) => (d.status ? age(d.status.last_seen, now) : undefined) },
+    { header: 'APPLIED', value: (d) => d.status?.applied_revision },
+    { header: 'REVISION', value: (d) => d.revision },
+    { header: 'PUBLIC KEY', value: (d) => d.public_key, wide: true },
+    { header: 'SECURITY GROUP', value: (d) => d.security_group_id, wide: true },
+    { header: 'AGENT', value: (d) => d.status?.agent_version, wide: true },
+    { header: 'ENDPOINTS', value: (d) => d.endpoints.map((e) => e.address).join(','), wide: true },
+    { header: 'APPLY ERROR', value: (d) => d.status?.apply_error, wide: true },
+  ],
+  fieldFlags: ['hostname', 'public-key', 'security-group'],
+  fields: async (ctx) =>
+    defined({
+      hostname: ctx.flags.string('hostname'),
+      public_key: ctx.flags.string('public-key'),
+      security_group_id: await securityGroupField(ctx),
+    }),
+  list: async (ctx) => (await ctx.client.devices.list(await org(ctx), { signal: ctx.signal })).items,
+  resolve: resolveDevice,
+  get: async (ctx, id) => ctx.client.devices.get(await org(ctx), id, { signal: ctx.signal }),
+  create: async (ctx, body) => ctx.client.devices.create(await org(ctx), body as DeviceCreate, { signal: ctx.signal }),
+  update: async (ctx, id, body, ifMatch) => ctx.client.devices.update(await org(ctx), id, body as DevicePatch, { signal: ctx.signal, ifMatch }),
+  remove: async (ctx, id, ifMatch) => ctx.client.devices.delete(await org(ctx), id, { signal: ctx.signal, ifMatch }),
+  // Watch events carry no status (it changes no revision): rows show the status of the listing taken when the watch starts.
+  watch: async (ctx) => {
+    const o = await ctx.org();
+    const listed = await ctx.client.devices.list(o.id, { signal: ctx.signal });
+    const statuses = new Map(listed.items.map((d) => [d.id, d.status]));
+    await watchList(ctx, o, 'device', devices.columns, (d): DeviceRow => ({ ...d, status: statuses.get(d.id) }));
+  },
+  summaries: {
+    list: 'list the devices of an organization, with ONLINE and LAST SEEN',
+    get: 'show one device',
+    create: 'pre-provision a device (prints its device token once)',
+    update: 'change a device (hostname, public key, security group, or --data)',
+    delete: "delete a device (revokes its token)",
+  },
+  examples: {
+    list: ['fleetplane ctl devices list --org acme', 'fleetplane ctl devices list --org acme -o wide', 'fleetplane ctl devices list --org acme --watch'],
+    get: ['fleetplane ctl devices get web-1 --org acme', 'fleetplane ctl devices get 100.64.0.7 --org acme -o yaml'],
+    create: ['fleetplane ctl devices create --org acme --hostname web-1 --public-key "$(wg pubkey < key)" --security-group web'],
+    update: ['fleetplane ctl devices update web-1 --org acme --security-group web', 'fleetplane ctl devices update web-1 --org acme --security-group ""'],
+    delete: ['fleetplane ctl devices delete web-1 --org acme'],
+  },
+};
+
+export const devicesGroup: CommandGroup = {
+  name: 'devices',
+  aliases: ['device', 'dev'],
+  summary: 'devices: the machines of an organization',
+  commands: [...crudCommands(devices), rpcCommand],
+};

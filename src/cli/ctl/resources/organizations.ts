@@ -1,0 +1,55 @@
+import type { Organization, OrganizationCreate, OrganizationPatch } from '../../../client/index.js';
+import type { CommandGroup } from '../command-spec.js';
+import { defined } from '../flag-values.js';
+import { resolveOrganization } from '../names.js';
+import { crudCommands, type CrudSpec } from './crud.js';
+
+const organizations: CrudSpec<Organization> = {
+  noun: 'organization',
+  ref: '<org>',
+  refHelp: 'its name or id',
+  scoped: false,
+  columns: [
+    { header: 'ID', value: (o) => o.id },
+    { header: 'NAME', value: (o) => o.name },
+    { header: 'CIDR', value: (o) => o.network.ipv4_cidr },
+    { header: 'MTU', value: (o) => o.network.mtu },
+    { header: 'REVISION', value: (o) => o.revision },
+    { header: 'RESOLVERS', value: (o) => o.network.resolvers.join(','), wide: true },
+    { header: 'ROUTES', value: (o) => o.network.routes.map((r) => (r.via ? `${r.destination} via ${r.via}` : r.destination)).join(','), wide: true },
+    { header: 'CREATED', value: (o) => o.created_at, wide: true },
+    { header: 'DESCRIPTION', value: (o) => o.description },
+  ],
+  fieldFlags: [
+    { name: 'name', help: 'organization name (unique; what --org takes)' },
+    { name: 'description', help: 'description' },
+  ],
+  fields: async (ctx) => defined({ name: ctx.flags.string('name'), description: ctx.flags.string('description') }),
+  list: async (ctx) => (await ctx.client.organizations.list({ signal: ctx.signal })).items,
+  resolve: async (ctx, ref) => (await resolveOrganization(ctx.client, ref, ctx.signal)).id,
+  get: (ctx, id) => ctx.client.organizations.get(id, { signal: ctx.signal }),
+  create: (ctx, body) => ctx.client.organizations.create(body as OrganizationCreate, { signal: ctx.signal }),
+  update: (ctx, id, body, ifMatch) => ctx.client.organizations.update(id, body as OrganizationPatch, { signal: ctx.signal, ifMatch }),
+  remove: (ctx, id, ifMatch) => ctx.client.organizations.delete(id, { signal: ctx.signal, ifMatch }),
+  summaries: {
+    list: 'list the organizations the token can see',
+    get: 'show one organization',
+    create: 'create an organization',
+    update: 'change an organization (name, description, network via --data)',
+    delete: 'delete an organization without devices or security groups (admin token only)',
+  },
+  examples: {
+    list: ['fleetplane ctl orgs list', 'fleetplane ctl orgs list -o yaml'],
+    get: ['fleetplane ctl orgs get acme'],
+    create: ['fleetplane ctl orgs create --name acme --description "ACME production"', `fleetplane ctl orgs create --name lab --data '{"network":{"ipv4_cidr":"10.99.0.0/16"}}'`],
+    update: [`fleetplane ctl orgs update acme --data '{"network":{"mtu":1380}}'`, 'fleetplane ctl orgs update acme --name acme-prod --if-match 12'],
+    delete: ['fleetplane ctl orgs delete lab'],
+  },
+};
+
+export const organizationsGroup: CommandGroup = {
+  name: 'orgs',
+  aliases: ['org', 'organization', 'organizations'],
+  summary: 'organizations: each has its own devices, security groups, network and revision',
+  commands: crudCommands(organizations),
+};

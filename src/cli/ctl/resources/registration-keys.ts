@@ -1,0 +1,73 @@
+import type { RegistrationKey } from '../../../client/index.js';
+import type { CommandGroup } from '../command-spec.js';
+import { orgLabel } from '../context.js';
+import { dataFlag, defined, noExtraArgs, requireArg } from '../flag-values.js';
+import { resolveId } from '../names.js';
+import type { Column } from '../output.js';
+import { shownOnce } from './shown-once.js';
+
+const columns: ReadonlyArray<Column<RegistrationKey>> = [
+  { header: 'ID', value: (k) => k.id },
+  { header: 'SINGLE USE', value: (k) => k.single_use },
+  { header: 'USED', value: (k) => k.used },
+  { header: 'EXPIRES', value: (k) => k.expires_at ?? 'never' },
+  { header: 'CREATED', value: (k) => k.created_at, wide: true },
+  { header: 'DESCRIPTION', value: (k) => k.description },
+];
+
+export const registrationKeysGroup: CommandGroup = {
+  name: 'registration-keys',
+  aliases: ['registration-key', 'keys', 'key'],
+  summary: 'registration keys: what agents enroll with',
+  commands: [
+    {
+      kind: 'remote',
+      name: 'list',
+      summary: 'list the registration keys of an organization (never the keys themselves)',
+      flags: ['org', 'output'],
+      examples: ['fleetplane ctl registration-keys list --org acme'],
+      async run(ctx, args) {
+        noExtraArgs(args, 0);
+        ctx.out.list(await ctx.client.registrationKeys.list((await ctx.org()).id, { signal: ctx.signal }), columns);
+      },
+    },
+    {
+      kind: 'remote',
+      name: 'create',
+      summary: 'create a registration key; the key is printed this once',
+      flags: ['org', 'single-use', 'description', 'expires-at', 'data', 'output'],
+      examples: [
+        'fleetplane ctl registration-keys create --org acme --description "rack 4"',
+        'fleetplane ctl registration-keys create --org acme --single-use -o json | jq -r .key',
+      ],
+      async run(ctx, args) {
+        noExtraArgs(args, 0);
+        const f = ctx.flags;
+        const body = {
+          ...(await dataFlag(f.string('data'))),
+          ...defined({ description: f.string('description'), single_use: f.boolean('single-use'), expires_at: f.string('expires-at') }),
+        };
+        ctx.out.object(await ctx.client.registrationKeys.create((await ctx.org()).id, body, { signal: ctx.signal }));
+        shownOnce(ctx, 'registration key');
+      },
+    },
+    {
+      kind: 'remote',
+      name: 'delete',
+      args: '<key>',
+      summary: 'delete a registration key (devices it enrolled stay)',
+      details: '<key>: its id, or its description when no other key has it.',
+      flags: ['org', 'output'],
+      examples: ['fleetplane ctl registration-keys delete "rack 4" --org acme'],
+      async run(ctx, args) {
+        noExtraArgs(args, 1);
+        const ref = requireArg(args[0], '<key>');
+        const org = await ctx.org();
+        const list = () => ctx.client.registrationKeys.list(org.id, { signal: ctx.signal });
+        const id = await resolveId(ref, list, (k) => [k.description], 'registration key', ` in organization ${orgLabel(org)}`);
+        await ctx.client.registrationKeys.delete(org.id, id, { signal: ctx.signal });
+        ctx.out.done(`deleted registration key ${ref === id ? id : `${ref} (${id})`}`, { id, deleted: true });
+      },
+    },
+  ],
+};

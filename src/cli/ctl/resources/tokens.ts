@@ -1,0 +1,74 @@
+import { TOKEN_ROLES, type TokenRole } from '../../../protocol/index.js';
+import type { OrgToken } from '../../../client/index.js';
+import { UsageError } from '../../exit-codes.js';
+import type { CommandGroup } from '../command-spec.js';
+import { orgLabel } from '../context.js';
+import { dataFlag, defined, noExtraArgs, requireArg } from '../flag-values.js';
+import { resolveId } from '../names.js';
+import type { Column } from '../output.js';
+import { shownOnce } from './shown-once.js';
+
+const columns: ReadonlyArray<Column<OrgToken>> = [
+  { header: 'ID', value: (t) => t.id },
+  { header: 'ROLE', value: (t) => t.role },
+  { header: 'EXPIRES', value: (t) => t.expires_at ?? 'never' },
+  { header: 'CREATED', value: (t) => t.created_at },
+  { header: 'DESCRIPTION', value: (t) => t.description },
+];
+
+function isRole(v: string): v is TokenRole {
+  return (TOKEN_ROLES as readonly string[]).includes(v);
+}
+
+export const tokensGroup: CommandGroup = {
+  name: 'tokens',
+  aliases: ['token'],
+  summary: "organization tokens: API access to one organization, role admin or read",
+  commands: [
+    {
+      kind: 'remote',
+      name: 'list',
+      summary: 'list the tokens of an organization (never their secrets)',
+      flags: ['org', 'output'],
+      examples: ['fleetplane ctl tokens list --org acme'],
+      async run(ctx, args) {
+        noExtraArgs(args, 0);
+        ctx.out.list(await ctx.client.tokens.list((await ctx.org()).id, { signal: ctx.signal }), columns);
+      },
+    },
+    {
+      kind: 'remote',
+      name: 'create',
+      summary: 'create a token; its secret is printed this once',
+      flags: ['org', { name: 'role', help: 'admin (everything in the organization) or read (read and watch); required' }, 'description', 'expires-at', 'data', 'output'],
+      examples: ['fleetplane ctl tokens create --org acme --role read --description ci', 'fleetplane ctl tokens create --org acme --role admin -o json | jq -r .token'],
+      async run(ctx, args) {
+        noExtraArgs(args, 0);
+        const role = requireArg(ctx.flags.string('role'), '--role (admin or read)');
+        if (!isRole(role)) throw new UsageError(`--role must be one of ${TOKEN_ROLES.join(', ')}`);
+        const body = { ...(await dataFlag(ctx.flags.string('data'))), ...defined({ description: ctx.flags.string('description'), expires_at: ctx.flags.string('expires-at') }), role };
+        ctx.out.object(await ctx.client.tokens.create((await ctx.org()).id, body, { signal: ctx.signal }));
+        shownOnce(ctx, 'token');
+      },
+    },
+    {
+      kind: 'remote',
+      name: 'delete',
+      aliases: ['revoke'],
+      args: '<token>',
+      summary: 'revoke a token (its watch streams end within seconds)',
+      details: '<token>: its id, or its description when no other token has it.',
+      flags: ['org', 'output'],
+      examples: ['fleetplane ctl tokens delete ci --org acme'],
+      async run(ctx, args) {
+        noExtraArgs(args, 1);
+        const ref = requireArg(args[0], '<token>');
+        const org = await ctx.org();
+        const list = () => ctx.client.tokens.list(org.id, { signal: ctx.signal });
+        const id = await resolveId(ref, list, (t) => [t.description], 'token', ` in organization ${orgLabel(org)}`);
+        await ctx.client.tokens.delete(org.id, id, { signal: ctx.signal });
+        ctx.out.done(`revoked token ${ref === id ? id : `${ref} (${id})`}`, { id, deleted: true });
+      },
+    },
+  ],
+};

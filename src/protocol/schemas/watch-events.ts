@@ -1,0 +1,76 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { WATCH_KINDS, type BookmarkEvent, type ChangeEvent, type DeleteEvent, type ErrorEvent, type TailEvent, type WatchEvent } from '../watch.js';
+import type { ConvergenceEvent } from './fleet.js';
+import { Convergence } from './fleet.js';
+import { ErrorCodeSchema, Revision } from './common.js';
+import { DeviceObject } from './device.js';
+import { Organization } from './organization.js';
+import { SecurityGroup } from './security-group.js';
+
+/*
+ * The lines of the two `application/json;stream=watch` streams as schemas,
+ * for the OpenAPI document (docs/protocol.md "Watch" and "Fleet
+ * convergence"). The TypeScript types in watch.ts and fleet.ts are the ones
+ * code uses; the checks at the end keep the two equal.
+ */
+
+function objectEvent<K extends string, V extends TSchema>(kind: K, value: V, $id: string, description: string) {
+  return Type.Object(
+    { kind: Type.Literal(kind), type: Type.Union([Type.Literal('change'), Type.Literal('delete')]), value },
+    { $id, description },
+  );
+}
+
+export const DeviceEventSchema = objectEvent('device', DeviceObject, 'DeviceEvent', 'A device changed (its whole value) or was deleted (its last state, with the revision of the delete).');
+export const SecurityGroupEventSchema = objectEvent('security-group', SecurityGroup, 'SecurityGroupEvent', 'A security group changed or was deleted.');
+export const OrganizationEventSchema = objectEvent('organization', Organization, 'OrganizationEvent', "The organization's own settings changed, or it was deleted.");
+
+const RevisionValue = Type.Object({ revision: Revision });
+
+export const TailEventSchema = Type.Object(
+  { kind: Type.Union(WATCH_KINDS.map((k) => Type.Literal(k))), type: Type.Literal('tail'), value: RevisionValue },
+  { $id: 'TailEvent', description: "Everything of this kind that existed when the watch reached the head has been sent; value.revision is the kind's resume point." },
+);
+
+export const BookmarkEventSchema = Type.Object(
+  { type: Type.Literal('bookmark'), value: RevisionValue },
+  { $id: 'BookmarkEvent', description: 'The stream is consistent up to value.revision for every kind in it.' },
+);
+
+export const ErrorEventSchema = Type.Object(
+  { type: Type.Literal('error'), value: Type.Object({ code: ErrorCodeSchema, message: Type.String() }) },
+  { $id: 'ErrorEvent', description: 'The last line of a stream: why it ends.' },
+);
+
+/** One line of `POST .../events`. */
+export const WatchEventSchema = Type.Union(
+  [DeviceEventSchema, SecurityGroupEventSchema, OrganizationEventSchema, TailEventSchema, BookmarkEventSchema, ErrorEventSchema],
+  { $id: 'WatchEvent', description: 'One line of a watch stream (newline-delimited JSON).' },
+);
+
+export const ConvergenceUpdateSchema = Type.Object(
+  { type: Type.Literal('convergence'), value: Convergence },
+  { $id: 'ConvergenceUpdate', description: 'The current convergence: first at once, then on every change, and again after each bookmark interval.' },
+);
+
+/** One line of `GET .../convergence?watch=true`. */
+export const ConvergenceEventSchema = Type.Union([ConvergenceUpdateSchema, ErrorEventSchema], {
+  $id: 'ConvergenceEvent',
+  description: 'One line of a convergence stream (newline-delimited JSON).',
+});
+
+/** True when A and B are the same type (each assignable to the other). */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+// Compile-time: the schemas describe exactly the types the SDK and the server use.
+const sameLines: [
+  Same<Static<typeof DeviceEventSchema>, ChangeEvent<'device'> | DeleteEvent<'device'>>,
+  Same<Static<typeof SecurityGroupEventSchema>, ChangeEvent<'security-group'> | DeleteEvent<'security-group'>>,
+  Same<Static<typeof OrganizationEventSchema>, ChangeEvent<'organization'> | DeleteEvent<'organization'>>,
+  Same<Static<typeof TailEventSchema>, TailEvent>,
+  Same<Static<typeof BookmarkEventSchema>, BookmarkEvent>,
+  Same<Static<typeof ErrorEventSchema>, ErrorEvent>,
+  Same<Static<typeof WatchEventSchema>, WatchEvent>,
+  Same<Static<typeof ConvergenceEventSchema>, ConvergenceEvent>,
+] = [true, true, true, true, true, true, true, true];
+void sameLines;

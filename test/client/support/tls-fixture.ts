@@ -1,0 +1,23 @@
+/**
+ * A self-signed certificate for 127.0.0.1 (valid until 2126) and its key, for tests of
+ * https with a CA given by --ca-file. Test-only: it protects nothing.
+ */
+export const TEST_CERT = `-----BEGIN CERTIFICATE-----
+MIIBnTCCAUKgAwIBAgIUJfzM5K9yi40bprXxtISz+unJqlowCgYIKoZIzj0EAwIw
+GjEYMBYGA1UEAwwPZmxlZXRwbGFuZS10ZXN0MCAXDTI2MTEyMzEzMjkyN1oYDzIx
+MjYxMDMwMTMyOTI3WjAaMRgwFgYDVQQDDA9mbGVldHBsYW5lLXRlc3QwWTATBgcq
+hkjOPQIBBggqhkjOPQMBBwNCAARVsDn7i1K2ABejxh9Z7K/Tzx1y4dA0FRlObeoP
+5V5H8ecmdTK8cNO1BqDi2jH7Am76QjPBjxGayxi0BsEfLO29o2QwYjAdBgNVHQ4E
+FgQUG3e/7kXutAoWccclXmTrECzt+xMwHwYDVR0jBBgwFoAUG3e/7kXutAoWcccl
+XmTrECzt+xMwDwYDVR0TAQH/BAUwAwEB/zAPBgNVHREECDAGhwR/AAABMAoGCCqG
+SM49BAMCA0kAMEYCIQCSm/sArHf24yEd0PxkR1nwJxBjNgqahyruBlQfE8J1uwIh
+AKwaFOzQHMAINBMxES8FmcfqhfJl8OvObDPW4Tpg8Pkb
+-----END CERTIFICATE-----
+`;
+
+export const TEST_KEY = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgwj3n8tV3cEkrmCLn
+633ggwqDl6OrPOg/WpghZ4R8FJKhRANCAARVsDn7i1K2ABejxh9Z7K/Tzx1y4dA0
+FRlObeoP5V5H8ecmdTK8cNO1BqDi2jH7Am76QjPBjxGayxi0BsEfLO29
+-----END PRIVATE KEY-----
+`;
