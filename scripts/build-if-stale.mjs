@@ -8,9 +8,10 @@
 // Stale means: no stamp, no dist/cli/main.js, or a file or directory under
 // src/ (a directory's time changes when a file is added, removed or renamed)
 // or tsconfig.json newer than the stamp. The stamp gets the time the compile
-// started, so a file saved during a compile makes the next start compile again.
+// started, so a file saved during a compile makes the next start compile again;
+// a failed compile leaves no stamp.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +41,8 @@ const force = process.argv.includes('--force');
 if (!force && !stale()) process.exit(0);
 
 const started = new Date();
+// No stamp while compiling: a compile that fails or is interrupted leaves dist/ stale for the next start.
+rmSync(stamp, { force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const res = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], { cwd: root, stdio: 'inherit' });
 if (res.status !== 0) process.exit(res.status ?? 1);

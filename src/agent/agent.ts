@@ -250,7 +250,7 @@ export class Agent {
       token: running.enrolled.identity.device_token,
       revision: () => running.reconciler.state.applied_revision ?? 0,
       logger: this.#log.child({ component: 'tunnel' }),
-
+      ...(this.#wsOptions ? { wsOptions: this.#wsOptions } : {}),
       onStateChange: (state) => {
         this.#tunnelState = state.type;
       },

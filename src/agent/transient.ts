@@ -7,7 +7,6 @@
  */
 import type { Logger } from 'pino';
 import { FleetplaneError } from '../client/index.js';
-import { errorMessage } from './errors.js';
 
 /** Error codes of Node's sockets and DNS, and of undici, that say "try again later". */
 const TRANSIENT_CODES = new Set([
@@ -47,6 +46,18 @@ function rootCode(err: unknown): string | undefined {
   return found;
 }
 
+/** The messages along `cause`, each once: "POST /api/x: fetch failed (connect ECONNREFUSED 127.0.0.1:80)". */
+function chainMessage(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    const text = e instanceof Error ? e.message : String(e);
+    if (text !== '' && !parts.some((p) => p.includes(text))) parts.push(text);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  const [first = '', ...rest] = parts;
+  return rest.length > 0 ? `${first} (${rest.join(': ')})` : first;
+}
+
 /** An HTTP status the error carries (SDK errors, the tunnel's refused handshake). */
 function statusOf(err: unknown): number | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
@@ -74,7 +85,7 @@ export function logRetry(logger: Logger, err: unknown, fields: Record<string, un
   if (isTransient(err)) {
     const code = err instanceof FleetplaneError && err.code !== 'network_error' ? err.code : rootCode(err);
     const status = statusOf(err);
-    logger.info({ ...fields, error: errorMessage(err), ...(code ? { code } : {}), ...(status ? { status } : {}) }, msg);
+    logger.info({ ...fields, error: chainMessage(err), ...(code ? { code } : {}), ...(status ? { status } : {}) }, msg);
   } else {
     logger.warn({ ...fields, err }, msg);
   }

@@ -73,6 +73,7 @@ describe('fleetplane ctl as a real process against a real server', () => {
     // -o yaml is the REST object.
     const got = await run(['devices', 'get', 'web-1', '--org', name, '-o', 'yaml']);
     expect(got.code).toBe(0);
+    expect(got.stdout).toMatch(new RegExp(`^id: ${web.id}$`, 'm'));
     expect(parseYaml(got.stdout)).toEqual(await rs.admin.devices.get(org, web.id));
 
     const group = await run(['sg', 'create', '--org', name, '--description', 'web', '--allow', 'tcp:22', '--from', '10.0.0.0/8', '--allow', 'icmp', '--egress-allow', 'any', '-o', 'json']);

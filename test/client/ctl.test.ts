@@ -65,6 +65,7 @@ describe('fleetplane ctl: lists, names, output', () => {
     const json = await ctl(['devices', 'list', '--org', server.org, '--output', 'json']);
     expect((JSON.parse(json.out) as unknown[])[0]).toEqual(a);
     const yaml = await ctl(['devices', 'list', '--org', server.org, '-o', 'yaml']);
+    expect(yaml.out).toMatch(/^- hostname: alpha\n {2}tunnel_ip: 100\.64\.0\.2\n/);
     expect(parseYaml(yaml.out)).toEqual(JSON.parse(json.out));
     const one = await ctl(['devices', 'get', 'alpha', '--org', 'acme', '-oyaml']);
     expect(parseYaml(one.out)).toEqual(a);

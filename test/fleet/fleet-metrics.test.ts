@@ -18,7 +18,7 @@ const report = (applied: number | null, error: string | null = null): DeviceStat
 /** How many ACKs the latency histogram has timed. */
 async function ackCount(ws: WatchServer): Promise<number> {
   const data = await ws.server.ctx.metrics.registry.getSingleMetric(ACK_LATENCY)?.get();
-  return data?.values.find((v) => v.metricName === `${ACK_LATENCY}_count`)?.value ?? Number.NaN;
+  return data?.values.find((v) => 'metricName' in v && v.metricName === `${ACK_LATENCY}_count`)?.value ?? Number.NaN;
 }
 
 /** `fleetplane_devices` as the registry reports it at scrape time, by state. */

@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { paths, ROUTES } from '../../src/protocol/index.js';
@@ -76,6 +77,49 @@ describe('fleetplane serve as a real process', () => {
     }
   }, PROCESS_TIMEOUT);
 
+  it.concurrent('prints the banner alone on stdout and logs JSON lines on stderr; warns once when listening beyond loopback without TLS', async () => {
+    const wide = serve(['--memory', '--port', '0', '--host', '0.0.0.0']);
+    const local = serve(['--memory', '--port', '0', '--host', '127.0.0.1']);
+    try {
+      for (const p of [wide, local]) await p.waitFor(/admin token: fpa_\S+\n/);
+      for (const p of [wide, local]) {
+        p.child.kill('SIGTERM');
+        expect((await p.exit).code).toBe(0);
+        // The banner (and nothing else) on stdout, whole lines, no log record among them.
+        expect(p.out.stdout).toMatch(/^fleetplane is listening on http:\/\/127\.0\.0\.1:\d+\nadmin token: fpa_\S+\ntry: curl [^\n]+\n$/);
+        // stderr is not a terminal here: pino's JSON, one object per line.
+        const records = p.out.stderr.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { level: number; msg: string });
+        expect(records.length).toBeGreaterThan(0);
+        expect(records.some((r) => r.msg === 'shutting down')).toBe(true);
+      }
+      const warnings = (p: ReturnType<typeof serve>) =>
+        p.out.stderr.split('\n').filter((l) => l.includes('without TLS')).map((l) => JSON.parse(l) as { level: number; host: string });
+      expect(warnings(wide)).toEqual([expect.objectContaining({ level: 40, host: '0.0.0.0' })]);
+      expect(warnings(local)).toEqual([]);
+    } finally {
+      wide.child.kill('SIGKILL');
+      local.child.kill('SIGKILL');
+    }
+  }, PROCESS_TIMEOUT);
+
+  it.concurrent('exits 1 with one line naming the cause when it can\'t start: its port is taken, or a TLS file is missing', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', () => resolve()));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const busy = serve(['--memory', '--host', '127.0.0.1', '--port', String(port)]);
+      const noCert = serve(['--memory', '--host', '127.0.0.1', '--port', '0', '--tls-cert', '/nonexistent/cert.pem', '--tls-key', '/nonexistent/key.pem']);
+      const [b, n] = await Promise.all([busy.exit, noCert.exit]);
+      expect(b.code).toBe(1);
+      expect(b.stderr).toMatch(/^fleetplane: listen EADDRINUSE[^\n]*\n$/m);
+      expect(b.stdout).not.toContain('listening');
+      expect(n.code).toBe(1);
+      expect(n.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^fleetplane: --tls-cert \/nonexistent\/cert\.pem: ENOENT/)]);
+    } finally {
+      taken.close();
+    }
+  }, PROCESS_TIMEOUT);
+
   it.concurrent('uses a configured admin token, from the environment or the flag (flag wins)', async () => {
     const p = serve(['--memory', '--port=0', '--host=127.0.0.1', '--admin-token', 'fpa_from_flag'], { FLEETPLANE_ADMIN_TOKEN: 'fpa_from_env' });
     try {
@@ -96,11 +140,10 @@ describe('fleetplane serve as a real process', () => {
     ['a malformed flag', ['--memory', '--port', 'eighty'], {}, '--port'],
     ['a malformed environment variable', ['--memory'], { FLEETPLANE_TOMBSTONE_RETENTION: 'a day' }, 'FLEETPLANE_TOMBSTONE_RETENTION'],
   ] as const) {
-    it(`stops with a one-line error naming ${what}`, async () => {
+    it(`stops with a one-line error naming ${what}, exit status 2`, async () => {
       const p = serve([...args], { ...env });
       const exit = await p.exit;
-      expect(exit.code).not.toBe(0);
-      expect(exit.code).not.toBeNull();
+      expect(exit.code).toBe(2);
       const lines = exit.stderr.trim().split('\n');
       expect(lines).toHaveLength(1);
       expect(lines[0]).toContain(named);

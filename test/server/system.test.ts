@@ -30,9 +30,23 @@ function registeredRoutes(tree: string): { method: string; path: string }[] {
   return out;
 }
 
+interface BodySchema {
+  $ref?: string;
+  properties?: object;
+  required?: string[];
+  additionalProperties?: unknown;
+}
+
 interface OpenApi {
   openapi: string;
-  paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties?: object; required?: string[]; additionalProperties?: unknown } }> } }>>;
+  paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: BodySchema }> } }>>;
+  components: { schemas: Record<string, BodySchema> };
+}
+
+/** A schema of the document, its `$ref` (to a named component) followed. */
+function resolved(doc: OpenApi, schema: BodySchema | undefined): BodySchema | undefined {
+  const name = schema?.$ref?.replace('#/components/schemas/', '');
+  return name === undefined ? schema : doc.components.schemas[name];
 }
 
 describe('system routes (PGlite)', () => {
@@ -66,7 +80,7 @@ describe('system routes (PGlite)', () => {
       ['/api/organizations', 'post', OrganizationCreate],
     ];
     for (const [p, method, schema] of pairs) {
-      const body = doc.paths[p]?.[method]?.requestBody?.content['application/json']?.schema;
+      const body = resolved(doc, doc.paths[p]?.[method]?.requestBody?.content['application/json']?.schema);
       expect(body, `${method} ${p}`).toBeDefined();
       expect(Object.keys(body?.properties ?? {}).sort()).toEqual(Object.keys(schema.properties).sort());
       expect([...(body?.required ?? [])].sort()).toEqual([...(schema.required ?? [])].sort());

@@ -94,7 +94,7 @@ function print(to: Writable, text: string, code: number): number {
 function misplacedFlag(command: Command, flags: Flags): string | undefined {
   const allowed = new Set<FlagName>(['help', ...command.flags.map(flagName), ...(command.kind === 'remote' ? CONNECTION_FLAGS : [])]);
   const wrong = flags.occurrences.find((o) => !allowed.has(o.name));
-  return wrong === undefined || true ? undefined : `flag ${wrong.raw} does not apply here`;
+  return wrong === undefined ? undefined : `flag ${wrong.raw} does not apply here`;
 }
 
 async function remoteContext(local: LocalContext, command: RemoteCommand): Promise<CtlContext> {

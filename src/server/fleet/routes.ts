@@ -40,10 +40,19 @@ export function fleetRoutes(fleet: Fleet): RouteModule {
           if (p.type !== 'device' || p.deviceId !== req.params.id) {
             throw new ApiError('forbidden', 'only the device itself may write its status');
           }
-          const outcome = await fleet.batcher.submit({ deviceId: req.params.id, orgId: req.params.org, input: req.body, via: 'put' });
+          const input = req.body;
+          const outcome = await fleet.batcher.submit({ deviceId: req.params.id, orgId: req.params.org, input, via: 'put' });
           if (!outcome.ok) throw outcome.error;
-          const status = (await ctx.store.statusesOf([req.params.id])).get(req.params.id);
-          if (!status) throw new ApiError('not_found', 'device not found');
+          // Answered from what was just written, not read back: a fleet of PUTs costs its batches, not a query each.
+          const status: DeviceStatus = {
+            applied_revision: input.applied_revision,
+            apply_error: input.apply_error,
+            local_endpoints: input.local_endpoints,
+            os: input.os,
+            agent_version: input.agent_version,
+            online: fleet.presence.has(req.params.id) || (input.online ?? true),
+            last_seen: new Date().toISOString(),
+          };
           return status;
         },
       );

@@ -1,4 +1,3 @@
-import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import {
   DEVICE_OWNED_FIELDS,
