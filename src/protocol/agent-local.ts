@@ -7,6 +7,10 @@
  *   when the server can't be reached; errors in the protocol's error body.
  * - `GET /status`: the agent's view as JSON (device, applied revision, last
  *   apply error, peers, connection state).
+ *
+ * The API listens before the agent enrolls (holding the port is how a second
+ * agent on the machine finds out at once); until then both answer 503
+ * `unavailable`.
  */
 export const AGENT_LOCAL_ROUTES = { forceSync: '/force-sync', status: '/status' } as const;
 

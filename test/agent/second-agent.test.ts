@@ -4,7 +4,9 @@
  * 127.0.0.1), agents in-process and as a real process.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentFatalError, StateDir } from '../../src/agent/index.js';
+import { createServer, type AddressInfo } from 'node:net';
+import pino from 'pino';
+import { Agent, AgentFatalError, StateDir } from '../../src/agent/index.js';
 import type { FleetplaneClient } from '../../src/client/index.js';
 import { AGENT_LOCAL_ROUTES } from '../../src/protocol/index.js';
 import type { FleetServer } from '../../src/server/index.js';
@@ -83,6 +85,28 @@ describe('a second agent on the same machine', () => {
       expect(await deviceCount(org)).toBe(1);
     } finally {
       expect((await first.stop()).code).toBe(0);
+    }
+  });
+});
+
+describe('the local API before enrollment', () => {
+  it('listens from the start and answers 503 unavailable until the agent has enrolled', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', () => resolve()));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const agent = new Agent(agentOptions({ server: `http://127.0.0.1:${port}`, registrationKey: 'fpr_x', stateDir: await stateDir() }), { logger: pino({ level: 'silent' }) });
+    const stop = new AbortController();
+    const running = agent.run(stop.signal);
+    try {
+      const localPort = await until(() => agent.localPort, 'the local API listening');
+      for (const [method, path] of [['GET', AGENT_LOCAL_ROUTES.status], ['POST', AGENT_LOCAL_ROUTES.forceSync]] as const) {
+        const res = await localJson(localPort, method, path);
+        expect(res).toMatchObject({ status: 503, body: { error: { code: 'unavailable', message: expect.stringMatching(/enrolling/) } } });
+      }
+    } finally {
+      stop.abort();
+      await running;
     }
   });
 });

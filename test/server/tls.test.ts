@@ -98,6 +98,27 @@ describe.skipIf(!hasOpenssl)('fleetplane serve over TLS', () => {
     expect(server.out.stderr).not.toMatch(/without TLS/);
   });
 
+  it('fleetplane ctl trusts the CA given by FLEETPLANE_CA_FILE, and fails (exit 1) without it', async () => {
+    const ctl = (env: Record<string, string>) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const out = { stdout: '', stderr: '' };
+        const child = spawn(process.execPath, [MAIN, 'ctl', 'orgs', 'list', '-o', 'json'], {
+          cwd: ROOT,
+          env: { ...process.env, FLEETPLANE_URL: url, FLEETPLANE_TOKEN: ADMIN, FLEETPLANE_CONFIG: join(dir, 'no-config.json'), ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        child.stdout?.setEncoding('utf8').on('data', (d: string) => (out.stdout += d));
+        child.stderr?.setEncoding('utf8').on('data', (d: string) => (out.stderr += d));
+        child.once('exit', (code) => resolve({ code, ...out }));
+      });
+    const trusted = await ctl({ FLEETPLANE_CA_FILE: ca.certFile });
+    expect(trusted.code).toBe(0);
+    expect((JSON.parse(trusted.stdout) as Array<{ name: string }>).map((o) => o.name)).toContain('over-tls');
+    const untrusted = await ctl({});
+    expect(untrusted.code).toBe(1);
+    expect(untrusted.stdout).toBe('');
+  }, 60_000);
+
   it('an agent with --ca-file enrolls (the key names the organization), watches and holds its tunnel over https', async () => {
     const org = await admin.organizations.create({ name: 'tls-agent' });
     const key = await admin.registrationKeys.create(org.id, { single_use: false });

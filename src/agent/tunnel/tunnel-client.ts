@@ -67,7 +67,7 @@ const DEFAULTS = {
 };
 
 // Capped like the SDK's (8 s): agents come back within seconds of a server restart.
-const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 8_000, resetAfterMs: 20_000 };
+export const TUNNEL_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 8_000, resetAfterMs: 20_000 };
 
 /** How long `sendStatus` waits for the server's ack by default (the server acks within ~250 ms). */
 export const DEFAULT_STATUS_ACK_TIMEOUT_MS = 5_000;
@@ -189,7 +189,7 @@ export class TunnelClient {
       },
       this.#logger,
     );
-    const backoff = new Backoff({ ...DEFAULT_BACKOFF, ...this.#options.backoff });
+    const backoff = new Backoff({ ...TUNNEL_BACKOFF, ...this.#options.backoff });
     const maxAge = this.#options.maxConnectionAgeMs ?? DEFAULTS.maxConnectionAgeMs;
     const drainMs = this.#options.drainTimeoutMs ?? DEFAULTS.drainTimeoutMs;
     let current: AgentConnection | undefined;

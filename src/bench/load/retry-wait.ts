@@ -1,13 +1,14 @@
-import { Backoff, type BackoffPolicy } from '../../client/backoff.js';
+import { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from '../../client/backoff.js';
+import { TUNNEL_BACKOFF as AGENT_TUNNEL_BACKOFF } from '../../agent/tunnel/tunnel-client.js';
 
 /** Largest Retry-After a simulated agent honours (a bench must stay bounded). */
 const MAX_RETRY_AFTER_MS = 60_000;
 
-/** The watch stream's reconnect policy of the SDK (informers): full jitter, 0.5 s doubling to 30 s. */
-export const WATCH_BACKOFF: Partial<BackoffPolicy> = { initialMs: 500, maxMs: 30_000, resetAfterMs: 60_000 };
+/** The watch stream's reconnect policy: the SDK's (informers). */
+export const WATCH_BACKOFF: Partial<BackoffPolicy> = DEFAULT_BACKOFF;
 
-/** The agent tunnel's reconnect policy (src/agent/tunnel): full jitter, 1 s doubling to 20 s. */
-export const TUNNEL_BACKOFF: Partial<BackoffPolicy> = { initialMs: 1_000, maxMs: 20_000, resetAfterMs: 20_000 };
+/** The agent tunnel's reconnect policy: the agent's own. */
+export const TUNNEL_BACKOFF: Partial<BackoffPolicy> = AGENT_TUNNEL_BACKOFF;
 
 /** Milliseconds of a `Retry-After: <delay-seconds>` value; undefined when absent or another form. */
 export function retryAfterMs(value: string | string[] | undefined): number | undefined {

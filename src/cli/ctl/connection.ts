@@ -33,7 +33,7 @@ export function chooseContext(flags: Flags, config: ConfigFile, path: string): {
 }
 
 /**
- * Flags win over the environment (FLEETPLANE_URL, FLEETPLANE_TOKEN), which
+ * Flags win over the environment (FLEETPLANE_URL, FLEETPLANE_TOKEN, FLEETPLANE_CA_FILE), which
  * wins over the context. The context's token, organization and CA file
  * apply only to the context's own server: a server given by flag or
  * environment that differs from it never receives the context's token.

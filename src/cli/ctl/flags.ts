@@ -25,7 +25,7 @@ export const FLAGS = {
     value: 'FILE',
     help: 'config file (env FLEETPLANE_CONFIG; default $XDG_CONFIG_HOME/fleetplane/config.json, else ~/.config/fleetplane/config.json)',
   },
-  'ca-file': { kind: 'string', value: 'FILE', help: "PEM certificates to trust for https (default: the context's, else the system's)" },
+  'ca-file': { kind: 'string', value: 'FILE', help: "PEM certificates to trust for https (env FLEETPLANE_CA_FILE; default: the context's, else the system's)" },
   org: { kind: 'string', value: 'ORG', help: "organization name or id (default: the context's)" },
   output: { kind: 'string', short: 'o', value: 'FORMAT', help: 'table, wide, json or yaml (default table)' },
   watch: { kind: 'boolean', short: 'w', help: 'after the list, print a line per change until Ctrl-C' },

@@ -1,6 +1,5 @@
-import { flagName, type Command, type CommandGroup, type FlagUse } from './command-spec.js';
+import { flagName, isGroup, type Command, type CommandGroup, type FlagUse } from './command-spec.js';
 import { ENTRIES } from './commands.js';
-import { isGroup } from './command-spec.js';
 import { CONNECTION_FLAGS, FLAGS, type FlagName, type FlagSpec } from './flags.js';
 
 const EXIT_CODES = 'Exit codes: 0 success; 1 runtime failure (server, network, a name matching nothing or several objects); 2 usage error.';

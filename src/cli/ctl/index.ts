@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { FleetplaneClient } from '../../client/index.js';
+import { FleetplaneClient, type FetchLike } from '../../client/index.js';
 import { EXIT, UsageError } from '../exit-codes.js';
 import { versionLine } from '../version.js';
 import { Flags, parseArgv } from './argv.js';
@@ -104,7 +104,7 @@ async function remoteContext(local: LocalContext, command: RemoteCommand): Promi
     const warning = looseModeWarning(loaded);
     if (warning !== undefined) local.stderr.write(`${warning}\n`);
   }
-  let fetch;
+  let fetch: FetchLike | undefined;
   if (connection.caFile !== undefined) {
     try {
       fetch = fetchTrusting(await readFile(connection.caFile, 'utf8'));
