@@ -7,7 +7,7 @@ import { instrument, migrate, openPglite, openPostgres, type Database } from './
 import { createBus, type BusStats, type ReliabilityOptions, type SignalBus } from './bus/index.js';
 import { ReplicaRegistry } from './replicas/index.js';
 import { replicaRoutes } from './http/routes/replicas.js';
-import { Store, resolveAdminToken, type AdminToken } from './store/index.js';
+import { RevocationFollower, Store, resolveAdminToken, type AdminToken } from './store/index.js';
 import { Metrics } from './metrics.js';
 import { clusterMetricsSource } from './cluster-metrics.js';
 import { buildApp, type App } from './http/app.js';
@@ -33,6 +33,8 @@ export interface FleetServer {
   readonly replica: ReplicaRegistry;
   readonly gateway: AgentGateway;
   readonly fleet: Fleet;
+  /** Follows token revocations (made on any replica) and ends what was opened with them. */
+  readonly revocations: RevocationFollower;
   /** Base URL once listening (`listen: true`), else undefined; `https://` with `--tls-cert`. */
   readonly url: string | undefined;
   /**
@@ -137,6 +139,11 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, fleet.presence);
   const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...(opts.modules ?? [])], tls);
   watch.start();
+  await store.loadTokens();
+  const revocations = new RevocationFollower(db, store.tokens, settings.revocationCheckInterval * 1000, logger.child({ component: 'revocations' }));
+  revocations.subscribe((ids) => watch.closeRevoked(ids));
+  revocations.subscribe((ids) => gateway.closeRevoked(ids));
+  revocations.start();
 
   const compaction = runPeriodically(
     settings.compactionInterval * 1000,
@@ -155,6 +162,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     if (closing) return;
     closing = true;
     stop.abort();
+    await revocations.stop();
     // Streams and tunnels first: the HTTP server's close waits for every connection to end.
     await gateway.shutdown();
     await watch.shutdown();
@@ -204,6 +212,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     replica,
     gateway,
     fleet,
+    revocations,
     url,
     async reloadTls() {
       if (!certificate) {

@@ -56,7 +56,7 @@ export function resolveConnection(flags: Flags, env: Env, config: ConfigFile, pa
     server,
     token,
     org: nonEmpty(flags.string('org')) ?? nonEmpty(own?.org),
-    caFile: nonEmpty(flags.string('ca-file')) ?? nonEmpty(own?.['ca-file']),
+    caFile: nonEmpty(flags.string('ca-file')) ?? nonEmpty(env['FLEETPLANE_CA_FILE']) ?? nonEmpty(own?.['ca-file']),
     context: own === undefined ? undefined : chosen?.name,
   };
 }

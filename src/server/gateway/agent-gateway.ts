@@ -16,8 +16,6 @@ import { shuttingDown } from '../errors.js';
 import type { RouteModule } from '../http/context.js';
 import type { Metrics } from '../metrics.js';
 import { listReplicas } from '../replicas/index.js';
-import { RevocationCursor } from '../store/index.js';
-import { runPeriodically } from '../../util/periodic.js';
 import { MemoryAgentRegistry, type AgentRegistry } from './agent-registry.js';
 import { AgentWaiters } from './agent-waiters.js';
 import { Forwarder } from './forwarder.js';
@@ -108,9 +106,6 @@ export class AgentGateway {
   readonly #registry: AgentRegistry;
   readonly #tuning: GatewayTuning;
   readonly #pinger: NodeJS.Timeout;
-  readonly #revocations: RevocationCursor;
-  readonly #stopLoops = new AbortController();
-  readonly #revocationLoop: Promise<void>;
   readonly #logger: Logger;
 
   private constructor(private readonly options: AgentGatewayOptions) {
@@ -164,10 +159,6 @@ export class AgentGateway {
       for (const t of this.tunnels.all()) t.heartbeat();
     }, this.#tuning.pingIntervalMs);
     this.#pinger.unref();
-    this.#revocations = new RevocationCursor(options.db);
-    this.#revocationLoop = runPeriodically(settings.revocationCheckInterval * 1000, this.#stopLoops.signal, () => this.closeRevoked(), (err) =>
-      logger.error({ err }, 'tunnel revocation check failed'),
-    );
   }
 
   /** Connects the registry (Redis: rejects if unreachable) and starts the private listener (`--private-port`). */
@@ -240,8 +231,6 @@ export class AgentGateway {
   private async stop(): Promise<void> {
     this.#closing = true;
     clearInterval(this.#pinger);
-    this.#stopLoops.abort();
-    await this.#revocationLoop;
     this.waiters.close(shuttingDown());
     const until = Date.now() + this.#tuning.shutdownDrainMs;
     while (this.tunnels.all().some((t) => t.pending > 0) && Date.now() < until) {
@@ -279,11 +268,9 @@ export class AgentGateway {
     this.#privateUrl = (!worker && settings.advertisePrivateUrl) || `http://${urlHost(settings.privateHost)}:${this.#listener.port}`;
   }
 
-  /** Closes the tunnels opened with a token revoked since the last check (device deleted, token revoked). */
-  private async closeRevoked(): Promise<void> {
-    if (this.tunnels.size === 0) return this.#revocations.reset();
-    const revoked = new Set(await this.#revocations.next());
-    if (revoked.size === 0) return;
+  /** Closes the tunnels opened with these (revoked) tokens: device deleted, token revoked. */
+  closeRevoked(tokenIds: readonly string[]): void {
+    const revoked = new Set(tokenIds);
     for (const t of this.tunnels.all()) {
       if (revoked.has(t.tokenId)) t.close(TUNNEL_CLOSE_CODES.revoked, 'the device token was revoked');
     }

@@ -13,6 +13,7 @@ import {
 import { notFound } from '../errors.js';
 import { requireOrg } from './org-write.js';
 import { hashSecret, newSecret, sameHash } from './secrets.js';
+import type { IndexedToken } from './token-index.js';
 
 /** Who a bearer secret belongs to. */
 export type Principal =
@@ -62,15 +63,36 @@ export async function authenticate(q: Queryable, secret: string, adminHash: stri
     const row = rows[0];
     return row ? { type: 'registration', keyId: row.id, orgId: row.org_id } : undefined;
   }
-  const rows = await q.query<{ id: string; kind: string; org_id: string; device_id: string | null; role: string }>(
-    `SELECT id, kind, org_id, device_id, role FROM tokens
-      WHERE secret_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
-    [hash],
-  );
+  return (await lookupToken(q, hash))?.principal;
+}
+
+const VALID_TOKEN = 'revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())';
+
+type TokenRow = { id: string; kind: string; org_id: string; device_id: string | null; role: string; expires_at: unknown; secret_hash?: string };
+
+function toIndexed(row: TokenRow): IndexedToken {
+  const expiresAt = row.expires_at === null || row.expires_at === undefined ? null : new Date(row.expires_at as string).getTime();
+  const principal: IndexedToken['principal'] =
+    row.kind === 'device' && row.device_id
+      ? { type: 'device', tokenId: row.id, orgId: row.org_id, deviceId: row.device_id }
+      : { type: 'org', tokenId: row.id, orgId: row.org_id, role: row.role as TokenRole };
+  return { principal, expiresAt };
+}
+
+/** A token by its secret's hash, with its expiry, for the token index; undefined when not valid. */
+export async function lookupToken(q: Queryable, hash: string): Promise<IndexedToken | undefined> {
+  const rows = await q.query<TokenRow>(`SELECT id, kind, org_id, device_id, role, expires_at FROM tokens WHERE secret_hash = $1 AND ${VALID_TOKEN}`, [hash]);
   const row = rows[0];
-  if (!row) return undefined;
-  if (row.kind === 'device' && row.device_id) return { type: 'device', tokenId: row.id, orgId: row.org_id, deviceId: row.device_id };
-  return { type: 'org', tokenId: row.id, orgId: row.org_id, role: row.role as TokenRole };
+  return row ? toIndexed(row) : undefined;
+}
+
+/** Every valid token, at most `limit` (the token index at start). */
+export async function validTokens(q: Queryable, limit: number): Promise<{ hash: string; token: IndexedToken }[]> {
+  const rows = await q.query<TokenRow & { secret_hash: string }>(
+    `SELECT id, kind, org_id, device_id, role, expires_at, secret_hash FROM tokens WHERE ${VALID_TOKEN} LIMIT $1`,
+    [limit],
+  );
+  return rows.map((r) => ({ hash: r.secret_hash, token: toIndexed(r) }));
 }
 
 export async function createOrgToken(q: Queryable, orgId: string, input: OrgTokenCreate): Promise<CreatedOrgToken> {

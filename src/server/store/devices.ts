@@ -53,6 +53,8 @@ function withStatus(device: DeviceObject, status: DeviceStatus | undefined): Dev
 export interface CreatedDevice {
   device: Device;
   deviceToken: string;
+  /** The device token's id (its revocation ends the device's streams and tunnels). */
+  tokenId: string;
 }
 
 /**
@@ -101,11 +103,12 @@ export async function createDevice(
       };
       await insertObject(w.tx, orgId, KIND, device);
       const deviceToken = newSecret(SECRET_PREFIX.deviceToken);
+      const tokenId = randomUUID();
       await w.tx.query(
         `INSERT INTO tokens (id, secret_hash, kind, org_id, device_id, role, description) VALUES ($1, $2, 'device', $3, $4, 'device', $5)`,
-        [randomUUID(), hashSecret(deviceToken), orgId, id, `device ${input.hostname}`],
+        [tokenId, hashSecret(deviceToken), orgId, id, `device ${input.hostname}`],
       );
-      return { device: withStatus(device, undefined), deviceToken };
+      return { device: withStatus(device, undefined), deviceToken, tokenId };
     });
   } catch (err) {
     return uniqueViolation(err);

@@ -1,3 +1,4 @@
+import { SECRET_PREFIX } from '../../protocol/index.js';
 import type { Database } from '../db/index.js';
 import type { SignalBus } from '../bus/index.js';
 import type {
@@ -21,6 +22,12 @@ import { convergence } from './convergence.js';
 import { deviceTotals } from './device-totals.js';
 import { clearPresence, statusesOf, writeStatusBatch, type StatusBatch } from './device-status.js';
 import { listKind, type ListParams } from './objects.js';
+import { TokenIndex } from './token-index.js';
+import { hashSecret, sameHash } from './secrets.js';
+import type { Principal } from './credentials.js';
+
+/** Tokens kept in memory at most: about 200 bytes each. */
+const TOKEN_INDEX_LIMIT = 1_000_000;
 
 /**
  * The desired state of every organization, on PGlite or PostgreSQL. Every
@@ -28,6 +35,9 @@ import { listKind, type ListParams } from './objects.js';
  * rings the bus; reads by revision serve lists and watch streams.
  */
 export class Store {
+  /** Valid organization and device tokens in memory (see TokenIndex). */
+  readonly tokens = new TokenIndex(TOKEN_INDEX_LIMIT);
+
   constructor(
     readonly db: Database,
     readonly bus: SignalBus,
@@ -45,12 +55,19 @@ export class Store {
   list = (orgId: string, kind: WatchKind, params: ListParams) => listKind(this.db, orgId, kind, params);
   statusesOf = (ids: readonly string[]) => statusesOf(this.db, ids, this.staleAfterSeconds);
 
-  createDevice = (orgId: string, input: DeviceCreate, registrationKeyId?: string) =>
-    devices.createDevice(this.db, this.bus, orgId, input, registrationKeyId);
+  createDevice = async (orgId: string, input: DeviceCreate, registrationKeyId?: string) => {
+    const created = await devices.createDevice(this.db, this.bus, orgId, input, registrationKeyId);
+    const principal = { type: 'device', tokenId: created.tokenId, orgId, deviceId: created.device.id } as const;
+    this.tokens.add(hashSecret(created.deviceToken), { principal, expiresAt: null });
+    return created;
+  };
   getDevice = (orgId: string, id: string) => devices.getDevice(this.db, orgId, id, this.staleAfterSeconds);
   patchDevice = (orgId: string, id: string, patch: DevicePatch, ifMatch?: string) =>
     devices.patchDevice(this.db, this.bus, orgId, id, patch, this.staleAfterSeconds, ifMatch);
-  deleteDevice = (orgId: string, id: string, ifMatch?: string) => devices.deleteDevice(this.db, this.bus, orgId, id, ifMatch);
+  deleteDevice = async (orgId: string, id: string, ifMatch?: string) => {
+    await devices.deleteDevice(this.db, this.bus, orgId, id, ifMatch);
+    this.tokens.revokeDevice(id);
+  };
   /** Records statuses and this replica's presence changes in one statement (the status batcher's flush). */
   writeStatusBatch = (batch: StatusBatch) => writeStatusBatch(this.db, batch);
   clearPresence = (replicaId: string) => clearPresence(this.db, replicaId);
@@ -62,10 +79,37 @@ export class Store {
   deleteSecurityGroup = (orgId: string, id: string, ifMatch?: string) =>
     groups.deleteSecurityGroup(this.db, this.bus, orgId, id, ifMatch);
 
-  authenticate = (secret: string, adminHash: string) => creds.authenticate(this.db, secret, adminHash);
-  createOrgToken = (orgId: string, input: OrgTokenCreate) => creds.createOrgToken(this.db, orgId, input);
+  /**
+   * Resolves a bearer secret: the admin token and known organization and
+   * device tokens in memory (the token index), anything else in the database.
+   */
+  async authenticate(secret: string, adminHash: string): Promise<Principal | undefined> {
+    const hash = hashSecret(secret);
+    if (sameHash(hash, adminHash)) return { type: 'admin' };
+    if (secret.startsWith(SECRET_PREFIX.registrationKey)) return creds.authenticate(this.db, secret, adminHash);
+    const known = this.tokens.get(hash);
+    if (known) return known;
+    const found = await creds.lookupToken(this.db, hash);
+    if (found) this.tokens.add(hash, found);
+    return found?.principal;
+  }
+
+  /** Enters every valid token into the index (at start): reconnecting agents cost no query. */
+  async loadTokens(): Promise<void> {
+    for (const { hash, token } of await creds.validTokens(this.db, this.tokens.limit)) this.tokens.add(hash, token);
+  }
+
+  createOrgToken = async (orgId: string, input: OrgTokenCreate) => {
+    const created = await creds.createOrgToken(this.db, orgId, input);
+    const principal = { type: 'org', tokenId: created.id, orgId, role: created.role } as const;
+    this.tokens.add(hashSecret(created.token), { principal, expiresAt: created.expires_at === null ? null : Date.parse(created.expires_at) });
+    return created;
+  };
   listOrgTokens = (orgId: string) => creds.listOrgTokens(this.db, orgId);
-  revokeOrgToken = (orgId: string, id: string) => creds.revokeOrgToken(this.db, orgId, id);
+  revokeOrgToken = async (orgId: string, id: string) => {
+    await creds.revokeOrgToken(this.db, orgId, id);
+    this.tokens.revoke([id]);
+  };
   createRegistrationKey = (orgId: string, input: RegistrationKeyCreate) => creds.createRegistrationKey(this.db, orgId, input);
   listRegistrationKeys = (orgId: string) => creds.listRegistrationKeys(this.db, orgId);
   getRegistrationKey = (orgId: string, id: string) => creds.getRegistrationKey(this.db, orgId, id);

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { MEDIA, orgSignal, type Watch } from '../../protocol/index.js';
-import { RevocationCursor, type Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
 import type { SignalBus } from '../bus/index.js';
 import type { Settings } from '../config/settings.js';
 import { ApiError, shuttingDown } from '../errors.js';
@@ -41,7 +41,8 @@ export interface StreamPresence {
 /**
  * The watch engine of one replica: a tail cache per organization with
  * watchers, filled on bus signals; periodic safety re-reads of head
- * revisions, bookmarks on idle streams, and revocation checks.
+ * revisions and bookmarks on idle streams; streams of revoked tokens end
+ * when the revocation follower says so (`closeRevoked`).
  */
 export class WatchEngine {
   private readonly feeds = new Map<string, Promise<OrgFeed>>();
@@ -51,7 +52,6 @@ export class WatchEngine {
   private readonly stop = new AbortController();
   private loops: Promise<void>[] = [];
   private closing = false;
-  private readonly revocations: RevocationCursor;
   /** Memory the organizations' snapshots share (`--snapshot-budget`). */
   readonly snapshotBudget: SnapshotBudget;
   readonly admission: ListAdmission;
@@ -66,7 +66,6 @@ export class WatchEngine {
     private readonly logger: Logger,
     private readonly presence?: StreamPresence,
   ) {
-    this.revocations = new RevocationCursor(store.db);
     this.snapshotBudget = new SnapshotBudget(settings.snapshotBudget);
     this.admission = new ListAdmission({
       maxActive: settings.maxConcurrentLists,
@@ -85,7 +84,6 @@ export class WatchEngine {
     const onError = (what: string) => (err: unknown) => this.logger.error({ err }, `${what} failed`);
     this.loops = [
       runPeriodically(s.safetyCheckInterval * 1000, this.stop.signal, () => this.safetyCheck(), onError('watch safety check')),
-      runPeriodically(s.revocationCheckInterval * 1000, this.stop.signal, () => this.revocationCheck(), onError('revocation check')),
       runPeriodically((s.bookmarkInterval * 1000) / 4, this.stop.signal, async () => this.bookmarks(), onError('bookmarks')),
     ];
   }
@@ -263,9 +261,9 @@ export class WatchEngine {
     }
   }
 
-  async revocationCheck(): Promise<void> {
-    if (this.byToken.size === 0) return this.revocations.reset();
-    for (const id of await this.revocations.next()) {
+  /** Ends the streams opened with these (revoked) tokens with `forbidden`. */
+  closeRevoked(tokenIds: readonly string[]): void {
+    for (const id of tokenIds) {
       for (const w of [...(this.byToken.get(id) ?? [])]) w.close('forbidden', 'the token was revoked');
     }
   }

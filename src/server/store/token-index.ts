@@ -1,0 +1,73 @@
+import type { Principal } from './credentials.js';
+
+/** A principal a token hash resolves to, and until when (null: no expiry). */
+export interface IndexedToken {
+  readonly principal: Extract<Principal, { tokenId: string }>;
+  readonly expiresAt: number | null;
+}
+
+/**
+ * Organization and device tokens known to be valid, by secret hash, so that
+ * authenticating a connection costs no query (10,000 agents joining, or
+ * coming back after a restart, would otherwise cost a query each, twice).
+ *
+ * Contract:
+ * - Only valid tokens are entered: loaded at start, added when created on
+ *   this replica, or after a successful database lookup (a miss always asks
+ *   the database, so a token created on another replica works at once).
+ * - A revoked token leaves it before its revocation is acted on: at once for
+ *   revocations made on this replica, and for others when the revocation
+ *   follower sees them (within `--revocation-check-interval`), before it
+ *   ends the token's streams and tunnels.
+ * - An expired entry is never returned.
+ * - At most `limit` entries; past it new ones are not kept (they are looked
+ *   up in the database each time).
+ */
+export class TokenIndex {
+  readonly #byHash = new Map<string, IndexedToken>();
+  readonly #hashOf = new Map<string, string>();
+
+  constructor(readonly limit: number) {}
+
+  get size(): number {
+    return this.#byHash.size;
+  }
+
+  get(hash: string, now = Date.now()): IndexedToken['principal'] | undefined {
+    const entry = this.#byHash.get(hash);
+    if (!entry) return undefined;
+    if (entry.expiresAt !== null && entry.expiresAt <= now) {
+      this.#delete(hash, entry);
+      return undefined;
+    }
+    return entry.principal;
+  }
+
+  add(hash: string, entry: IndexedToken): void {
+    if (!this.#byHash.has(hash) && this.#byHash.size >= this.limit) return;
+    this.#byHash.set(hash, entry);
+    this.#hashOf.set(entry.principal.tokenId, hash);
+  }
+
+  /** Drops revoked tokens by id. */
+  revoke(tokenIds: Iterable<string>): void {
+    for (const id of tokenIds) {
+      const hash = this.#hashOf.get(id);
+      const entry = hash === undefined ? undefined : this.#byHash.get(hash);
+      if (hash !== undefined && entry) this.#delete(hash, entry);
+      this.#hashOf.delete(id);
+    }
+  }
+
+  /** Drops the tokens of a device (deleting it revokes them). */
+  revokeDevice(deviceId: string): void {
+    const ids: string[] = [];
+    for (const e of this.#byHash.values()) if (e.principal.type === 'device' && e.principal.deviceId === deviceId) ids.push(e.principal.tokenId);
+    this.revoke(ids);
+  }
+
+  #delete(hash: string, entry: IndexedToken): void {
+    this.#byHash.delete(hash);
+    this.#hashOf.delete(entry.principal.tokenId);
+  }
+}

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WATCH_KINDS, paths, type CreatedOrgToken } from '../../src/protocol/index.js';
+import { TokenIndex } from '../../src/server/store/index.js';
+import { backends } from '../server/fixtures.js';
+import { openWatch, watchRequest } from '../watch/support/watch-client.js';
+import { startWatchServer, type WatchServer } from '../watch/support/watch-server.js';
+
+const ALL = WATCH_KINDS.map((kind) => ({ kind }));
+
+describe.each(backends())('device and organization tokens from memory on $name', ({ name, available }) => {
+  describe.runIf(available)('', () => {
+    let ws: WatchServer;
+    beforeAll(async () => {
+      ws = await startWatchServer(name);
+    });
+    afterAll(async () => {
+      await ws.close();
+    });
+
+    it('agents joining with their device tokens cost no authentication query', async () => {
+      const org = (await ws.h.createOrg()).id;
+      const devices = [];
+      for (let i = 0; i < 10; i++) devices.push(await ws.h.createDevice(org));
+      const first = await openWatch(ws.target(org), ALL);
+      await first.waitFor((e) => e.type === 'tail' && e.kind === 'organization');
+      const reads = await ws.metric('fleetplane_db_queries_total', { statement: 'select' });
+      const streams = await Promise.all(devices.map((d) => openWatch(ws.target(org, d.device_token), ALL)));
+      for (const s of streams) await s.waitFor((e) => e.type === 'tail' && e.kind === 'organization');
+      // Their connections are written once, in the presence batch; nothing is read.
+      expect(await ws.metric('fleetplane_db_queries_total', { statement: 'select' })).toBe(reads);
+      for (const s of [first, ...streams]) s.destroy();
+    });
+
+    it('a token revoked here is refused at once; one revoked elsewhere once the follower saw it, and its streams end', async () => {
+      const org = (await ws.h.createOrg()).id;
+      const [a, b] = [await ws.h.createDevice(org), await ws.h.createDevice(org)];
+      const token = await ws.h.ok<CreatedOrgToken>(201, 'POST', paths.tokens(org), { body: { role: 'read' } });
+      // Here: the API revokes and the index forgets in the same call.
+      expect((await watchRequest(ws.target(org, token.token), ALL)).status).toBe(200);
+      await ws.h.ok(204, 'DELETE', paths.token(org, token.id));
+      expect((await watchRequest(ws.target(org, token.token), ALL)).status).toBe(401);
+      await ws.h.ok(204, 'DELETE', paths.device(org, a.id));
+      expect((await watchRequest(ws.target(org, a.device_token), ALL)).status).toBe(401);
+
+      // Elsewhere (another replica wrote it): refused once the follower's round has seen it.
+      const stream = await openWatch(ws.target(org, b.device_token), ALL);
+      await stream.waitFor((e) => e.type === 'tail' && e.kind === 'organization');
+      await ws.server.db.query('UPDATE tokens SET revoked_at = now() WHERE device_id = $1', [b.id]);
+      await ws.server.revocations.check();
+      expect((await watchRequest(ws.target(org, b.device_token), ALL)).status).toBe(401);
+      await stream.waitFor((e) => e.type === 'error' && e.value.code === 'forbidden');
+      stream.destroy();
+    });
+
+    it('tokens valid at start are known without a query; a forgotten one is looked up once', async () => {
+      const org = (await ws.h.createOrg()).id;
+      const d = await ws.h.createDevice(org);
+      const ids = (await ws.server.db.query<{ id: string }>('SELECT id FROM tokens WHERE device_id = $1', [d.id])).map((r) => r.id);
+      const store = ws.server.ctx.store;
+      const get = (): Promise<unknown> => ws.h.ok(200, 'GET', paths.device(org, d.id), { token: d.device_token });
+      const queriesOf = async (call: () => Promise<unknown>): Promise<number> => {
+        const before = await ws.server.ctx.metrics.queryCount();
+        await call();
+        return (await ws.server.ctx.metrics.queryCount()) - before;
+      };
+      const known = await queriesOf(get);
+      store.tokens.revoke(ids);
+      expect(await queriesOf(get)).toBe(known + 1);
+      expect(await queriesOf(get)).toBe(known);
+      // As after a restart: loaded at start, no lookup.
+      store.tokens.revoke(ids);
+      await store.loadTokens();
+      expect(await queriesOf(get)).toBe(known);
+    });
+  });
+});
+
+describe('TokenIndex', () => {
+  const principal = (tokenId: string, deviceId = 'd') => ({ type: 'device', tokenId, orgId: 'o', deviceId }) as const;
+
+  it('never returns an expired token, forgets revoked ones and a device\'s, and keeps at most its limit', () => {
+    const index = new TokenIndex(2);
+    index.add('h1', { principal: principal('t1', 'd1'), expiresAt: 1_000 });
+    expect(index.get('h1', 999)).toMatchObject({ tokenId: 't1' });
+    expect(index.get('h1', 1_000)).toBeUndefined();
+    index.add('h1', { principal: principal('t1', 'd1'), expiresAt: null });
+    index.add('h2', { principal: principal('t2', 'd2'), expiresAt: null });
+    index.add('h3', { principal: principal('t3', 'd3'), expiresAt: null });
+    expect(index.size).toBe(2);
+    expect(index.get('h3')).toBeUndefined();
+    index.revoke(['t1']);
+    expect(index.get('h1')).toBeUndefined();
+    index.revokeDevice('d2');
+    expect(index.get('h2')).toBeUndefined();
+    expect(index.size).toBe(0);
+  });
+});
