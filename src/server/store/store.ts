@@ -50,7 +50,10 @@ export class Store {
   listOrganizations = (only?: string) => orgs.listOrganizations(this.db, only);
   patchOrganization = (id: string, patch: OrganizationPatch, ifMatch?: string) =>
     orgs.patchOrganization(this.db, this.bus, id, patch, ifMatch);
-  deleteOrganization = (id: string, ifMatch?: string) => orgs.deleteOrganization(this.db, this.bus, id, ifMatch);
+  deleteOrganization = async (id: string, ifMatch?: string) => {
+    await orgs.deleteOrganization(this.db, this.bus, id, ifMatch);
+    this.tokens.revokeOrg(id);
+  };
 
   list = (orgId: string, kind: WatchKind, params: ListParams) => listKind(this.db, orgId, kind, params);
   statusesOf = (ids: readonly string[]) => statusesOf(this.db, ids, this.staleAfterSeconds);

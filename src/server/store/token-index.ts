@@ -61,8 +61,17 @@ export class TokenIndex {
 
   /** Drops the tokens of a device (deleting it revokes them). */
   revokeDevice(deviceId: string): void {
+    this.#revokeWhere((p) => p.type === 'device' && p.deviceId === deviceId);
+  }
+
+  /** Drops every token of an organization (deleting it revokes them). */
+  revokeOrg(orgId: string): void {
+    this.#revokeWhere((p) => p.orgId === orgId);
+  }
+
+  #revokeWhere(match: (p: IndexedToken['principal']) => boolean): void {
     const ids: string[] = [];
-    for (const e of this.#byHash.values()) if (e.principal.type === 'device' && e.principal.deviceId === deviceId) ids.push(e.principal.tokenId);
+    for (const e of this.#byHash.values()) if (match(e.principal)) ids.push(e.principal.tokenId);
     this.revoke(ids);
   }
 
