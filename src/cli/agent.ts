@@ -1,8 +1,7 @@
 import { Agent, AgentFatalError, AgentOptionsError, agentHelp, parseAgentOptions } from '../agent/index.js';
 import { cliLogger } from './cli-logger.js';
+import { EXIT } from './exit-codes.js';
 
-/** Exit codes: 0 clean shutdown, 1 fatal (token refused, device deleted, enrollment refused, ...), 2 bad settings. */
-const EXIT = { ok: 0, fatal: 1, usage: 2 } as const;
 
 /** `fleetplane agent`: runs until SIGTERM/SIGINT (then shuts down cleanly), or until a fatal error. */
 export async function runAgent(argv: readonly string[]): Promise<number> {
@@ -34,7 +33,7 @@ export async function runAgent(argv: readonly string[]): Promise<number> {
   } catch (err) {
     if (err instanceof AgentFatalError) {
       process.stderr.write(`fleetplane agent: fatal (${err.reason}): ${err.message}\n`);
-      return EXIT.fatal;
+      return EXIT.failure;
     }
     throw err;
   } finally {

@@ -1,6 +1,7 @@
 import { bearerAuthorization, paths } from '../protocol/index.js';
 import { parseSettings, SettingsError, SETTING_SPECS, startServer } from '../server/index.js';
 import { cliLogger } from './cli-logger.js';
+import { EXIT } from './exit-codes.js';
 
 export function serveHelp(): string {
   const lines = SETTING_SPECS.map((s) => `  --${s.flag.padEnd(26)} ${s.env ? `[${s.env}] ` : ''}${s.help}`);
@@ -15,7 +16,7 @@ export function serveHelp(): string {
 export async function runServe(argv: readonly string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(serveHelp());
-    return 0;
+    return EXIT.ok;
   }
   let settings;
   try {
@@ -23,7 +24,7 @@ export async function runServe(argv: readonly string[]): Promise<number> {
   } catch (err) {
     if (err instanceof SettingsError) {
       process.stderr.write(`fleetplane serve: ${err.message}\n`);
-      return 2;
+      return EXIT.usage;
     }
     throw err;
   }

@@ -161,6 +161,9 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   const close = async (): Promise<void> => {
     if (closing) return;
     closing = true;
+    // Refuse new connections first: a client reconnecting now gets a refusal it retries (elsewhere, or here
+    // after the restart), not a 503 from a server that is draining; open connections drain below.
+    if (app.server.listening) app.server.close();
     stop.abort();
     await revocations.stop();
     // Streams and tunnels first: the HTTP server's close waits for every connection to end.
