@@ -38,6 +38,9 @@ describe('initial lists from the in-memory snapshot', () => {
     // Authentication reads the token once per request (the admin token is compared in memory): the lists themselves read nothing.
     expect(await ws.server.ctx.metrics.queryCount()).toBe(queries);
     expect(await ws.metric('fleetplane_watch_lists_from_snapshot_total')).toBe(fromSnapshot + 40);
+    // Lists from memory take no admission turn.
+    expect(await ws.metric('fleetplane_watch_list_admissions_total', { outcome: 'memory' })).toBeGreaterThanOrEqual(40);
+    expect(ws.server.watch.admission.active).toBe(0);
     expect(await ws.metric('fleetplane_watch_snapshot_queries_total')).toBe(1);
 
     // A change after the lists reaches everyone once; their state equals the server's.
@@ -110,15 +113,15 @@ describe('initial lists from the in-memory snapshot', () => {
 });
 
 describe('admission and the global queue bound', () => {
-  it('lists beyond the concurrency bound wait, and past the wait get 503 with Retry-After', async () => {
-    const ws = await startWatchServer('pglite', { maxConcurrentLists: 2, listQueueTimeout: 0.3 });
+  it('lists paging the database beyond the concurrency bound wait, and past the wait get 503 with Retry-After', async () => {
+    const ws = await startWatchServer('pglite', { maxConcurrentLists: 2, listQueueTimeout: 0.3, snapshotBudget: 0 });
     try {
       const org = (await ws.h.createOrg()).id;
-      const readLive = ws.server.ctx.store.readLive;
-      // The snapshot's build holds the two turns for a while.
-      ws.server.ctx.store.readLive = async (id) => {
+      const readChanges = ws.server.ctx.store.readChanges;
+      // The lists' page reads hold the two turns for a while.
+      ws.server.ctx.store.readChanges = async (...args) => {
         await delay(1_000);
-        return readLive(id);
+        return readChanges(...args);
       };
       const holding = [openWatch(ws.target(org), ALL), openWatch(ws.target(org), ALL)];
       await delay(50);
@@ -128,7 +131,7 @@ describe('admission and the global queue bound', () => {
       expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       // A resume needs no list turn.
       const resumed = await openWatch(ws.target(org), WATCH_KINDS.map((kind) => ({ kind, gt_revision: 1, at_tail: true })));
-      ws.server.ctx.store.readLive = readLive;
+      ws.server.ctx.store.readChanges = readChanges;
       for (const s of await Promise.all(holding)) {
         await s.waitFor((e) => e.type === 'tail' && e.kind === 'organization');
         s.destroy();

@@ -117,14 +117,24 @@ export class WatchEngine {
    */
   async prepare(orgId: string, watches: readonly Watch[]): Promise<PreparedWatch> {
     if (this.closing) throw shuttingDown();
-    const listTurn = watches.some((w) => (w.gt_revision ?? 0) === 0);
-    if (listTurn) this.metrics.listWaits.inc({ outcome: await this.admitList() });
+    const feed = await this.prepareFeed(orgId, watches);
+    const lists = watches.some((w) => (w.gt_revision ?? 0) === 0);
+    // A list from the snapshot costs references to shared bytes (bounded per watcher and in all by the
+    // queue limits): only lists that page the database take turns.
+    const fromMemory = feed.snapshot !== undefined && watches.every((w) => (w.gt_revision ?? 0) === 0);
+    if (!lists || fromMemory) {
+      if (fromMemory) this.metrics.listWaits.inc({ outcome: 'memory' });
+      return { feed, listTurn: false };
+    }
     try {
-      return { feed: await this.prepareFeed(orgId, watches), listTurn };
+      this.metrics.listWaits.inc({ outcome: await this.admitList() });
+      if (this.closing) throw shuttingDown();
     } catch (err) {
-      if (listTurn) this.admission.release();
+      feed.reservations--;
+      this.release(feed);
       throw err;
     }
+    return { feed, listTurn: true };
   }
 
   private async admitList(): Promise<'immediate' | 'waited'> {

@@ -91,7 +91,7 @@ export class WatchMetrics {
     });
     this.listWaits = new Counter({
       name: 'fleetplane_watch_list_admissions_total',
-      help: 'Watch requests with an initial list, by admission outcome (immediate, waited, refused).',
+      help: 'Watch requests with an initial list, by admission outcome (memory: from the snapshot, no turn needed; immediate, waited, refused).',
       labelNames: ['outcome'] as const,
       registers,
     });
