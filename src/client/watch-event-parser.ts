@@ -1,6 +1,5 @@
 import {
   EVENT_TYPES,
-  isErrorCode,
   isWatchKind,
   type BookmarkEvent,
   type ChangeEvent,
@@ -9,23 +8,14 @@ import {
   type TailEvent,
   type WatchEvent,
 } from '../protocol/index.js';
-import { ProtocolError } from './errors.js';
+import type { ProtocolError } from './errors.js';
+import { errorLineValue, invalidLine, lineObject } from './stream-line.js';
 import { isIdentified, isRecord, isRevision } from './guards.js';
 
 /** What a watch stream yields: every event but `error`, which is thrown as a typed error instead. */
 export type StreamEvent = ChangeEvent | DeleteEvent | TailEvent | BookmarkEvent;
 
-const SHOWN = 200;
-
-function invalid(line: string, why: string, cause?: unknown): ProtocolError {
-  const shown = line.length > SHOWN ? `${line.slice(0, SHOWN)}…` : line;
-  return new ProtocolError({
-    code: 'invalid_response',
-    message: `invalid watch line (${why}): ${shown}`,
-    details: { line: shown },
-    ...(cause === undefined ? {} : { cause }),
-  });
-}
+const invalid = (line: string, why: string): ProtocolError => invalidLine('watch', line, why);
 
 function isEventType(v: unknown): v is EventType {
   return typeof v === 'string' && (EVENT_TYPES as readonly string[]).includes(v);
@@ -38,14 +28,7 @@ function isEventType(v: unknown): v is EventType {
  * objects may carry fields this SDK doesn't know.
  */
 export function parseWatchLine(line: string): WatchEvent {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(line);
-  } catch (err) {
-    throw invalid(line, 'not JSON', err);
-  }
-  if (!isRecord(doc)) throw invalid(line, 'not an object');
-  const { type, kind, value } = doc;
+  const { type, kind, value } = lineObject('watch', line);
   if (!isEventType(type)) throw invalid(line, 'unknown type');
   if (!isRecord(value)) throw invalid(line, 'value is not an object');
   switch (type) {
@@ -62,10 +45,7 @@ export function parseWatchLine(line: string): WatchEvent {
     case 'bookmark':
       if (!isRevision(value['revision'])) throw invalid(line, 'bookmark without revision');
       return { type, value: { revision: value['revision'] } };
-    case 'error': {
-      const { code, message } = value;
-      if (!isErrorCode(code)) throw invalid(line, 'error with an unknown code');
-      return { type, value: { code, message: typeof message === 'string' ? message : '' } };
-    }
+    case 'error':
+      return { type, value: errorLineValue('watch', line, value) };
   }
 }
