@@ -1,16 +1,15 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { track } from '../children.js';
 import { nowMs } from '../clock.js';
 import { log } from '../log.js';
 import { allocateAddresses, SOCKETS_PER_ADDRESS } from './loopback.js';
+import { RpcChild } from './rpc-child.js';
 import {
   MAX_SOCKETS_PER_WORKER,
   type Counters,
-  type Method,
   type PollResult,
   type PollSpec,
-  type ReplyMessage,
   type ResumeResult,
   type WatchSpec,
   type WorkerApi,
@@ -25,66 +24,9 @@ export function workersFor(sockets: number, perWorker = DEFAULT_SOCKETS_PER_WORK
   return Math.max(1, Math.ceil(sockets / perWorker));
 }
 
-interface Pending {
-  resolve(v: unknown): void;
-  reject(e: Error): void;
-}
-
-/** A load worker process and its clock offset against the harness. */
-class WorkerHandle {
-  private nextId = 1;
-  private readonly pending = new Map<number, Pending>();
-  /** Worker clock minus harness clock (ms), from the fastest of several pings. */
-  offset = 0;
+/** A load worker process (see RpcChild) and the sockets it holds. */
+class WorkerHandle extends RpcChild<WorkerApi> {
   sockets = 0;
-
-  constructor(readonly child: ChildProcess) {
-    child.on('message', (m: unknown) => this.onMessage(m));
-    child.once('exit', (code, sig) => {
-      for (const p of this.pending.values()) p.reject(new Error(`load worker exited (${code ?? sig})`));
-      this.pending.clear();
-    });
-  }
-
-  private onMessage(m: unknown): void {
-    if (typeof m !== 'object' || m === null || !('id' in m)) {
-      log.warn({ message: m }, 'load worker sent something that is not a reply');
-      return;
-    }
-    const msg = m as ReplyMessage;
-    const p = this.pending.get(msg.id);
-    if (!p) return;
-    this.pending.delete(msg.id);
-    if (msg.ok) p.resolve(msg.result);
-    else p.reject(new Error(`load worker: ${msg.error}`));
-  }
-
-  call<M extends Method>(method: M, args: WorkerApi[M]['args']): Promise<WorkerApi[M]['result']> {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.child.send({ id, method, args }, (err) => {
-        if (err) {
-          this.pending.delete(id);
-          reject(err);
-        }
-      });
-    });
-  }
-
-  async calibrate(): Promise<number> {
-    let best = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < 9; i++) {
-      const t0 = nowMs();
-      const { now } = await this.call('clock', {});
-      const t1 = nowMs();
-      if (t1 - t0 < best) {
-        best = t1 - t0;
-        this.offset = now - (t0 + t1) / 2;
-      }
-    }
-    return best / 2;
-  }
 }
 
 /** Receive times of one change over every watcher of the pool, on the harness clock. */
