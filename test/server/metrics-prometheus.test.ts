@@ -56,8 +56,20 @@ describe.runIf(runs)('a real Prometheus scrapes /metrics', () => {
       throw new Error(`${String(err)}; target: ${JSON.stringify(target)}; prometheus log:\n${prometheus.output()}`);
     });
     expect(target).toMatchObject({ health: 'up', lastError: '' });
-    expect(await queryValue(prometheus.url, 'up{job="fleetplane"}')).toBe('1');
-    // A metric of the server itself, parsed and stored, not only an answered scrape.
-    expect(await queryValue(prometheus.url, 'fleetplane_up')).toBe('1');
+    // The target's health is reported before the scrape's samples are queryable
+    // (CI once saw `up` missing right after health turned up), so the queries wait too.
+    for (const promql of ['up{job="fleetplane"}', 'fleetplane_up']) {
+      let value: string | undefined;
+      await eventually(
+        `Prometheus answers ${promql} with 1`,
+        async () => {
+          value = await queryValue(prometheus.url, promql);
+          return value === '1';
+        },
+        25_000,
+      ).catch((err: unknown) => {
+        throw new Error(`${String(err)}; last value: ${String(value)}; prometheus log:\n${prometheus.output()}`);
+      });
+    }
   });
 });
