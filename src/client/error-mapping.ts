@@ -23,6 +23,8 @@ const FAMILY: Record<FleetplaneErrorCode, ErrorClass> = {
   bad_request: ValidationError,
   validation_failed: ValidationError,
   payload_too_large: ValidationError,
+  unsupported_media_type: ValidationError,
+  headers_too_large: ValidationError,
   unauthorized: AuthError,
   forbidden: AuthError,
   not_found: NotFoundError,
@@ -31,6 +33,7 @@ const FAMILY: Record<FleetplaneErrorCode, ErrorClass> = {
   precondition_failed: ConflictError,
   revision_compacted: CompactedError,
   too_many_requests: UnavailableError,
+  request_timeout: UnavailableError,
   unavailable: UnavailableError,
   slow_consumer: UnavailableError,
   agent_error: AgentError,
@@ -58,11 +61,14 @@ function codeForStatus(status: number): ErrorCode {
     case 401: return 'unauthorized';
     case 403: return 'forbidden';
     case 404: return 'not_found';
+    case 408: return 'request_timeout';
     case 409: return 'conflict';
     case 410: return 'revision_compacted';
     case 412: return 'precondition_failed';
     case 413: return 'payload_too_large';
+    case 415: return 'unsupported_media_type';
     case 429: return 'too_many_requests';
+    case 431: return 'headers_too_large';
     case 502:
     case 503:
     case 504: return 'unavailable';

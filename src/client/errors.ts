@@ -67,7 +67,7 @@ export class ConflictError extends FleetplaneError {
   override name = 'ConflictError';
 }
 
-/** `bad_request`, `validation_failed` (400) and `payload_too_large` (413). */
+/** `bad_request`, `validation_failed` (400), `payload_too_large` (413), `unsupported_media_type` (415) and `headers_too_large` (431). */
 export class ValidationError extends FleetplaneError {
   override name = 'ValidationError';
 }
@@ -77,7 +77,7 @@ export class CompactedError extends FleetplaneError {
   override name = 'CompactedError';
 }
 
-/** `unavailable`, `too_many_requests`, `slow_consumer`: retry later (or elsewhere). */
+/** `unavailable`, `too_many_requests`, `slow_consumer`, `request_timeout`: retry later (or elsewhere). */
 export class UnavailableError extends FleetplaneError {
   override name = 'UnavailableError';
 }

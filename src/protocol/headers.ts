@@ -6,6 +6,8 @@ export const HEADERS = {
   ifNoneMatch: 'if-none-match',
   ifMatch: 'if-match',
   contentType: 'content-type',
+  contentLength: 'content-length',
+  connection: 'connection',
   /** Seconds to wait before retrying a 429 or 503 (RFC 9110); clients add jitter. */
   retryAfter: 'retry-after',
 } as const;

@@ -146,11 +146,9 @@ describe.each(backends())('writes on $name', ({ name, available }) => {
         await s.createDevice(org.id, { public_key: key });
       });
 
-      it('organization names are unique; a non-empty organization cannot be deleted', async () => {
+      it('a non-empty organization cannot be deleted', async () => {
         const s = h();
         const org = await s.createOrg();
-        const dup = await s.call('POST', paths.organizations(), { token: s.admin, body: { name: org.name } });
-        expect(dup.statusCode).toBe(409);
         const g = await s.createGroup(org.id);
         expect((await s.call('DELETE', paths.organization(org.id), { token: s.admin })).statusCode).toBe(409);
         await s.ok(204, 'DELETE', paths.securityGroup(org.id, g.id));
@@ -159,8 +157,6 @@ describe.each(backends())('writes on $name', ({ name, available }) => {
         expect((await s.call('GET', paths.organization(org.id), { token: s.admin })).statusCode).toBe(404);
         expect((await s.call('GET', paths.devices(org.id), { token: s.admin })).statusCode).toBe(404);
         expect((await s.call('GET', paths.organization(org.id), { token })).statusCode).toBe(401);
-        // The name is free again.
-        await s.createOrg({ name: org.name });
       });
     });
 

@@ -149,6 +149,28 @@ describe('admission and the global queue bound', () => {
   });
 
   it('past the global queue limit, the watchers with the most queued are closed with slow_consumer', async () => {
+    // Lists paged from the database: what a stalled watcher has queued is its own.
+    const ws = await startWatchServer('pglite', { slowConsumerTimeout: 3600, snapshotBudget: 0 });
+    try {
+      const org = (await ws.h.createOrg()).id;
+      for (let i = 0; i < 20; i++) await createBigGroup(ws, org, i);
+      const stalled = [];
+      for (let i = 0; i < 12; i++) stalled.push(await openTracked(ws, org, { paused: true }));
+      // The engine reads the limit when it checks: lowered once every stalled watcher is in place.
+      ws.server.ctx.settings.watchQueueLimit = 600 * 1024;
+      ws.server.watch.checkQueue(true);
+      const open = stalled.filter((s) => !s.watcher.closed);
+      const total = open.reduce((n, s) => n + s.watcher.held, 0);
+      expect(total).toBeLessThanOrEqual(600 * 1024);
+      expect(open.length).toBeLessThan(stalled.length);
+      expect(await ws.metric('fleetplane_watch_slow_consumer_closes_total')).toBeGreaterThan(0);
+      for (const s of stalled) s.stream.destroy();
+    } finally {
+      await ws.close();
+    }
+  });
+
+  it('views of the shared snapshot lists queued to stalled joiners do not count against the global limit', async () => {
     const ws = await startWatchServer('pglite', { watchQueueLimit: 600 * 1024, slowConsumerTimeout: 3600 });
     try {
       const org = (await ws.h.createOrg()).id;
@@ -156,11 +178,13 @@ describe('admission and the global queue bound', () => {
       const stalled = [];
       for (let i = 0; i < 12; i++) stalled.push(await openTracked(ws, org, { paused: true }));
       ws.server.watch.checkQueue(true);
-      const open = stalled.filter((s) => !s.watcher.closed);
-      const total = open.reduce((n, s) => n + s.watcher.buffered, 0);
-      expect(total).toBeLessThanOrEqual(600 * 1024);
-      expect(open.length).toBeLessThan(stalled.length);
-      expect(await ws.metric('fleetplane_watch_slow_consumer_closes_total')).toBeGreaterThan(0);
+      // Far more than the limit is queued, but it is the snapshot's bytes, held once.
+      expect(stalled.reduce((n, s) => n + s.watcher.buffered, 0)).toBeGreaterThan(600 * 1024);
+      for (const s of stalled) {
+        expect(s.watcher.closed).toBe(false);
+        expect(s.watcher.held).toBeLessThan(4096);
+      }
+      expect(await ws.metric('fleetplane_watch_slow_consumer_closes_total')).toBe(0);
       for (const s of stalled) s.stream.destroy();
     } finally {
       await ws.close();

@@ -127,6 +127,15 @@ CREATE INDEX device_presence_replica ON device_presence (replica_id);
 ALTER TABLE device_status ADD COLUMN reported_online boolean NOT NULL DEFAULT false;
 `,
   },
+  {
+    version: 4,
+    name: 'organization-names-not-unique',
+    sql: `
+-- A unique name let any organization token test whether another tenant has a name
+-- (a rename to it was refused). Names are labels: a lookup by name sees only what its caller may.
+DROP INDEX objects_org_name;
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

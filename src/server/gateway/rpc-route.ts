@@ -9,10 +9,8 @@ import {
   RPC_WAIT_DEFAULT_S,
 } from '../../protocol/index.js';
 import { ApiError, notFound, shuttingDown } from '../errors.js';
-import { requireOrgAccess } from '../http/auth.js';
 import type { RouteModule } from '../http/context.js';
-import { principalOf } from '../http/routes/shared.js';
-import type { Principal } from '../store/index.js';
+import { authenticated, pathParam, readOrgInPath, type Authorize } from '../http/routes/shared.js';
 import { resultOf } from './delivery.js';
 import type { RpcRouter } from './rpc-router.js';
 import { empty, errors as errorResponses, json } from '../http/route-responses.js';
@@ -30,14 +28,15 @@ const errors = errorResponses([400, 401, 403, 404, 413, 429, 502, 503, 504], {
  * token and organization admins may call any method; read tokens only
  * `ping` and `status`; device tokens and registration keys nothing.
  */
-function requireRpcAccess(p: Principal, orgId: string, method: string): void {
-  requireOrgAccess(p, orgId, 'read');
+const requireRpcAccess: Authorize = (p, req) => {
+  readOrgInPath(p, req);
+  const method = pathParam(req, 'method') ?? '';
   if (p.type === 'admin' || (p.type === 'org' && p.role === 'admin')) return;
   if (p.type === 'device') throw new ApiError('forbidden', 'a device token may not call agents');
   if (!READ_ONLY_AGENT_METHODS.includes(method)) {
     throw new ApiError('forbidden', `a read token may call only ${READ_ONLY_AGENT_METHODS.join(' and ')}`);
   }
-}
+};
 
 /**
  * `POST /api/organizations/{org}/devices/{id}/rpc/{method}?wait=S`: the JSON
@@ -51,6 +50,7 @@ export function rpcRoutes(router: RpcRouter, closing: () => boolean): RouteModul
       app.post(
         ROUTES.deviceRpc,
         {
+          ...authenticated(ctx, requireRpcAccess),
           schema: {
             tags,
             operationId: 'callAgent',
@@ -62,7 +62,6 @@ export function rpcRoutes(router: RpcRouter, closing: () => boolean): RouteModul
         },
         async (req, reply) => {
           const { org, id, method } = req.params;
-          requireRpcAccess(await principalOf(req, ctx), org, method);
           const body: unknown = req.body ?? {};
           if (typeof body !== 'object' || body === null || Array.isArray(body)) {
             throw new ApiError('validation_failed', '/: the params must be a JSON object', { path: '/', expected: 'object' });
@@ -101,7 +100,7 @@ export function rpcRoutes(router: RpcRouter, closing: () => boolean): RouteModul
         // A WebSocket's success is 101, which OpenAPI linters don't count as one: this catch-all stands for the handshake's outcomes.
         default: json('Any other outcome of the handshake: the error body.', ErrorResponse),
       };
-      app.get(ROUTES.agentTunnel, { schema: { tags, operationId: 'openAgentTunnel', summary: 'The agent tunnel (WebSocket upgrade only)', response: tunnelResponses } }, async () => {
+      app.get(ROUTES.agentTunnel, { ...authenticated(ctx), schema: { tags, operationId: 'openAgentTunnel', summary: 'The agent tunnel (WebSocket upgrade only)', response: tunnelResponses } }, async () => {
         throw new ApiError('bad_request', 'the agent tunnel needs a WebSocket upgrade');
       });
     },

@@ -1,9 +1,7 @@
 import Fastify, { LogController, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
 import swagger from '@fastify/swagger';
-import { Ajv, type Options as AjvOptions } from 'ajv';
 import type { Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { FORMATS } from '../../protocol/index.js';
 import { ApiError, shuttingDown } from '../errors.js';
 import { errorHandler } from './error-handler.js';
 import type { RouteModule, ServerContext } from './context.js';
@@ -14,7 +12,10 @@ import { registerSecurityGroupRoutes } from './routes/security-groups.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import type { TlsPair } from './tls-certificate.js';
 import { openApiOptions } from './openapi.js';
-import { SchemaComponents, withoutIds } from './schema-components.js';
+import { SchemaComponents } from './schema-components.js';
+import { validatorCompiler } from './validator.js';
+import { acceptJsonBodies } from './json-body.js';
+import { clientErrorHandler } from './client-error.js';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -38,18 +39,16 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
     forceCloseConnections: false,
     // Our own hook answers during shutdown, with Retry-After (Fastify's 503 has none).
     return503OnClosing: false,
+    // What fails before a request reaches a route still gets the catalog's error body.
+    clientErrorHandler: clientErrorHandler(ctx.logger),
+    frameworkErrors: errorHandler,
   };
   // An HTTPS server has every method the routes and the gateway use of the HTTP one; only the type differs.
   type HttpInstance = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
   const app = (https ? (Fastify({ ...options, https }) as unknown as HttpInstance) : Fastify(options)).withTypeProvider<TypeBoxTypeProvider>();
 
-  // Bodies are JSON and must not be coerced ({"mtu": "1400"} is an error, not 1400);
-  // path and query parameters arrive as strings and are.
-  const ajvOptions: AjvOptions = { removeAdditional: false, useDefaults: false, allErrors: false, formats: { ...FORMATS } };
-  const bodyAjv = new Ajv({ ...ajvOptions, coerceTypes: false });
-  const partAjv = new Ajv({ ...ajvOptions, coerceTypes: 'array' });
-  // The `$id`s name schemas in the OpenAPI document; Ajv would take a repeated one for a conflict.
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : partAjv).compile(withoutIds(schema) as object));
+  app.setValidatorCompiler(validatorCompiler());
+  acceptJsonBodies(app);
 
   // Response schemas document the API; bodies are serialized as they are.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

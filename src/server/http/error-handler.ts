@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { HEADERS } from '../../protocol/index.js';
+import { HEADERS, MEDIA } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 
 interface ValidationIssue {
@@ -36,10 +36,11 @@ export function toApiError(err: FastifyError | ApiError | Error): ApiError {
   switch (fe.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('payload_too_large', fe.message);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('unsupported_media_type', `a request body must be ${MEDIA.json}`);
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_TYPE':
       return new ApiError('bad_request', fe.message);
     default:

@@ -48,11 +48,14 @@ type ErrorNotes = Partial<Record<ErrorStatus, string>>;
 /**
  * Error responses (the error body) for `statuses`, each described by the
  * catalog's codes of that status; 503 also names Retry-After when the route
- * sends it. 500 (`internal`) is always included: any route can fail so.
+ * sends it. 500 (`internal`) is always included: any route can fail so; and
+ * 415 wherever 413 is, since a route that reads a body refuses one that isn't JSON.
  */
 export function errors<S extends ErrorStatus>(statuses: readonly S[], notes: ErrorNotes = {}, opts: { retryAfter?: boolean } = {}) {
-  const out = {} as Record<S | 500, ReturnType<typeof json<typeof ErrorResponse>>>;
-  for (const status of [...new Set<S | 500>([...statuses, 500])].sort()) {
+  const out = {} as Record<S | 415 | 500, ReturnType<typeof json<typeof ErrorResponse>>>;
+  const all = new Set<S | 415 | 500>([...statuses, 500]);
+  if ((statuses as readonly number[]).includes(413)) all.add(415);
+  for (const status of [...all].sort()) {
     const codes = (Object.keys(ERRORS) as ErrorCode[]).filter((c) => ERRORS[c].status === status);
     const catalog = codes.map((c) => `\`${c}\`: ${ERRORS[c].message}`).join(' ');
     const description = notes[status] ? `${notes[status]} (${catalog})` : catalog;

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/index.js';
-import { pgErrorCode, UNIQUE_VIOLATION } from '../db/index.js';
 import type { SignalBus } from '../bus/index.js';
 import {
   DEFAULT_NETWORK,
@@ -17,11 +16,6 @@ import { sameJson } from './same-json.js';
 
 const KIND = 'organization' as const;
 
-function nameTaken(err: unknown, name: string): never {
-  if (pgErrorCode(err) === UNIQUE_VIOLATION) throw new ApiError('conflict', `an organization named "${name}" already exists`);
-  throw err;
-}
-
 function checkNetwork(network: Network): void {
   if (!ipv4Pool(network.ipv4_cidr)) throw validationFailed('/network/ipv4_cidr', 'an IPv4 CIDR with prefix /8../30');
 }
@@ -31,36 +25,32 @@ export async function createOrganization(db: Database, input: OrganizationCreate
   const now = new Date().toISOString();
   const network: Network = { ...DEFAULT_NETWORK, ...input.network };
   checkNetwork(network);
-  try {
-    return await db.transaction(async (tx) => {
-      await tx.query('INSERT INTO orgs (id, head_revision) VALUES ($1, 1)', [id]);
-      const org: Organization = {
-        id,
-        name: input.name,
-        description: input.description ?? '',
-        network,
-        revision: 1,
-        created_at: now,
-        updated_at: now,
-      };
-      await insertObject(tx, id, KIND, org);
-      return org;
-    });
-  } catch (err) {
-    return nameTaken(err, input.name);
-  }
+  return db.transaction(async (tx) => {
+    await tx.query('INSERT INTO orgs (id, head_revision) VALUES ($1, 1)', [id]);
+    const org: Organization = {
+      id,
+      name: input.name,
+      description: input.description ?? '',
+      network,
+      revision: 1,
+      created_at: now,
+      updated_at: now,
+    };
+    await insertObject(tx, id, KIND, org);
+    return org;
+  });
 }
 
 export async function getOrganization(q: Queryable, id: string): Promise<Organization | undefined> {
   return getObject<Organization & { [k: string]: unknown }>(q, id, KIND, id);
 }
 
-/** Live organizations, by name; `only` restricts to one (organization-scoped tokens). */
+/** Live organizations, by name (names need not be unique); `only` restricts to one (organization-scoped tokens). */
 export async function listOrganizations(q: Queryable, only?: string): Promise<Organization[]> {
   const rows = await q.query<{ value: Organization }>(
     `SELECT o.value FROM objects o JOIN orgs g ON g.id = o.org_id
       WHERE o.kind = 'organization' AND NOT o.deleted AND g.deleted_at IS NULL AND ($1::uuid IS NULL OR o.id = $1::uuid)
-      ORDER BY o.value->>'name'`,
+      ORDER BY o.value->>'name', o.id`,
     [only ?? null],
   );
   return rows.map((r) => r.value);
@@ -73,35 +63,31 @@ export async function patchOrganization(
   patch: OrganizationPatch,
   ifMatch?: string,
 ): Promise<Organization> {
-  try {
-    return await writeInOrg(db, bus, id, async (w) => {
-      const current = await lockObject<Organization & { [k: string]: unknown }>(w.tx, id, KIND, id);
-      checkIfMatch(ifMatch, current.revision);
-      const network: Network = { ...current.network, ...patch.network };
-      checkNetwork(network);
-      const next = {
-        ...current,
-        name: patch.name ?? current.name,
-        description: patch.description ?? current.description,
-        network,
-      };
-      if (sameJson(next, current)) return current;
-      if (network.ipv4_cidr !== current.network.ipv4_cidr) {
-        const used = await w.tx.query('SELECT 1 FROM device_ips WHERE org_id = $1 LIMIT 1', [id]);
-        if (used.length > 0) {
-          throw new ApiError('conflict', 'network.ipv4_cidr cannot change while the organization has devices', {
-            path: '/network/ipv4_cidr',
-          });
-        }
+  return writeInOrg(db, bus, id, async (w) => {
+    const current = await lockObject<Organization & { [k: string]: unknown }>(w.tx, id, KIND, id);
+    checkIfMatch(ifMatch, current.revision);
+    const network: Network = { ...current.network, ...patch.network };
+    checkNetwork(network);
+    const next = {
+      ...current,
+      name: patch.name ?? current.name,
+      description: patch.description ?? current.description,
+      network,
+    };
+    if (sameJson(next, current)) return current;
+    if (network.ipv4_cidr !== current.network.ipv4_cidr) {
+      const used = await w.tx.query('SELECT 1 FROM device_ips WHERE org_id = $1 LIMIT 1', [id]);
+      if (used.length > 0) {
+        throw new ApiError('conflict', 'network.ipv4_cidr cannot change while the organization has devices', {
+          path: '/network/ipv4_cidr',
+        });
       }
-      const revision = await w.revision();
-      const updated = { ...next, revision, updated_at: new Date().toISOString() };
-      await updateObject(w.tx, updated);
-      return updated;
-    });
-  } catch (err) {
-    return nameTaken(err, patch.name ?? '');
-  }
+    }
+    const revision = await w.revision();
+    const updated = { ...next, revision, updated_at: new Date().toISOString() };
+    await updateObject(w.tx, updated);
+    return updated;
+  });
 }
 
 /**

@@ -290,14 +290,16 @@ export class WatchEngine {
     if (!force && now - this.lastQueueCheck < QUEUE_CHECK_SPACING_MS) return;
     this.lastQueueCheck = now;
     let total = 0;
-    for (const w of this.watchers) total += w.buffered;
+    for (const w of this.watchers) total += w.held;
     this.metrics.queuedBytes.set(total);
     const limit = this.settings.watchQueueLimit;
     if (total <= limit) return;
-    const heaviest = [...this.watchers].filter((w) => w.buffered > 0).sort((a, b) => b.buffered - a.buffered);
+    const held = new Map<Watcher, number>();
+    for (const w of this.watchers) if (w.held > 0) held.set(w, w.held);
+    const heaviest = [...held.keys()].sort((a, b) => (held.get(b) ?? 0) - (held.get(a) ?? 0));
     for (const w of heaviest) {
       if (total <= limit) break;
-      total -= w.buffered;
+      total -= held.get(w) ?? 0;
       this.metrics.slowConsumerCloses.inc();
       w.close('slow_consumer', 'the server has too much queued for slow watchers; resume from your last revision');
     }

@@ -91,6 +91,10 @@ export class Watcher implements FeedListener {
   private reading = false;
   private wakeAgain = false;
   private snapshotList: SnapshotList | undefined;
+  /** Bytes passed to the socket by write(). */
+  private writtenTotal = 0;
+  /** writtenTotal after the last slice of the snapshot's shared lists. */
+  private viewsEnd = 0;
   private listedObjects = 0;
   private listed = false;
   private slowTimer: NodeJS.Timeout | undefined;
@@ -167,6 +171,7 @@ export class Watcher implements FeedListener {
         // Slices share the snapshot's memory: what waits in the socket is a view, not a copy.
         const end = Math.min(list.length, l.offset + Math.max(LIST_MIN_SLICE, limit - this.o.socket.writableLength));
         this.write(list.subarray(l.offset, end), false);
+        this.viewsEnd = this.writtenTotal;
         l.offset = end;
         if (this.o.socket.writableLength > limit) {
           this.pause();
@@ -280,6 +285,7 @@ export class Watcher implements FeedListener {
 
   write(bytes: Buffer, isEvent: boolean): void {
     this.o.socket.write(bytes);
+    this.writtenTotal += bytes.length;
     this.lastWriteAt = performance.now();
     const written = this.o.metrics.written;
     written.bytes += bytes.length;
@@ -289,6 +295,19 @@ export class Watcher implements FeedListener {
   /** Bytes written but not yet taken by the kernel. */
   get buffered(): number {
     return this.o.socket.writableLength;
+  }
+
+  /**
+   * Bytes queued that this watcher alone holds: what is queued minus the
+   * views of the snapshot's shared lists still in it (the queue is FIFO, so
+   * those are the oldest bytes). A stalled joiner's views cost no memory of
+   * their own, so they don't count against `--watch-queue-limit`.
+   */
+  get held(): number {
+    const queued = this.o.socket.writableLength;
+    const taken = this.writtenTotal - queued;
+    const views = Math.min(queued, Math.max(0, this.viewsEnd - taken));
+    return queued - views;
   }
 
   private overLimit(): boolean {

@@ -13,8 +13,7 @@ import {
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
-import { requireOrgAccess } from '../auth.js';
-import { authenticated, principalOf } from './shared.js';
+import { authenticated, principalOf, writeOrgInPath } from './shared.js';
 import { empty, errors as errorResponses, json } from '../route-responses.js';
 
 const errors = errorResponses([400, 401, 403, 404]);
@@ -22,9 +21,7 @@ const withBody = errorResponses([400, 401, 403, 404, 413]);
 
 /** Tokens and registration keys: organization admins only, secrets shown once. */
 export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
-  const auth = authenticated(ctx);
-  const admin = async (req: { params: { org: string } } & Parameters<typeof principalOf>[0]) =>
-    requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
+  const auth = authenticated(ctx, writeOrgInPath);
 
   app.post(
     ROUTES.tokens,
@@ -40,7 +37,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      await admin(req);
       return reply.status(201).send(await ctx.store.createOrgToken(req.params.org, req.body));
     },
   );
@@ -57,7 +53,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req) => {
-      await admin(req);
       return { items: await ctx.store.listOrgTokens(req.params.org) };
     },
   );
@@ -74,7 +69,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      await admin(req);
       await ctx.store.revokeOrgToken(req.params.org, req.params.id);
       return reply.status(204).send(null);
     },
@@ -94,7 +88,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      await admin(req);
       return reply.status(201).send(await ctx.store.createRegistrationKey(req.params.org, req.body));
     },
   );
@@ -111,7 +104,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req) => {
-      await admin(req);
       return { items: await ctx.store.listRegistrationKeys(req.params.org) };
     },
   );
@@ -128,7 +120,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req) => {
-      await admin(req);
       const key = await ctx.store.getRegistrationKey(req.params.org, req.params.id);
       if (!key) throw notFound('registration key');
       return key;
@@ -147,7 +138,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      await admin(req);
       await ctx.store.deleteRegistrationKey(req.params.org, req.params.id);
       return reply.status(204).send(null);
     },
@@ -155,7 +145,9 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   app.get(
     ROUTES.ownRegistrationKey,
     {
-      ...auth,
+      ...authenticated(ctx, (p) => {
+        if (p.type !== 'registration') throw new ApiError('forbidden', 'only a registration key may look itself up');
+      }),
       schema: {
         tags: ['registration keys'],
         operationId: 'getOwnRegistrationKey',

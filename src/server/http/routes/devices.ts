@@ -17,8 +17,7 @@ import {
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
-import { requireOrgAccess } from '../auth.js';
-import { answeredNotModified, authenticated, ifMatchOf, principalOf, sendList, withEtag } from './shared.js';
+import { answeredNotModified, authenticated, ifMatchOf, pathParam, principalOf, readOrgInPath, sendList, withEtag, writeOrgInPath, type Authorize } from './shared.js';
 import { IfMatchHeaders, IfNoneMatchHeaders, RESPONSE_HEADERS, empty, errors, json } from '../route-responses.js';
 
 const tags = ['devices'];
@@ -40,7 +39,32 @@ async function refuseOwnedFields(req: FastifyRequest): Promise<void> {
   }
 }
 
+/** Enrollment: a registration key in its own organization, or write access. */
+const enrollOrWrite: Authorize = (p, req) => {
+  if (p.type !== 'registration') return writeOrgInPath(p, req);
+  if (p.orgId !== pathParam(req, 'org')) throw notFound('organization');
+};
+
+/** A device token changes only its own device; everyone else needs write access. */
+const ownDeviceOrWrite: Authorize = (p, req) => {
+  if (p.type !== 'device') return writeOrgInPath(p, req);
+  readOrgInPath(p, req);
+  if (p.deviceId !== pathParam(req, 'id')) throw new ApiError('forbidden', 'a device token may change only its own device');
+};
+
 export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
+  /** A device token may change only some fields: refused (403) before the body's validation would describe the rest. */
+  const deviceSelfFields = async (req: FastifyRequest): Promise<void> => {
+    const body = req.body;
+    if ((await principalOf(req, ctx)).type !== 'device' || typeof body !== 'object' || body === null || Array.isArray(body)) return;
+    const allowed: readonly string[] = DEVICE_SELF_FIELDS;
+    const other = Object.keys(body).find((k) => !allowed.includes(k));
+    if (other !== undefined) {
+      throw new ApiError('forbidden', `a device may change only ${DEVICE_SELF_FIELDS.join(', ')}; "${other}" needs an organization admin`, {
+        path: `/${other}`,
+      });
+    }
+  };
   const auth = authenticated(ctx);
   app.get(
     ROUTES.devices,
@@ -61,7 +85,6 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       if (await answeredNotModified(req, reply, ctx, req.params.org, req.query)) return reply;
       const page = await ctx.store.list(req.params.org, 'device', req.query);
       const statuses = await ctx.store.statusesOf(page.rows.filter((r) => !r.deleted).map((r) => r.id));
@@ -72,7 +95,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
   app.post(
     ROUTES.devices,
     {
-      ...auth,
+      ...authenticated(ctx, enrollOrWrite),
       preValidation: refuseOwnedFields,
       schema: {
         tags,
@@ -88,11 +111,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
     },
     async (req, reply) => {
       const p = await principalOf(req, ctx);
-      let keyId: string | undefined;
-      if (p.type === 'registration') {
-        if (p.orgId !== req.params.org) throw notFound('organization');
-        keyId = p.keyId;
-      } else requireOrgAccess(p, req.params.org, 'write');
+      const keyId = p.type === 'registration' ? p.keyId : undefined;
       const { device, deviceToken } = await ctx.store.createDevice(req.params.org, req.body, keyId);
       return reply.status(201).send({ ...withEtag(reply, device), device_token: deviceToken });
     },
@@ -111,7 +130,6 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       const device = await ctx.store.getDevice(req.params.org, req.params.id);
       if (!device) throw notFound('device');
       return withEtag(reply, device);
@@ -121,8 +139,8 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
   app.patch(
     ROUTES.device,
     {
-      ...auth,
-      preValidation: refuseOwnedFields,
+      ...authenticated(ctx, ownDeviceOrWrite),
+      preValidation: [refuseOwnedFields, deviceSelfFields],
       schema: {
         tags,
         operationId: 'updateDevice',
@@ -136,27 +154,13 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
         },
       },
     },
-    async (req, reply) => {
-      const p = await principalOf(req, ctx);
-      if (p.type === 'device') {
-        requireOrgAccess(p, req.params.org, 'read');
-        if (p.deviceId !== req.params.id) throw new ApiError('forbidden', 'a device token may change only its own device');
-        const allowed: readonly string[] = DEVICE_SELF_FIELDS;
-        const other = Object.keys(req.body).find((k) => !allowed.includes(k));
-        if (other !== undefined) {
-          throw new ApiError('forbidden', `a device may change only ${DEVICE_SELF_FIELDS.join(', ')}; "${other}" needs an organization admin`, {
-            path: `/${other}`,
-          });
-        }
-      } else requireOrgAccess(p, req.params.org, 'write');
-      return withEtag(reply, await ctx.store.patchDevice(req.params.org, req.params.id, req.body, ifMatchOf(req)));
-    },
+    async (req, reply) => withEtag(reply, await ctx.store.patchDevice(req.params.org, req.params.id, req.body, ifMatchOf(req))),
   );
 
   app.delete(
     ROUTES.device,
     {
-      ...auth,
+      ...authenticated(ctx, writeOrgInPath),
       schema: {
         tags,
         operationId: 'deleteDevice',
@@ -167,7 +171,6 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       await ctx.store.deleteDevice(req.params.org, req.params.id, ifMatchOf(req));
       return reply.status(204).send(null);
     },

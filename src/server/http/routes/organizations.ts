@@ -10,18 +10,19 @@ import {
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
-import { requireAdmin, requireOrgAccess } from '../auth.js';
-import { authenticated, ifMatchOf, principalOf, withEtag } from './shared.js';
+import { requireAdmin } from '../auth.js';
+import { authenticated, ifMatchOf, principalOf, readOrgInPath, withEtag, writeOrgInPath } from './shared.js';
 import { IfMatchHeaders, RESPONSE_HEADERS, empty, errors, json } from '../route-responses.js';
 
 const tags = ['organizations'];
 
 export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
-  const auth = authenticated(ctx);
   app.get(
     ROUTES.organizations,
     {
-      ...auth,
+      ...authenticated(ctx, (p) => {
+        if (p.type === 'registration') throw new ApiError('forbidden', 'a registration key may only enroll a device');
+      }),
       schema: {
         tags,
         operationId: 'listOrganizations',
@@ -32,7 +33,6 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
     },
     async (req) => {
       const p = await principalOf(req, ctx);
-      if (p.type === 'registration') throw new ApiError('forbidden', 'a registration key may only enroll a device');
       const items = await ctx.store.listOrganizations(p.type === 'admin' ? undefined : p.orgId);
       return { items };
     },
@@ -41,7 +41,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
   app.post(
     ROUTES.organizations,
     {
-      ...auth,
+      ...authenticated(ctx, requireAdmin),
       schema: {
         tags,
         operationId: 'createOrganization',
@@ -49,12 +49,11 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
         body: OrganizationCreate,
         response: {
           201: json('The organization created.', Organization, RESPONSE_HEADERS.etag),
-          ...errors([400, 401, 403, 409, 413], { 409: 'The name is taken' }),
+          ...errors([400, 401, 403, 413]),
         },
       },
     },
     async (req, reply) => {
-      requireAdmin(await principalOf(req, ctx));
       const org = await ctx.store.createOrganization(req.body);
       return reply.status(201).send(withEtag(reply, org));
     },
@@ -63,7 +62,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
   app.get(
     ROUTES.organization,
     {
-      ...auth,
+      ...authenticated(ctx),
       schema: {
         tags,
         operationId: 'getOrganization',
@@ -73,7 +72,6 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       const org = await ctx.store.getOrganization(req.params.org);
       if (!org) throw notFound('organization');
       return withEtag(reply, org);
@@ -83,7 +81,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
   app.patch(
     ROUTES.organization,
     {
-      ...auth,
+      ...authenticated(ctx, writeOrgInPath),
       schema: {
         tags,
         operationId: 'updateOrganization',
@@ -93,20 +91,20 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
         body: OrganizationPatch,
         response: {
           200: json('The organization as changed (unchanged when the patch changes nothing).', Organization, RESPONSE_HEADERS.etag),
-          ...errors([400, 401, 403, 404, 409, 412, 413], { 409: 'ipv4_cidr cannot change while the organization has devices; or the name is taken' }),
+          ...errors([400, 401, 403, 404, 409, 412, 413], { 409: 'ipv4_cidr cannot change while the organization has devices' }),
         },
       },
     },
-    async (req, reply) => {
-      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
-      return withEtag(reply, await ctx.store.patchOrganization(req.params.org, req.body, ifMatchOf(req)));
-    },
+    async (req, reply) => withEtag(reply, await ctx.store.patchOrganization(req.params.org, req.body, ifMatchOf(req))),
   );
 
   app.delete(
     ROUTES.organization,
     {
-      ...auth,
+      ...authenticated(ctx, (p, req) => {
+        readOrgInPath(p, req);
+        requireAdmin(p);
+      }),
       schema: {
         tags,
         operationId: 'deleteOrganization',
@@ -120,9 +118,6 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      const p = await principalOf(req, ctx);
-      requireOrgAccess(p, req.params.org, 'read');
-      requireAdmin(p);
       await ctx.store.deleteOrganization(req.params.org, ifMatchOf(req));
       return reply.status(204).send(null);
     },

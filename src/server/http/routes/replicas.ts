@@ -2,7 +2,7 @@ import { ReplicaList, ROUTES } from '../../../protocol/index.js';
 import { errors, json } from '../route-responses.js';
 import type { RouteModule } from '../context.js';
 import { requireAdmin } from '../auth.js';
-import { authenticated, principalOf } from './shared.js';
+import { authenticated } from './shared.js';
 import { listReplicas } from '../../replicas/index.js';
 
 /** `GET /api/replicas` (admin): the live replicas sharing this database. */
@@ -12,7 +12,7 @@ export function replicaRoutes(): RouteModule {
       app.get(
         ROUTES.replicas,
         {
-          ...authenticated(ctx),
+          ...authenticated(ctx, requireAdmin),
           schema: {
             tags: ['replicas'],
             operationId: 'listReplicas',
@@ -20,8 +20,7 @@ export function replicaRoutes(): RouteModule {
             response: { 200: json('The replicas whose lease is live.', ReplicaList), ...errors([401, 403]) },
           },
         },
-        async (req) => {
-          requireAdmin(await principalOf(req, ctx));
+        async () => {
           const rows = await listReplicas(ctx.store.db);
           return {
             items: rows.map((r) => ({

@@ -11,14 +11,14 @@ import {
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { notFound } from '../../errors.js';
-import { requireOrgAccess } from '../auth.js';
-import { answeredNotModified, authenticated, ifMatchOf, principalOf, sendList, withEtag } from './shared.js';
+import { answeredNotModified, authenticated, ifMatchOf, sendList, withEtag, writeOrgInPath } from './shared.js';
 import { IfMatchHeaders, IfNoneMatchHeaders, RESPONSE_HEADERS, empty, errors, json } from '../route-responses.js';
 
 const tags = ['security groups'];
 
 export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void {
   const auth = authenticated(ctx);
+  const write = authenticated(ctx, writeOrgInPath);
   app.get(
     ROUTES.securityGroups,
     {
@@ -38,7 +38,6 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
       },
     },
     async (req, reply) => {
-      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       if (await answeredNotModified(req, reply, ctx, req.params.org, req.query)) return reply;
       const page = await ctx.store.list(req.params.org, 'security-group', req.query);
       return sendList(reply, page, (row) => row.value);
@@ -48,7 +47,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
   app.post(
     ROUTES.securityGroups,
     {
-      ...auth,
+      ...write,
       schema: {
         tags,
         operationId: 'createSecurityGroup',
@@ -59,7 +58,6 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
       },
     },
     async (req, reply) => {
-      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       const group = await ctx.store.createSecurityGroup(req.params.org, req.body);
       return reply.status(201).send(withEtag(reply, group));
     },
@@ -78,7 +76,6 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
       },
     },
     async (req, reply) => {
-      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'read');
       const group = await ctx.store.getSecurityGroup(req.params.org, req.params.id);
       if (!group) throw notFound('security group');
       return withEtag(reply, group);
@@ -88,7 +85,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
   app.patch(
     ROUTES.securityGroup,
     {
-      ...auth,
+      ...write,
       schema: {
         tags,
         operationId: 'updateSecurityGroup',
@@ -103,7 +100,6 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
       },
     },
     async (req, reply) => {
-      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       return withEtag(reply, await ctx.store.patchSecurityGroup(req.params.org, req.params.id, req.body, ifMatchOf(req)));
     },
   );
@@ -111,7 +107,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
   app.delete(
     ROUTES.securityGroup,
     {
-      ...auth,
+      ...write,
       schema: {
         tags,
         operationId: 'deleteSecurityGroup',
@@ -122,7 +118,6 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
       },
     },
     async (req, reply) => {
-      requireOrgAccess(await principalOf(req, ctx), req.params.org, 'write');
       await ctx.store.deleteSecurityGroup(req.params.org, req.params.id, ifMatchOf(req));
       return reply.status(204).send(null);
     },

@@ -3,7 +3,7 @@ import { formatEtag, HEADERS, parseEtag } from '../../../protocol/index.js';
 import type { ChangeRow, ListPage, ListParams } from '../../store/index.js';
 import type { Principal } from '../../store/index.js';
 import type { ServerContext } from '../context.js';
-import { authenticate } from '../auth.js';
+import { authenticate, requireOrgAccess } from '../auth.js';
 
 const principals = new WeakMap<FastifyRequest, Promise<Principal>>();
 
@@ -17,15 +17,34 @@ export function principalOf(req: FastifyRequest, ctx: ServerContext): Promise<Pr
   return principal;
 }
 
+/** A route's access check: throws the 403 or 404 its caller gets. */
+export type Authorize = (p: Principal, req: FastifyRequest) => void;
+
+/** A path parameter as the router decoded it: not yet validated, so only ever compared. */
+export function pathParam(req: FastifyRequest, name: 'org' | 'id' | 'method'): string | undefined {
+  const params = req.params as Partial<Record<string, string>> | undefined;
+  return params?.[name];
+}
+
+/** Read access to the organization in the path, if the path names one: the least any organization route needs. */
+export const readOrgInPath: Authorize = (p, req) => {
+  const org = pathParam(req, 'org');
+  if (org !== undefined) requireOrgAccess(p, org, 'read');
+};
+
+/** Write access to the organization in the path. */
+export const writeOrgInPath: Authorize = (p, req) => requireOrgAccess(p, pathParam(req, 'org') ?? '', 'write');
+
 /**
- * Route options that authenticate before the body is read or validated: a
- * caller without a valid token gets 401 whatever it sent (docs/protocol.md), never
- * a validation error that describes the schema to it.
+ * Route options that authenticate and authorize before the body is read or
+ * validated: a caller without a valid token gets 401, one that may not make
+ * the call 403 or 404, whatever it sent (docs/protocol.md), never a
+ * validation error that describes the schema to it.
  */
-export function authenticated(ctx: ServerContext): { onRequest: (req: FastifyRequest) => Promise<void> } {
+export function authenticated(ctx: ServerContext, authorize: Authorize = readOrgInPath): { onRequest: (req: FastifyRequest) => Promise<void> } {
   return {
     onRequest: async (req) => {
-      await principalOf(req, ctx);
+      authorize(await principalOf(req, ctx), req);
     },
   };
 }

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate, openPglite, openPostgres, type Database, type Queryable, type Row } from '../../src/server/db/index.js';
+import { writeStatusBatch, type StatusBatch } from '../../src/server/store/device-status.js';
+import { backends, pgAdminUrl } from '../server/fixtures.js';
+import { createDatabase } from '../support/postgres-server.js';
+
+const DEVICES = 2_000;
+
+interface PlanNode {
+  'Node Type': string;
+  'Actual Loops'?: number;
+  'Actual Rows'?: number;
+  Plans?: PlanNode[];
+}
+
+function nodes(n: PlanNode): PlanNode[] {
+  return [n, ...(n.Plans ?? []).flatMap(nodes)];
+}
+
+/** Runs the batch statement under EXPLAIN ANALYZE (rolled back) and returns its plan. */
+async function planOf(db: Database, batch: StatusBatch): Promise<PlanNode> {
+  let plan: PlanNode | undefined;
+  await db
+    .transaction(async (tx) => {
+      const explaining: Queryable = {
+        query: async <R extends Row = Row>(sql: string, params?: readonly unknown[]): Promise<R[]> => {
+          const rows = await tx.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+          const cell = Object.values(rows[0] ?? {})[0];
+          plan = ((typeof cell === 'string' ? JSON.parse(cell) : cell) as { Plan: PlanNode }[])[0]?.Plan;
+          return [];
+        },
+      };
+      await writeStatusBatch(explaining, batch);
+      throw new Error('roll back');
+    })
+    .catch((err: unknown) => {
+      if (!(err instanceof Error) || err.message !== 'roll back') throw err;
+    });
+  if (!plan) throw new Error('no plan');
+  return plan;
+}
+
+describe.each(backends())('a status batch is one pass over its reports ($name)', ({ name, available }) => {
+  let db: Database;
+  let batch: StatusBatch;
+  beforeAll(async () => {
+    if (!available) return;
+    db = name === 'pglite' ? await openPglite(undefined) : await openPostgres(await createDatabase(pgAdminUrl()));
+    await migrate(db);
+    const org = randomUUID();
+    await db.query('INSERT INTO orgs (id, head_revision) VALUES ($1, $2)', [org, DEVICES]);
+    await db.query(
+      `INSERT INTO objects (id, org_id, kind, revision, value)
+       SELECT gen_random_uuid(), $1, 'device', g, jsonb_build_object('hostname', 'h' || g) FROM generate_series(1, $2::int) g`,
+      [org, DEVICES],
+    );
+    await db.query(`INSERT INTO replicas (id, lease_expires_at) VALUES ('r', now() + interval '1 hour')`);
+    const ids = (await db.query<{ id: string }>(`SELECT id FROM objects WHERE kind = 'device'`)).map((r) => r.id);
+    const status = (rev: number) => ({ applied_revision: rev, apply_error: null, local_endpoints: [], os: 'linux', agent_version: 'test' });
+    // Every device has a stored status already: the batch replaces them all.
+    await writeStatusBatch(db, { replicaId: 'r', statuses: ids.map((id) => ({ deviceId: id, orgId: org, via: 'tunnel', input: status(1) })), connected: ids, disconnected: [] });
+    batch = { replicaId: 'r', statuses: ids.map((id) => ({ deviceId: id, orgId: org, via: 'tunnel', input: status(2) })), connected: [], disconnected: ids.slice(0, 10) };
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it.runIf(available)(`no part of the plan runs once per report (${DEVICES.toLocaleString('en-US')} reports)`, async () => {
+    const plan = await planOf(db, batch);
+    const all = nodes(plan);
+    const loops = Math.max(...all.map((n) => n['Actual Loops'] ?? 1));
+    // A scan of the reports repeated per report makes a batch quadratic (10,000 reports took 15 s).
+    const rescans = all.filter((n) => /Function Scan|CTE Scan/.test(n['Node Type']) && (n['Actual Loops'] ?? 1) > 1);
+    expect(rescans.map((n) => `${n['Node Type']} × ${n['Actual Loops']}`)).toEqual([]);
+    expect(loops).toBeLessThanOrEqual(DEVICES);
+    expect(plan['Actual Rows']).toBe(DEVICES);
+  });
+});
