@@ -155,7 +155,7 @@ describe('admission and the global queue bound', () => {
       const org = (await ws.h.createOrg()).id;
       for (let i = 0; i < 20; i++) await createBigGroup(ws, org, i);
       const stalled = [];
-      for (let i = 0; i < 12; i++) stalled.push(await openTracked(ws, org, { paused: true }));
+      for (let i = 0; i < 6; i++) stalled.push(await openTracked(ws, org, { paused: true }));
       // The engine reads the limit when it checks: lowered once every stalled watcher is in place.
       ws.server.ctx.settings.watchQueueLimit = 600 * 1024;
       ws.server.watch.checkQueue(true);
