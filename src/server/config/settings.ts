@@ -141,7 +141,7 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'replicaLeaseTtl', flag: 'replica-lease-ttl', env: 'FLEETPLANE_REPLICA_LEASE_TTL', kind: 'seconds', min: 1, help: 'Lifetime of a replica lease in the replicas table.' },
   { key: 'statusFlushInterval', flag: 'status-flush-interval', env: 'FLEETPLANE_STATUS_FLUSH_INTERVAL', kind: 'seconds', min: 0.01, max: 10, help: 'Least time between two batched writes of device statuses and presence.' },
   { key: 'snapshotBudget', flag: 'snapshot-budget', env: 'FLEETPLANE_SNAPSHOT_BUDGET', kind: 'bytes', min: 0, help: 'Memory for in-memory organization snapshots that serve initial lists (0: always page the database).' },
-  { key: 'watchQueueLimit', flag: 'watch-queue-limit', env: 'FLEETPLANE_WATCH_QUEUE_LIMIT', kind: 'bytes', min: 65536, help: 'Bytes queued to all watchers together before the ones with the most queued are closed (slow_consumer).' },
+  { key: 'watchQueueLimit', flag: 'watch-queue-limit', env: 'FLEETPLANE_WATCH_QUEUE_LIMIT', kind: 'bytes', min: 65536, help: 'Bytes queued to all watchers together (not counting views of the shared snapshot lists) before the ones holding the most are closed (slow_consumer).' },
   { key: 'maxConcurrentLists', flag: 'max-concurrent-lists', env: 'FLEETPLANE_MAX_CONCURRENT_LISTS', kind: 'int', min: 1, max: 1_000_000, help: 'Initial lists paging the database at once; more wait for a turn (lists from memory need none).' },
   { key: 'listQueueTimeout', flag: 'list-queue-timeout', env: 'FLEETPLANE_LIST_QUEUE_TIMEOUT', kind: 'seconds', min: 0, help: 'How long a watch waits for an initial-list turn before 503 with Retry-After.' },
 ];
