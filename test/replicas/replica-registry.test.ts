@@ -15,6 +15,8 @@ async function eventually(what: string, condition: () => Promise<boolean>, timeo
   }
 }
 
+const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
 async function rowIds(db: Database): Promise<string[]> {
   const rows = await db.query<{ id: string }>('SELECT id FROM replicas ORDER BY id');
   return rows.map((r) => r.id);
@@ -85,6 +87,34 @@ describe.runIf(adminUrl !== '')('ReplicaRegistry on PostgreSQL', () => {
       await dbA.query('DELETE FROM replicas');
       expect(await listReplicas(dbA)).toEqual([]);
       await eventually('registered again', async () => (await listReplicas(dbA)).some((x) => x.id === 'replica-a'));
+    } finally {
+      await a.stop();
+      await close();
+    }
+  });
+
+  it('a renewal is one statement, which also removes the expired rows of others', async () => {
+    const { dbA, dbB, close } = await twoReplicas();
+    const sent: string[] = [];
+    const counting: Database = {
+      kind: dbA.kind,
+      query: (text, params) => (sent.push(text), dbA.query(text, params)),
+      transaction: (fn) => dbA.transaction(fn),
+      listen: (channel, handlers) => dbA.listen(channel, handlers),
+      close: () => dbA.close(),
+    };
+    const a = new ReplicaRegistry({ db: counting, id: 'replica-a', leaseTtlMs: 1000, renewIntervalMs: 100, logger });
+    try {
+      await a.start();
+      await dbB.query(`INSERT INTO replicas (id, lease_expires_at) VALUES ('dead', now() - interval '1 second')`);
+      sent.length = 0;
+      await eventually('the dead row is removed', async () => !(await rowIds(dbB)).includes('dead'));
+      await eventually('three more renewals', async () => sent.length >= 4);
+      const renewals = sent.length;
+      await delay(250);
+      // Renewals only, each a single statement: nothing else runs between them.
+      expect(sent.length).toBeGreaterThan(renewals);
+      expect(new Set(sent).size).toBe(1);
     } finally {
       await a.stop();
       await close();

@@ -112,14 +112,34 @@ export class ReplicaRegistry {
         return; // aborted: stopping
       }
       try {
-        await this.register(true);
-        await this.collectGarbage();
+        await this.renew();
         failures = 0;
       } catch (err) {
         failures++;
         this.options.logger.warn({ err, failures, replica: this.id }, 'replica lease renewal failed; retrying');
       }
     }
+  }
+
+  /**
+   * Renews this lease and removes the others' expired rows in one statement:
+   * an idle fleet's write rate is per replica and interval, so each renewal
+   * is a single write.
+   */
+  private async renew(): Promise<void> {
+    const { db, leaseTtlMs, privateUrl } = this.options;
+    const rows = await db.query<{ renewed: unknown; gone: string[] | null }>(
+      `WITH gone AS (
+         DELETE FROM replicas WHERE lease_expires_at < now() AND id <> $1 RETURNING id
+       ), renewed AS (
+         UPDATE replicas SET lease_expires_at = ${LEASE_EXPIRY}, private_url = $3 WHERE id = $1 RETURNING id
+       )
+       SELECT (SELECT count(*) FROM renewed) AS renewed, (SELECT array_agg(id) FROM gone) AS gone`,
+      [this.id, leaseTtlMs, privateUrl ?? null],
+    );
+    const row = rows[0];
+    if (row?.gone && row.gone.length > 0) this.options.logger.info({ replicas: row.gone }, 'expired replicas removed');
+    if (Number(row?.renewed) === 0) await this.register(true);
   }
 
   private async register(renewal: boolean): Promise<void> {
