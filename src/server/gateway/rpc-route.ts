@@ -42,7 +42,7 @@ const requireRpcAccess: Authorize = (p, req) => {
  * `POST /api/organizations/{org}/devices/{id}/rpc/{method}?wait=S`: the JSON
  * body (absent: `{}`) is the params; 200 with the agent's result as the
  * body. A caller that disconnects stops its request wherever it waits.
- * Also `GET /api/agent/tunnel` without an upgrade: 400.
+ * Also `GET /api/agent/tunnel` without an upgrade: 401 without a valid token, else 400.
  */
 export function rpcRoutes(router: RpcRouter, closing: () => boolean): RouteModule {
   return {

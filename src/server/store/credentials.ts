@@ -59,7 +59,8 @@ export async function authenticate(q: Queryable, secret: string, adminHash: stri
   if (secret.startsWith(SECRET_PREFIX.registrationKey)) {
     const rows = await q.query<{ id: string; org_id: string }>(
       `SELECT k.id, k.org_id FROM registration_keys k JOIN orgs g ON g.id = k.org_id
-        WHERE k.secret_hash = $1 AND g.deleted_at IS NULL`,
+        WHERE k.secret_hash = $1 AND g.deleted_at IS NULL
+          AND (NOT k.single_use OR k.used_at IS NULL) AND (k.expires_at IS NULL OR k.expires_at > now())`,
       [hash],
     );
     const row = rows[0];

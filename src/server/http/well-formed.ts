@@ -1,0 +1,64 @@
+/**
+ * Values JSON and query strings can carry but nothing downstream can hold:
+ * PostgreSQL text and jsonb refuse NUL and unpaired surrogates (a 500 at
+ * write time), an unpaired surrogate has no UTF-8 encoding, and Ajv's
+ * coercion lets `Infinity` through the bounds of a query number.
+ */
+
+/**
+ * Far deeper than any schema nests. A body without a schema (an agent call's
+ * params) is serialized again, and JSON.stringify overflows the stack on a
+ * value thousands of levels deep, which a 1 MiB body can be.
+ */
+const MAX_DEPTH = 64;
+
+const ILL_FORMED_STRING = /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+const WELL_FORMED_STRING = 'a string without NUL characters or unpaired surrogates';
+const WELL_FORMED_KEYS = 'field names without NUL characters or unpaired surrogates';
+const FINITE_NUMBER = 'a finite number';
+
+export interface IllFormed {
+  /** JSON pointer of the value (or of the object whose key is ill-formed). */
+  path: string;
+  expected: string;
+}
+
+interface Visit {
+  value: unknown;
+  key: string | undefined;
+  parent: Visit | undefined;
+  depth: number;
+}
+
+function pointer(visit: Visit | undefined): string {
+  const keys: string[] = [];
+  for (let v = visit; v?.key !== undefined; v = v.parent) keys.push(v.key.replace(/~/g, '~0').replace(/\//g, '~1'));
+  return keys.length === 0 ? '' : `/${keys.reverse().join('/')}`;
+}
+
+/**
+ * The first ill-formed part of `root`: a string (value or key) with a NUL or
+ * an unpaired surrogate, a number that isn't finite, or nesting deeper than
+ * MAX_DEPTH. Iterative, so a deep value can't overflow the stack here.
+ */
+export function findIllFormed(root: unknown): IllFormed | undefined {
+  const stack: Visit[] = [{ value: root, key: undefined, parent: undefined, depth: 0 }];
+  for (let visit = stack.pop(); visit !== undefined; visit = stack.pop()) {
+    const { value, depth } = visit;
+    if (typeof value === 'string') {
+      if (ILL_FORMED_STRING.test(value)) return { path: pointer(visit), expected: WELL_FORMED_STRING };
+    } else if (typeof value === 'number') {
+      if (!Number.isFinite(value)) return { path: pointer(visit), expected: FINITE_NUMBER };
+    } else if (typeof value === 'object' && value !== null) {
+      if (depth >= MAX_DEPTH) return { path: pointer(visit), expected: `at most ${MAX_DEPTH} levels of nesting` };
+      const entries: [string, unknown][] = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, child] = entries[i] ?? ['', undefined];
+        if (ILL_FORMED_STRING.test(key)) return { path: pointer(visit), expected: WELL_FORMED_KEYS };
+        stack.push({ value: child, key, parent: visit, depth: depth + 1 });
+      }
+    }
+  }
+  return undefined;
+}
