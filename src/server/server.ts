@@ -115,6 +115,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   });
   await replica.start();
   let closing = false;
+  let refusing = false;
   const stop = new AbortController();
   const ctx: ServerContext = {
     settings,
@@ -124,7 +125,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     logger,
     adminHash: adminToken.hash,
     clusterMetrics: cluster.isWorker && settings.workers > 1 ? clusterMetricsSource(metrics.registry) : undefined,
-    isClosing: () => closing,
+    shutdownPhase: () => (refusing ? 'refusing' : closing ? 'draining' : 'open'),
     async isReady() {
       if (closing) return false;
       try {
@@ -170,6 +171,9 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     await gateway.shutdown();
     await watch.shutdown();
     // After the connections closed: their disconnections are in the last batch.
+    // Until now statuses (PUT) were still recorded, so agents whose tunnel just
+    // closed reported here rather than getting errors.
+    refusing = true;
     await fleet.close();
     // In-flight requests get a grace period; a connection that never sent a request
     // (clients open spare ones) would otherwise hold close() until headersTimeout.

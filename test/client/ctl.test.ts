@@ -37,6 +37,8 @@ const device = (hostname: string, extra: Record<string, unknown> = {}) => ({
   hostname,
   tunnel_ip: '100.64.0.2',
   public_key: 'k',
+  advertise_cidrs: [],
+  approved_cidrs: [],
   endpoints: [],
   security_group_id: null,
   status: status(ago(5)),
@@ -60,7 +62,7 @@ describe('fleetplane ctl: lists, names, output', () => {
     expect(rows[2]).toMatch(/^dev-c\s+gamma\s+\S+\s+false\s+never\s/);
 
     const wide = await ctl(['devices', 'list', '--org', server.org, '-o', 'wide']);
-    expect(wide.out.split('\n')[0]).toMatch(/REVISION\s+PUBLIC KEY\s+SECURITY GROUP\s+AGENT\s+ENDPOINTS\s+APPLY ERROR$/);
+    expect(wide.out.split('\n')[0]).toMatch(/REVISION\s+PUBLIC KEY\s+SECURITY GROUP\s+AGENT\s+ENDPOINTS\s+PENDING ROUTES\s+APPLY ERROR$/);
 
     const json = await ctl(['devices', 'list', '--org', server.org, '--output', 'json']);
     expect((JSON.parse(json.out) as unknown[])[0]).toEqual(a);
@@ -138,6 +140,17 @@ describe('fleetplane ctl: lists, names, output', () => {
     expect(JSON.parse(server.requests.at(-1)!.body)).toEqual({ security_group_id: 'sg-web' });
     expect((await ctl(['devices', 'update', 'h1', '--org', 'acme', '--security-group='])).code).toBe(0);
     expect(JSON.parse(server.requests.at(-1)!.body)).toEqual({ security_group_id: null });
+  });
+
+  it('approves a device\'s routes with --approved-routes, replacing the list ("" for none), and shows pending ones wide', async () => {
+    server.put('device', { ...device('h1'), id: 'dev-1', advertise_cidrs: ['10.20.0.0/16', '10.30.0.0/16'], approved_cidrs: ['10.30.0.0/16'] });
+    const wide = await ctl(['devices', 'list', '--org', 'acme', '-o', 'wide']);
+    expect(wide.out.split('\n')[1]).toMatch(/\s10\.20\.0\.0\/16\s/);
+    expect(wide.out.split('\n')[1]).not.toContain('10.30.0.0/16');
+    expect((await ctl(['devices', 'update', 'h1', '--org', 'acme', '--approved-routes', '10.20.0.0/16, fd00:20::/48'])).code).toBe(0);
+    expect(JSON.parse(server.requests.at(-1)!.body)).toEqual({ approved_cidrs: ['10.20.0.0/16', 'fd00:20::/48'] });
+    expect((await ctl(['devices', 'update', 'h1', '--org', 'acme', '--approved-routes='])).code).toBe(0);
+    expect(JSON.parse(server.requests.at(-1)!.body)).toEqual({ approved_cidrs: [] });
   });
 
   it('reads --data from a file', async () => {

@@ -247,7 +247,7 @@ describe.each(backends())('auth matrix on $name', ({ name, available }) => {
       const res = await s.call('PATCH', paths.device(w.orgA.id, other.id), { ...own, body: { hostname: 'stolen' } });
       expect(res.statusCode).toBe(403);
       expect(errorCode(res)).toBe('forbidden');
-      for (const body of [{ relay: true }, { security_group_id: w.groupId }, { public_key: wgKey() }, { advertise_cidrs: ['10.9.0.0/24'] }]) {
+      for (const body of [{ relay: true }, { security_group_id: w.groupId }, { public_key: wgKey() }, { approved_cidrs: ['10.9.0.0/24'] }]) {
         const r = await s.call('PATCH', paths.device(w.orgA.id, w.deviceId), { ...own, body });
         expect(r.statusCode, JSON.stringify(body)).toBe(403);
         expect(errorCode(r)).toBe('forbidden');

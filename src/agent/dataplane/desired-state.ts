@@ -43,7 +43,7 @@ export interface DesiredPeer {
   device_id: string;
   hostname: string;
   public_key: string;
-  /** Canonical CIDRs: the tunnel IP /32 first, then advertised CIDRs sorted. */
+  /** Canonical CIDRs: the tunnel IP /32 first, then advertised and approved CIDRs sorted. */
   allowed_ips: string[];
   /** Canonical `ip:port`/`[v6]:port`, or null when the device has no usable endpoint. */
   endpoint: string | null;
@@ -96,6 +96,22 @@ function byText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/**
+ * A device's approved routes, canonical. A route is applied only while the
+ * device requests it and an admin approved it (issue 12): one device alone
+ * can't draw other devices' traffic. Objects an older server wrote have no
+ * `approved_cidrs`, so they approve nothing.
+ */
+function approvedSet(device: DeviceObject): Set<string> {
+  const approved: readonly string[] | undefined = device.approved_cidrs;
+  const set = new Set<string>();
+  for (const cidr of approved ?? []) {
+    const canonical = canonicalCidr(cidr);
+    if (canonical) set.add(canonical);
+  }
+  return set;
+}
+
 function computePeers(
   self: DeviceObject,
   devices: readonly DeviceObject[],
@@ -126,11 +142,16 @@ function computePeers(
   if (ownTunnel) owner.set(ownTunnel, self.id);
   const peers: DesiredPeer[] = [];
   for (const { device, tunnel } of usable) {
+    const approved = approvedSet(device);
     const advertised = new Set<string>();
     for (const cidr of device.advertise_cidrs) {
       const canonical = canonicalCidr(cidr);
       if (!canonical) {
         skipped.push({ kind: 'allowed-ip', subject: `${device.id} ${cidr}`, reason: 'not a CIDR' });
+        continue;
+      }
+      if (!approved.has(canonical)) {
+        skipped.push({ kind: 'allowed-ip', subject: `${device.id} ${canonical}`, reason: 'not approved' });
         continue;
       }
       const claimedBy = owner.get(canonical);

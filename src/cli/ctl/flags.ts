@@ -35,6 +35,11 @@ export const FLAGS = {
   hostname: { kind: 'string', value: 'NAME', help: 'device hostname' },
   'public-key': { kind: 'string', value: 'KEY', help: 'WireGuard public key (base64)' },
   'security-group': { kind: 'string', value: 'GROUP', help: 'security group, by description or id ("" for none)' },
+  'approved-routes': {
+    kind: 'string',
+    value: 'CIDRS',
+    help: 'routes of the device that agents apply, comma separated, replacing the approved list ("" for none); each must also be requested by the device',
+  },
   'if-match': { kind: 'string', value: 'REVISION', help: 'only if the object is still at this revision (else exit 1, precondition_failed)' },
   role: { kind: 'string', value: 'ROLE', help: 'admin or read' },
   'single-use': { kind: 'boolean', help: 'the key enrolls one device only (default: any number)' },

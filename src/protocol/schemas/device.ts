@@ -39,7 +39,6 @@ export const DeviceStatusInput = Type.Object(
 
 const Hostname = Type.String({ minLength: 1, maxLength: 253 });
 const PublicKey = Type.String({ format: 'wireguard-key', description: 'WireGuard public key: 32 bytes, base64.' });
-const AdvertiseCidrs = Type.Array(Cidr, { maxItems: 256 });
 const Endpoints = Type.Array(Endpoint, { maxItems: 32 });
 const SecurityGroupRef = Type.Union([Uuid, Type.Null()]);
 
@@ -50,6 +49,7 @@ export const DeviceObject = Type.Object({
   hostname: Type.String(),
   public_key: Type.String(),
   advertise_cidrs: Type.Array(Type.String()),
+  approved_cidrs: Type.Array(Type.String()),
   endpoints: Type.Array(Endpoint),
   relay: Type.Boolean(),
   symmetric_nat: Type.Boolean(),
@@ -70,7 +70,8 @@ export const DeviceCreate = Type.Object(
   {
     hostname: Hostname,
     public_key: PublicKey,
-    advertise_cidrs: Type.Optional(AdvertiseCidrs),
+    advertise_cidrs: Type.Optional(Type.Array(Cidr, { maxItems: 256, description: "Routes the device requests; agents apply only those also in approved_cidrs." })),
+    approved_cidrs: Type.Optional(Type.Array(Cidr, { maxItems: 256, description: 'Routes an organization admin approved (docs/protocol.md "Routes").' })),
     endpoints: Type.Optional(Endpoints),
     relay: Type.Optional(Type.Boolean()),
     symmetric_nat: Type.Optional(Type.Boolean()),
@@ -81,8 +82,19 @@ export const DeviceCreate = Type.Object(
 
 export const DevicePatch = Type.Partial(DeviceCreate, { ...strict, $id: 'DevicePatch' });
 
-/** Fields a device token may PATCH on its own device. */
-export const DEVICE_SELF_FIELDS = ['endpoints', 'hostname', 'symmetric_nat'] as const;
+/**
+ * Fields a device token may PATCH on its own device: what the device itself
+ * discovers, and its route request (`advertise_cidrs`), which no agent applies
+ * until an admin approves it.
+ */
+export const DEVICE_SELF_FIELDS = ['advertise_cidrs', 'endpoints', 'hostname', 'symmetric_nat'] as const;
+
+/**
+ * Fields an enrollment (a registration key) may set. `relay`,
+ * `security_group_id` and `approved_cidrs` decide what other devices send to
+ * this one, so only an organization admin sets them (issue 12).
+ */
+export const ENROLLMENT_FIELDS = ['advertise_cidrs', 'endpoints', 'hostname', 'public_key', 'symmetric_nat'] as const;
 
 /**
  * Fields a device request must not set, and the endpoint that owns each

@@ -9,6 +9,10 @@ export const Network = Type.Object(
     mtu: Type.Integer({ minimum: 576, maximum: 9000 }),
     resolvers: Type.Array(Ip, { maxItems: 16 }),
     routes: Type.Array(Route, { maxItems: 1024 }),
+    auto_approve_cidrs: Type.Array(Cidr, {
+      maxItems: 256,
+      description: "A device's requested route inside one of these prefixes is approved when requested (docs/protocol.md \"Routes\").",
+    }),
   },
   { ...strict, $id: 'Network' },
 );
@@ -46,4 +50,4 @@ export type Organization = Static<typeof Organization>;
 export type OrganizationCreate = Static<typeof OrganizationCreate>;
 export type OrganizationPatch = Static<typeof OrganizationPatch>;
 
-export const DEFAULT_NETWORK: Network = { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [] };
+export const DEFAULT_NETWORK: Network = { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [], auto_approve_cidrs: [] };

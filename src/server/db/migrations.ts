@@ -136,6 +136,18 @@ ALTER TABLE device_status ADD COLUMN reported_online boolean NOT NULL DEFAULT fa
 DROP INDEX objects_org_name;
 `,
   },
+  {
+    version: 5,
+    name: 'route-approval',
+    sql: `
+-- Agents apply only approved routes (issue 12). Routes advertised before are not approved
+-- by this migration: a device that enrolled itself could have claimed any of them.
+UPDATE objects SET value = jsonb_set(value, '{approved_cidrs}', '[]'::jsonb)
+ WHERE kind = 'device' AND NOT deleted AND value->'approved_cidrs' IS NULL;
+UPDATE objects SET value = jsonb_set(value, '{network,auto_approve_cidrs}', '[]'::jsonb)
+ WHERE kind = 'organization' AND NOT deleted AND value->'network' IS NOT NULL AND value->'network'->'auto_approve_cidrs' IS NULL;
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

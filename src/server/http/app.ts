@@ -58,8 +58,10 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
     void reply.status(err.status).send(err.toBody());
   });
 
-  app.addHook('onRequest', async () => {
-    if (ctx.isClosing()) throw shuttingDown();
+  app.addHook('onRequest', async (_req, reply) => {
+    const phase = ctx.shutdownPhase();
+    if (phase === 'refusing') throw shuttingDown();
+    if (phase === 'draining') void reply.header('connection', 'close');
   });
 
   app.addHook('onResponse', async (req, reply) => {

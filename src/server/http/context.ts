@@ -22,6 +22,12 @@ export interface ServerContext {
   readonly clusterMetrics: (() => Promise<string>) | undefined;
   /** True once migrations ran and until shutdown began. */
   isReady(): Promise<boolean>;
-  /** True once shutdown began: new requests get 503 with Retry-After. */
-  isClosing(): boolean;
+  /**
+   * Where shutdown is: `open`; `draining` (the listener is closed, streams and
+   * tunnels are ending, statuses are still recorded): requests are served
+   * and answered with `Connection: close`, so a client's next request goes to
+   * the next server, not into an error; `refusing` (the last status batch is
+   * written): new requests get 503 with Retry-After.
+   */
+  shutdownPhase(): 'open' | 'draining' | 'refusing';
 }

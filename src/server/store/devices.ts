@@ -20,6 +20,7 @@ import { sameJson } from './same-json.js';
 import { effectiveStatus, statusColumns, statusesOf, type StatusRow } from './device-status.js';
 import { releaseTunnelIp, takeTunnelIp } from './tunnel-ips.js';
 import { hashSecret, newSecret } from './secrets.js';
+import { checkNewApprovals, nextApprovedCidrs } from './route-approval.js';
 
 const KIND = 'device' as const;
 type StoredDevice = DeviceObject & StoredValue;
@@ -44,6 +45,11 @@ async function orgValue(q: Queryable, orgId: string): Promise<Organization> {
   const org = await getObject<Organization & StoredValue>(q, orgId, 'organization', orgId);
   if (!org) throw notFound('organization');
   return org;
+}
+
+/** Where a refused approval points: the admin's list, else the request that was auto-approved. */
+function approvalPath(input: DevicePatch): string {
+  return input.approved_cidrs !== undefined ? '/approved_cidrs' : '/advertise_cidrs';
 }
 
 function withStatus(device: DeviceObject, status: DeviceStatus | undefined): Device {
@@ -84,7 +90,10 @@ export async function createDevice(
       const revision = await w.revision();
       await checkGroup(w, input.security_group_id);
       const id = randomUUID();
-      const ip = await takeTunnelIp(w.tx, orgId, id, (await orgValue(w.tx, orgId)).network.ipv4_cidr);
+      const { network } = await orgValue(w.tx, orgId);
+      const ip = await takeTunnelIp(w.tx, orgId, id, network.ipv4_cidr);
+      const approved = nextApprovedCidrs([], input.approved_cidrs, input.advertise_cidrs, network);
+      await checkNewApprovals(w.tx, orgId, id, network, [], approved, approvalPath(input));
       const now = new Date().toISOString();
       const device: StoredDevice = {
         id,
@@ -92,6 +101,7 @@ export async function createDevice(
         hostname: input.hostname,
         public_key: input.public_key,
         advertise_cidrs: input.advertise_cidrs ?? [],
+        approved_cidrs: approved,
         endpoints: input.endpoints ?? [],
         relay: input.relay ?? false,
         symmetric_nat: input.symmetric_nat ?? false,
@@ -142,8 +152,14 @@ export async function patchDevice(
       checkIfMatch(ifMatch, current.revision);
       const next: StoredDevice = { ...current };
       for (const [k, v] of Object.entries(patch)) if (v !== undefined) (next as Record<string, unknown>)[k] = v;
+      let network: Organization['network'] | undefined;
+      if (patch.approved_cidrs !== undefined || patch.advertise_cidrs !== undefined) {
+        network = (await orgValue(w.tx, orgId)).network;
+        next.approved_cidrs = nextApprovedCidrs(current.approved_cidrs, patch.approved_cidrs, patch.advertise_cidrs, network);
+      }
       if (sameJson(next, current)) return current;
       const revision = await w.revision();
+      if (network !== undefined) await checkNewApprovals(w.tx, orgId, id, network, current.approved_cidrs, next.approved_cidrs, approvalPath(patch));
       if (patch.security_group_id !== undefined && patch.security_group_id !== current.security_group_id) {
         await checkGroup(w, patch.security_group_id);
       }

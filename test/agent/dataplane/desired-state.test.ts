@@ -46,6 +46,34 @@ describe('computeDesiredState: interface and peers', () => {
     expect(d.peers[0]?.allowed_ips).toEqual(['100.64.0.2/32', '10.0.0.0/8', '192.168.7.0/24', 'fd00:1::/64']);
   });
 
+  it('routes only CIDRs a device requests and an admin approved (issue 12)', () => {
+    const takeover = ['0.0.0.0/0', '10.20.0.0/17', '10.20.128.0/17', '::/0'];
+    const d = computeDesiredState(
+      input([
+        device(1),
+        device(2, { advertise_cidrs: ['10.20.0.0/16'], approved_cidrs: ['10.20.0.0/16'] }),
+        device(3, { advertise_cidrs: [...takeover, '10.30.0.0/24'], approved_cidrs: ['10.30.0.0/24'] }),
+        // Approved but no longer requested: the device withdrew it.
+        device(4, { advertise_cidrs: [], approved_cidrs: ['10.40.0.0/24'] }),
+      ]),
+    );
+    expect(d.peers.map((p) => p.allowed_ips)).toEqual([
+      ['100.64.0.2/32', '10.20.0.0/16'],
+      ['100.64.0.3/32', '10.30.0.0/24'],
+      ['100.64.0.4/32'],
+    ]);
+    expect(d.skipped.filter((s) => s.reason === 'not approved').map((s) => s.subject)).toEqual(
+      ['0.0.0.0/0', '10.20.0.0/17', '10.20.128.0/17', '::/0'].map((c) => `${deviceId(3)} ${c}`),
+    );
+  });
+
+  it('treats a device object without approved_cidrs (written by an older server) as approving nothing', () => {
+    const old = { ...device(2, { advertise_cidrs: ['10.2.0.0/16'] }) } as Partial<DeviceObject>;
+    delete old.approved_cidrs;
+    const d = computeDesiredState(input([device(1), old as DeviceObject]));
+    expect(d.peers[0]?.allowed_ips).toEqual(['100.64.0.2/32']);
+  });
+
   it('gives a CIDR advertised twice to the lower device id, and never a tunnel IP to another device', () => {
     const d = computeDesiredState(
       input([

@@ -26,13 +26,14 @@ export function organization(network: Partial<Network> = {}): Organization {
     id: ORG_ID,
     name: 'acme',
     description: '',
-    network: { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [], ...network },
+    network: { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [], auto_approve_cidrs: [], ...network },
     revision: 1,
     created_at: T0,
     updated_at: T0,
   };
 }
 
+/** A device; its advertised routes are approved unless `approved_cidrs` says otherwise. */
 export function device(n: number, overrides: Partial<DeviceObject> = {}): DeviceObject {
   return {
     id: deviceId(n),
@@ -40,6 +41,7 @@ export function device(n: number, overrides: Partial<DeviceObject> = {}): Device
     hostname: `host-${n}`,
     public_key: keyPair(n).publicKey,
     advertise_cidrs: [],
+    approved_cidrs: overrides.approved_cidrs ?? overrides.advertise_cidrs ?? [],
     endpoints: [],
     relay: false,
     symmetric_nat: false,

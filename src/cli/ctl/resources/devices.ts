@@ -20,6 +20,20 @@ async function securityGroupField(ctx: CtlContext): Promise<string | null | unde
   return ref === '' ? null : resolveSecurityGroup(ctx, ref);
 }
 
+/** `--approved-routes`: the whole approved list, as an admin approves a device's requested routes. */
+function approvedRoutesField(ctx: CtlContext): string[] | undefined {
+  const text = ctx.flags.string('approved-routes');
+  if (text === undefined) return undefined;
+  return text.split(',').map((c) => c.trim()).filter((c) => c !== '');
+}
+
+/** Requested routes no admin approved yet (compared as written), so `-o wide` shows what awaits approval. */
+function pendingRoutes(d: DeviceObject): string {
+  // Objects from servers before route approval have no approved list.
+  const approved: readonly string[] = d.approved_cidrs ?? [];
+  return d.advertise_cidrs.filter((c) => !approved.includes(c)).join(',');
+}
+
 const devices: CrudSpec<DeviceRow> = {
   noun: 'device',
   ref: '<device>',
@@ -37,14 +51,16 @@ const devices: CrudSpec<DeviceRow> = {
     { header: 'SECURITY GROUP', value: (d) => d.security_group_id, wide: true },
     { header: 'AGENT', value: (d) => d.status?.agent_version, wide: true },
     { header: 'ENDPOINTS', value: (d) => d.endpoints.map((e) => e.address).join(','), wide: true },
+    { header: 'PENDING ROUTES', value: pendingRoutes, wide: true },
     { header: 'APPLY ERROR', value: (d) => d.status?.apply_error, wide: true },
   ],
-  fieldFlags: ['hostname', 'public-key', 'security-group'],
+  fieldFlags: ['hostname', 'public-key', 'security-group', 'approved-routes'],
   fields: async (ctx) =>
     defined({
       hostname: ctx.flags.string('hostname'),
       public_key: ctx.flags.string('public-key'),
       security_group_id: await securityGroupField(ctx),
+      approved_cidrs: approvedRoutesField(ctx),
     }),
   list: async (ctx) => (await ctx.client.devices.list(await org(ctx), { signal: ctx.signal })).items,
   resolve: resolveDevice,
@@ -63,14 +79,18 @@ const devices: CrudSpec<DeviceRow> = {
     list: 'list the devices of an organization, with ONLINE and LAST SEEN',
     get: 'show one device',
     create: 'pre-provision a device (prints its device token once)',
-    update: 'change a device (hostname, public key, security group, or --data)',
+    update: 'change a device (hostname, public key, security group, approved routes, or --data)',
     delete: "delete a device (revokes its token)",
   },
   examples: {
     list: ['fleetplane ctl devices list --org acme', 'fleetplane ctl devices list --org acme -o wide', 'fleetplane ctl devices list --org acme --watch'],
     get: ['fleetplane ctl devices get web-1 --org acme', 'fleetplane ctl devices get 100.64.0.7 --org acme -o yaml'],
     create: ['fleetplane ctl devices create --org acme --hostname web-1 --public-key "$(wg pubkey < key)" --security-group web'],
-    update: ['fleetplane ctl devices update web-1 --org acme --security-group web', 'fleetplane ctl devices update web-1 --org acme --security-group ""'],
+    update: [
+      'fleetplane ctl devices update web-1 --org acme --security-group web',
+      'fleetplane ctl devices update web-1 --org acme --security-group ""',
+      'fleetplane ctl devices update router-1 --org acme --approved-routes 10.20.0.0/16,fd00:20::/48',
+    ],
     delete: ['fleetplane ctl devices delete web-1 --org acme'],
   },
 };

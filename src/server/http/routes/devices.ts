@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import {
   DEVICE_OWNED_FIELDS,
   DEVICE_SELF_FIELDS,
+  ENROLLMENT_FIELDS,
   Device,
   DeviceCreate,
   DeviceList,
@@ -53,14 +54,20 @@ const ownDeviceOrWrite: Authorize = (p, req) => {
 };
 
 export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
-  /** A device token may change only some fields: refused (403) before the body's validation would describe the rest. */
-  const deviceSelfFields = async (req: FastifyRequest): Promise<void> => {
+  /**
+   * A device token, or a registration key enrolling a device, may set only what
+   * the device discovers itself (and request routes): the rest is refused (403)
+   * before the body's validation would describe it.
+   */
+  const deviceOnlyFields = async (req: FastifyRequest): Promise<void> => {
     const body = req.body;
-    if ((await principalOf(req, ctx)).type !== 'device' || typeof body !== 'object' || body === null || Array.isArray(body)) return;
-    const allowed: readonly string[] = DEVICE_SELF_FIELDS;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+    const { type } = await principalOf(req, ctx);
+    const allowed: readonly string[] | undefined = type === 'device' ? DEVICE_SELF_FIELDS : type === 'registration' ? ENROLLMENT_FIELDS : undefined;
+    if (allowed === undefined) return;
     const other = Object.keys(body).find((k) => !allowed.includes(k));
     if (other !== undefined) {
-      throw new ApiError('forbidden', `a device may change only ${DEVICE_SELF_FIELDS.join(', ')}; "${other}" needs an organization admin`, {
+      throw new ApiError('forbidden', `a device may set only ${allowed.join(', ')}; "${other}" needs an organization admin`, {
         path: `/${other}`,
       });
     }
@@ -96,7 +103,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
     ROUTES.devices,
     {
       ...authenticated(ctx, enrollOrWrite),
-      preValidation: refuseOwnedFields,
+      preValidation: [refuseOwnedFields, deviceOnlyFields],
       schema: {
         tags,
         operationId: 'createDevice',
@@ -105,7 +112,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
         body: DeviceCreate,
         response: {
           201: json('The device and, once, its token.', EnrolledDevice, RESPONSE_HEADERS.etag),
-          ...errors([400, 401, 403, 404, 409, 413], { 409: 'Another device has this public_key, the tunnel IP pool is full, or a field is owned elsewhere' }),
+          ...errors([400, 401, 403, 404, 409, 413], { 409: 'Another device has this public_key, the tunnel IP pool is full, a field is owned elsewhere, or an approved route conflicts' }),
         },
       },
     },
@@ -140,17 +147,17 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
     ROUTES.device,
     {
       ...authenticated(ctx, ownDeviceOrWrite),
-      preValidation: [refuseOwnedFields, deviceSelfFields],
+      preValidation: [refuseOwnedFields, deviceOnlyFields],
       schema: {
         tags,
         operationId: 'updateDevice',
-        summary: 'Change a device (a device token may change only its own endpoints, hostname and symmetric_nat)',
+        summary: 'Change a device (a device token may change only its own endpoints, hostname, symmetric_nat and requested advertise_cidrs)',
         params: OrgIdParams,
         headers: IfMatchHeaders,
         body: DevicePatch,
         response: {
           200: json('The device as changed (unchanged when the patch changes nothing).', Device, RESPONSE_HEADERS.etag),
-          ...errors([400, 401, 403, 404, 409, 412, 413], { 409: 'Another device has this public_key, or a field is owned elsewhere' }),
+          ...errors([400, 401, 403, 404, 409, 412, 413], { 409: 'Another device has this public_key, a field is owned elsewhere, or an approved route conflicts' }),
         },
       },
     },

@@ -1,0 +1,119 @@
+/**
+ * Route approval (docs/protocol.md "Routes"): a device requests routes in
+ * `advertise_cidrs`, agents apply only those an organization admin approved
+ * in `approved_cidrs`. A route one device could claim by itself would let any
+ * enrolled device take traffic from the route's real owner (issue 12).
+ */
+import type { Queryable } from '../db/index.js';
+import { ipv6Groups, parseCidr, parseIpv4, type IpFamily, type Network } from '../../protocol/index.js';
+import { ApiError } from '../errors.js';
+
+interface Prefix {
+  family: IpFamily;
+  /** The network address with host bits cleared, so equal prefixes compare equal however they were written. */
+  network: bigint;
+  length: number;
+}
+
+const BITS: Record<IpFamily, number> = { 4: 32, 6: 128 };
+
+function prefixOf(cidr: string): Prefix | undefined {
+  const parsed = parseCidr(cidr);
+  if (!parsed) return undefined;
+  let value = 0n;
+  if (parsed.family === 4) value = BigInt(parseIpv4(parsed.address) ?? 0);
+  else for (const group of ipv6Groups(parsed.address)) value = (value << 16n) | BigInt(group);
+  const host = BigInt(BITS[parsed.family] - parsed.prefix);
+  return { family: parsed.family, network: (value >> host) << host, length: parsed.prefix };
+}
+
+/** True when `outer` contains `inner`, equal prefixes included. */
+function contains(outer: Prefix, inner: Prefix): boolean {
+  if (outer.family !== inner.family || outer.length > inner.length) return false;
+  const host = BigInt(BITS[outer.family] - outer.length);
+  return inner.network >> host === outer.network >> host;
+}
+
+const overlaps = (a: Prefix, b: Prefix): boolean => contains(a, b) || contains(b, a);
+const same = (a: Prefix, b: Prefix): boolean => a.family === b.family && a.length === b.length && a.network === b.network;
+
+function prefixes(cidrs: readonly string[]): Prefix[] {
+  return cidrs.map(prefixOf).filter((p): p is Prefix => p !== undefined);
+}
+
+/**
+ * The routes approved after a write: the admin's explicit list (or the
+ * current one), plus each route requested in this write that lies inside one
+ * of the organization's `auto_approve_cidrs`.
+ */
+export function nextApprovedCidrs(
+  current: readonly string[],
+  explicit: readonly string[] | undefined,
+  requested: readonly string[] | undefined,
+  network: Network,
+): string[] {
+  const approved = [...(explicit ?? current)];
+  const rules = prefixes(network.auto_approve_cidrs);
+  for (const cidr of requested ?? []) {
+    const p = prefixOf(cidr);
+    if (!p || !rules.some((rule) => contains(rule, p))) continue;
+    if (!prefixes(approved).some((a) => same(a, p))) approved.push(cidr);
+  }
+  return approved;
+}
+
+/**
+ * Refuses (409 `conflict`) a newly approved route that is a default route,
+ * overlaps the organization's tunnel pool, or overlaps a route approved for
+ * another device, naming that device. Routes approved before are not checked
+ * again, so an unrelated change to a device never fails on old approvals.
+ * Runs after the organization's revision is taken: writes of one organization
+ * are serialized, so two approvals can't both pass this check.
+ */
+export async function checkNewApprovals(
+  tx: Queryable,
+  orgId: string,
+  deviceId: string,
+  network: Network,
+  before: readonly string[],
+  after: readonly string[],
+  path: string,
+): Promise<void> {
+  const old = prefixes(before);
+  const added = after.flatMap((cidr) => {
+    const p = prefixOf(cidr);
+    return p && !old.some((o) => same(o, p)) ? [{ cidr, p }] : [];
+  });
+  if (added.length === 0) return;
+  const pool = prefixOf(network.ipv4_cidr);
+  for (const { cidr, p } of added) {
+    // Exit nodes are not supported: a default route overlaps every route and the pool, and a kernel default route via the tunnel would carry the tunnel's own packets.
+    if (p.length === 0) throw new ApiError('conflict', `${cidr} is a default route: exit nodes are not supported`, { path, cidr });
+    if (pool && overlaps(p, pool)) {
+      throw new ApiError('conflict', `${cidr} overlaps the organization's tunnel pool ${network.ipv4_cidr}`, { path, cidr, tunnel_pool: network.ipv4_cidr });
+    }
+  }
+  const others = await tx.query<{ id: string; hostname: string; approved: string[] }>(
+    `SELECT id, value->>'hostname' AS hostname, value->'approved_cidrs' AS approved FROM objects
+      WHERE org_id = $1 AND kind = 'device' AND NOT deleted AND id <> $2
+        AND jsonb_array_length(COALESCE(value->'approved_cidrs', '[]'::jsonb)) > 0
+      ORDER BY id`,
+    [orgId, deviceId],
+  );
+  for (const { cidr, p } of added) {
+    for (const other of others) {
+      const taken = other.approved.find((a) => {
+        const q = prefixOf(a);
+        return q !== undefined && overlaps(p, q);
+      });
+      if (taken === undefined) continue;
+      throw new ApiError('conflict', `${cidr} overlaps ${taken}, approved for device ${other.id} (${other.hostname})`, {
+        path,
+        cidr,
+        device_id: other.id,
+        hostname: other.hostname,
+        approved_cidr: taken,
+      });
+    }
+  }
+}
