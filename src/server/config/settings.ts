@@ -70,7 +70,9 @@ export const DEFAULT_SETTINGS: Settings = {
   logLevel: 'info',
   bookmarkInterval: 15,
   tailCacheSize: 1024,
-  watchBufferLimit: 4 * 1024 * 1024,
+  // A watcher past it is only a position (resumed from the ring or the database on drain), so its
+  // own bytes stay small: 1,000 resuming joiners hold 256 MiB, not 4 GiB.
+  watchBufferLimit: 256 * 1024,
   slowConsumerTimeout: 30,
   safetyCheckInterval: 5,
   revocationCheckInterval: 2,

@@ -297,13 +297,16 @@ export class WatchEngine {
     const held = new Map<Watcher, number>();
     for (const w of this.watchers) if (w.held > 0) held.set(w, w.held);
     const heaviest = [...held.keys()].sort((a, b) => (held.get(b) ?? 0) - (held.get(a) ?? 0));
+    const before = total;
+    let closed = 0;
     for (const w of heaviest) {
       if (total <= limit) break;
+      closed++;
       total -= held.get(w) ?? 0;
       this.metrics.slowConsumerCloses.inc();
       w.close('slow_consumer', 'the server has too much queued for slow watchers; resume from your last revision');
     }
-    this.logger.warn({ limit, queued: total }, 'watch queue over its limit: closed the slowest watchers');
+    this.logger.warn({ limit, held: before, closed, heaviest: heaviest[0] ? held.get(heaviest[0]) : 0 }, 'watch queue over its limit: closed the watchers holding the most');
   }
 
   bookmarks(): void {
