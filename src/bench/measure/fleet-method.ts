@@ -26,7 +26,7 @@ export function fleetMethod(idleSeconds: number): string[] {
       'fleetplane_db_queries_total by statement label over the same window; "for the ACKs" subtracts the write alone (measured before any ' +
       'agent connected), convergence polls × their cost, fill/catch-up/convergence-stream queries, and the idle background rate.',
     `(d): ${idleSeconds} s with N agents connected and nothing changing: INSERT/UPDATE/DELETE statements (fleetplane_db_queries_total; ` +
-      'the label is a statement\'s first keyword after a leading WITH name AS (, see src/server/db/instrumented.ts) and server CPU (/proc).',
+      'the label is a statement\'s first keyword, or the first INSERT/UPDATE/DELETE of its CTEs, see src/server/db/instrumented.ts) and server CPU (/proc).',
     '(e): server VmRSS (whole process tree) with N agents connected (after the all-at-once join) minus before any agent connected ' +
       '(after seeding and a full GC), / N; also after a full GC (SIGUSR2 → gc()).',
     'targets are stated for 10,000 agents; at other N they are shown for orientation. 10,000 agents hold 20,000+ sockets on the server, ' +

@@ -2,6 +2,11 @@ import type { Database, ListenHandlers, Listener, QueryObserver, Queryable, Row 
 
 /** First SQL keyword and table, for a low-cardinality metric label. */
 function labelOf(text: string): string {
+  if (/^\s*with\b/i.test(text)) {
+    // Data-modifying CTEs make the statement a write, whatever it reads first.
+    const write = /\bas\s+(?:not\s+)?(?:materialized\s+)?\(\s*(insert|update|delete)\b/i.exec(text);
+    if (write?.[1]) return write[1].toLowerCase();
+  }
   const m = /^\s*(?:with\s+\w+\s+as\s*\(\s*)?(\w+)/i.exec(text);
   return (m?.[1] ?? 'other').toLowerCase();
 }

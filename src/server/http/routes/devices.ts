@@ -53,6 +53,8 @@ const ownDeviceOrWrite: Authorize = (p, req) => {
   if (p.deviceId !== pathParam(req, 'id')) throw new ApiError('forbidden', 'a device token may change only its own device');
 };
 
+const DEVICE_FIELDS: Readonly<Record<string, unknown>> = DeviceCreate.properties;
+
 export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
   /**
    * A device token, or a registration key enrolling a device, may set only what
@@ -65,7 +67,9 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
     const { type } = await principalOf(req, ctx);
     const allowed: readonly string[] | undefined = type === 'device' ? DEVICE_SELF_FIELDS : type === 'registration' ? ENROLLMENT_FIELDS : undefined;
     if (allowed === undefined) return;
-    const other = Object.keys(body).find((k) => !allowed.includes(k));
+    // Only device fields an admin could set are refused here; a field no schema
+    // knows is the body's validation error (400), whoever sends it.
+    const other = Object.keys(body).find((k) => k in DEVICE_FIELDS && !allowed.includes(k));
     if (other !== undefined) {
       throw new ApiError('forbidden', `a device may set only ${allowed.join(', ')}; "${other}" needs an organization admin`, {
         path: `/${other}`,
