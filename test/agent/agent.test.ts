@@ -5,43 +5,23 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentFatalError, StateDir, type AgentOptions, type AgentStatusView } from '../../src/agent/index.js';
 import { RenderDataplane, WIREGUARD_CONF_FILE, DataplaneError, generateKeyPair, type ApplyResult, type Dataplane, type DesiredDataplane } from '../../src/agent/dataplane/index.js';
 import type { FetchLike } from '../../src/client/index.js';
 import { AGENT_LOCAL_ROUTES, type Convergence } from '../../src/protocol/index.js';
-import type { FleetServer } from '../../src/server/index.js';
-import type { FleetplaneClient } from '../../src/client/index.js';
-import { agentOptions, localJson, orgWithKey, runAgent, startListeningServer, tempDir, until } from './support/harness.js';
+import { agentOptions, localJson, orgWithKey, runAgent, tempDir, useAgentServer, until } from './support/harness.js';
 import { ensureBuilt, spawnFleetplane } from './support/processes.js';
 
-let server: FleetServer;
-let url: string;
-let admin: FleetplaneClient;
-const cleanups: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  ensureBuilt();
-  ({ server, url, admin } = await startListeningServer());
-}, 120_000);
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  await server?.close();
-});
-
-async function stateDir(): Promise<string> {
-  const d = await tempDir('fp-agent-');
-  cleanups.push(d.remove);
-  return d.path;
-}
+const env = useAgentServer('fp-agent-', ensureBuilt);
 
 async function fleet(name: string) {
-  const { org, key } = await orgWithKey(admin, name);
+  const { org, key } = await orgWithKey(env.admin, name);
   const options = async (over: Partial<AgentOptions> = {}) =>
-    agentOptions({ server: url, org, registrationKey: key, stateDir: await stateDir(), ...over });
+    agentOptions({ server: env.url, org, registrationKey: key, stateDir: await env.stateDir(), ...over });
   const converged = (devices: number) =>
     until(async () => {
-      const c = await admin.convergence(org);
+      const c = await env.admin.convergence(org);
       return c.devices === devices && c.at_head === devices ? c : undefined;
     }, `${devices} devices at the head`);
   return { org, key, options, converged };
@@ -82,19 +62,19 @@ describe('the agent against a real server', () => {
     expect(synced).toEqual({ status: 200, body: { applied_revision: c.revision } });
 
     const conf = await readFile(join(optsA.stateDir, WIREGUARD_CONF_FILE), 'utf8');
-    const devB = await admin.devices.get(f.org, b.deviceId);
+    const devB = await env.admin.devices.get(f.org, b.deviceId);
     expect(conf).toContain(`PublicKey = ${devB.public_key}`);
     expect(conf).toContain('Endpoint = 192.0.2.2:51821');
-    expect((await admin.devices.get(f.org, a.deviceId)).endpoints).toEqual([{ source: 'manual', address: '192.0.2.1:51820' }]);
+    expect((await env.admin.devices.get(f.org, a.deviceId)).endpoints).toEqual([{ source: 'manual', address: '192.0.2.1:51820' }]);
 
     await a.stop();
     expect(await a.done).toBeUndefined();
-    expect((await admin.devices.get(f.org, a.deviceId)).status).toMatchObject({ online: false, applied_revision: c.revision });
+    expect((await env.admin.devices.get(f.org, a.deviceId)).status).toMatchObject({ online: false, applied_revision: c.revision });
 
     // A later start needs no registration key and enrolls nothing new.
     const again = await runAgent({ ...optsA, registrationKey: undefined, org: undefined });
     expect(again.deviceId).toBe(a.deviceId);
-    await until(async () => (await admin.devices.get(f.org, a.deviceId)).status.online, 'the restarted agent to report online');
+    await until(async () => (await env.admin.devices.get(f.org, a.deviceId)).status.online, 'the restarted agent to report online');
     await f.converged(2);
     await again.stop();
     await b.stop();
@@ -106,16 +86,16 @@ describe('the agent against a real server', () => {
     await f.converged(1);
     const headIs = (revision: number) =>
       until(async () => {
-        const c = await admin.convergence(f.org);
+        const c = await env.admin.convergence(f.org);
         return c.revision === revision && c.at_head === 1 ? c : undefined;
       }, `the agent at revision ${revision}`);
-    const group = await admin.securityGroups.create(f.org, { description: 'unused', inbound_rules: [], outbound_rules: [] });
+    const group = await env.admin.securityGroups.create(f.org, { description: 'unused', inbound_rules: [], outbound_rules: [] });
     await headIs(group.revision);
-    const org = await admin.organizations.update(f.org, { description: 'changed' });
+    const org = await env.admin.organizations.update(f.org, { description: 'changed' });
     await headIs(org.revision);
-    const other = await admin.devices.create(f.org, { hostname: 'peer', public_key: generateKeyPair().publicKey });
+    const other = await env.admin.devices.create(f.org, { hostname: 'peer', public_key: generateKeyPair().publicKey });
     await headIs(other.revision);
-    const groupAgain = await admin.securityGroups.update(f.org, group.id, { description: 'still unused' });
+    const groupAgain = await env.admin.securityGroups.update(f.org, group.id, { description: 'still unused' });
     await headIs(groupAgain.revision);
     await a.stop();
   });
@@ -131,9 +111,9 @@ describe('the agent against a real server', () => {
     expect(good).toContain('MTU = 1420');
 
     flaky.failing = true;
-    await admin.organizations.update(f.org, { network: { mtu: 1300 } });
+    await env.admin.organizations.update(f.org, { network: { mtu: 1300 } });
     const failing = await until(async () => {
-      const c = await admin.convergence(f.org);
+      const c = await env.admin.convergence(f.org);
       return c.error === 1 ? c : undefined;
     }, 'the apply error to be reported');
     expect(failing.not_converged[0]).toMatchObject({ id: a.deviceId, applied_revision: before.revision, apply_error: 'render: injected failure' });
@@ -192,7 +172,7 @@ describe('the agent against a real server', () => {
     const a = await runAgent(opts, { fetch: fetchLike });
     const before = await f.converged(1);
     paused = true;
-    const updated = await admin.organizations.update(f.org, { network: { routes: [{ destination: '203.0.113.0/24' }] } });
+    const updated = await env.admin.organizations.update(f.org, { network: { routes: [{ destination: '203.0.113.0/24' }] } });
     const res = await localJson(a.localPort, 'POST', AGENT_LOCAL_ROUTES.forceSync);
     expect(res).toEqual({ status: 200, body: { applied_revision: updated.revision } });
     expect(await readFile(join(opts.stateDir, WIREGUARD_CONF_FILE), 'utf8')).toContain('203.0.113.0/24');
@@ -226,15 +206,15 @@ describe('the agent against a real server', () => {
     const a = await runAgent(opts);
     await f.converged(1);
     await until(async () => ((await a.agent.status()).tunnel === 'connected' ? true : undefined), 'the tunnel');
-    const status = (await admin.devices.rpc(f.org, a.deviceId, 'status')) as AgentStatusView;
+    const status = (await env.admin.devices.rpc(f.org, a.deviceId, 'status')) as AgentStatusView;
     expect(status).toMatchObject({ device_id: a.deviceId, apply_error: null, connected: true });
     expect(status.detail?.firewall).toMatchObject({ mode: 'allow-all' });
 
-    const updated = await admin.organizations.update(f.org, { network: { routes: [{ destination: '198.51.100.0/24' }] } });
-    const result = (await admin.devices.rpc(f.org, a.deviceId, 'force-sync')) as { applied_revision: number };
+    const updated = await env.admin.organizations.update(f.org, { network: { routes: [{ destination: '198.51.100.0/24' }] } });
+    const result = (await env.admin.devices.rpc(f.org, a.deviceId, 'force-sync')) as { applied_revision: number };
     expect(result.applied_revision).toBeGreaterThanOrEqual(updated.revision);
     expect(await readFile(join(opts.stateDir, WIREGUARD_CONF_FILE), 'utf8')).toContain('198.51.100.0/24');
-    const c: Convergence = await admin.convergence(f.org);
+    const c: Convergence = await env.admin.convergence(f.org);
     expect(result.applied_revision).toBe(c.revision);
     await a.stop();
   });
@@ -253,7 +233,7 @@ describe('the agent against a real server', () => {
     const opts = await f.options({ statusIntervalMs: 50 });
     const a = await runAgent(opts, { fetch: fetchLike });
     await f.converged(1);
-    await admin.devices.delete(f.org, a.deviceId);
+    await env.admin.devices.delete(f.org, a.deviceId);
     const err = await a.done;
     expect(err).toBeInstanceOf(AgentFatalError);
     expect(err).toMatchObject({ reason: expect.stringMatching(/^(device_deleted|token_refused)$/) });
@@ -305,17 +285,17 @@ describe('fleetplane agent (process)', () => {
   });
 
   it('exits 1 with a clear message when its token was revoked', async () => {
-    const { org, key } = await orgWithKey(admin, 'cli');
+    const { org, key } = await orgWithKey(env.admin, 'cli');
     const dir = await tempDir('fp-agent-cli-');
-    cleanups.push(dir.remove);
+    env.onCleanup(dir.remove);
     // A first start enrolls; stop it, delete the device (which revokes its token), start again.
-    const first = spawnFleetplane('agent', ['--server', url, '--org', org, '--registration-key', key, '--state-dir', dir.path, '--local-port', '0', '--log-level', 'warn']);
+    const first = spawnFleetplane('agent', ['--server', env.url, '--org', org, '--registration-key', key, '--state-dir', dir.path, '--local-port', '0', '--log-level', 'warn']);
     const sd = new StateDir(dir.path);
     let identity;
     for (let i = 0; i < 600 && !(identity = await sd.loadIdentity().catch(() => undefined)); i++) await new Promise((r) => setTimeout(r, 50));
     expect(identity).toBeDefined();
     expect((await first.stop()).code).toBe(0);
-    await admin.devices.delete(org, identity!.device_id);
+    await env.admin.devices.delete(org, identity!.device_id);
 
     const again = spawnFleetplane('agent', ['--state-dir', dir.path, '--local-port', '0', '--log-level', 'silent']);
     const exit = await again.exit;

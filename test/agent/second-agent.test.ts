@@ -3,44 +3,24 @@
  * only a registration key: against a real server (in this process, on
  * 127.0.0.1), agents in-process and as a real process.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createServer, type AddressInfo } from 'node:net';
 import pino from 'pino';
 import { Agent, AgentFatalError, StateDir } from '../../src/agent/index.js';
-import type { FleetplaneClient } from '../../src/client/index.js';
 import { AGENT_LOCAL_ROUTES } from '../../src/protocol/index.js';
-import type { FleetServer } from '../../src/server/index.js';
-import { agentOptions, localJson, orgWithKey, runAgent, startListeningServer, tempDir, until } from './support/harness.js';
+import { agentOptions, localJson, orgWithKey, runAgent, useAgentServer, until } from './support/harness.js';
 import { ensureBuilt, spawnFleetplane, waitForOutput } from './support/processes.js';
 
-let server: FleetServer;
-let url: string;
-let admin: FleetplaneClient;
-const cleanups: Array<() => Promise<void>> = [];
+const env = useAgentServer('fp-second-', ensureBuilt);
 
-beforeAll(async () => {
-  ensureBuilt();
-  ({ server, url, admin } = await startListeningServer());
-}, 120_000);
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  await server?.close();
-});
-
-async function stateDir(): Promise<string> {
-  const d = await tempDir('fp-second-');
-  cleanups.push(d.remove);
-  return d.path;
-}
-
-const deviceCount = async (org: string): Promise<number> => (await admin.devices.list(org)).items.length;
+const deviceCount = async (org: string): Promise<number> => (await env.admin.devices.list(org)).items.length;
 
 describe('a second agent on the same machine', () => {
   it('on the same state directory stops before enrolling: no second device, the first agent unharmed', async () => {
-    const { org, key } = await orgWithKey(admin, 'same-dir');
-    const dir = await stateDir();
+    const { org, key } = await orgWithKey(env.admin, 'same-dir');
+    const dir = await env.stateDir();
     // Two first starts at once on an empty directory: without the lock each would make a key pair and enroll.
-    const options = agentOptions({ server: url, org, registrationKey: key, stateDir: dir });
+    const options = agentOptions({ server: env.url, org, registrationKey: key, stateDir: dir });
     const [a, b] = await Promise.allSettled([runAgent(options), runAgent(options)]);
     const started = [a, b].filter((r) => r.status === 'fulfilled').map((r) => r.value);
     const refused = [a, b].filter((r) => r.status === 'rejected').map((r) => r.reason as unknown);
@@ -56,16 +36,16 @@ describe('a second agent on the same machine', () => {
     expect((await localJson(first.localPort, 'GET', AGENT_LOCAL_ROUTES.status)).body).toMatchObject({ device_id: first.deviceId });
     await first.stop();
     // Released at exit: the next start on the directory runs, as the same device.
-    const again = await runAgent(agentOptions({ server: url, stateDir: dir }));
+    const again = await runAgent(agentOptions({ server: env.url, stateDir: dir }));
     expect(again.deviceId).toBe(first.deviceId);
     await again.stop();
   });
 
   it('on the same local API port (another state directory) stops before enrolling', async () => {
-    const { org, key } = await orgWithKey(admin, 'same-port');
-    const first = await runAgent(agentOptions({ server: url, org, registrationKey: key, stateDir: await stateDir() }));
-    const secondDir = await stateDir();
-    const err = await runAgent(agentOptions({ server: url, org, registrationKey: key, stateDir: secondDir, localPort: first.localPort })).catch((e: unknown) => e);
+    const { org, key } = await orgWithKey(env.admin, 'same-port');
+    const first = await runAgent(agentOptions({ server: env.url, org, registrationKey: key, stateDir: await env.stateDir() }));
+    const secondDir = await env.stateDir();
+    const err = await runAgent(agentOptions({ server: env.url, org, registrationKey: key, stateDir: secondDir, localPort: first.localPort })).catch((e: unknown) => e);
     expect(err).toMatchObject({ reason: 'config', message: expect.stringMatching(/--local-port/) });
     expect(await deviceCount(org)).toBe(1);
     expect(await new StateDir(secondDir).loadIdentity()).toBeUndefined();
@@ -73,9 +53,9 @@ describe('a second agent on the same machine', () => {
   });
 
   it('as a process on the same state directory exits 1 naming the running one', async () => {
-    const { org, key } = await orgWithKey(admin, 'same-dir-process');
-    const dir = await stateDir();
-    const args = ['--server', url, '--registration-key', key, '--state-dir', dir, '--local-port', '0', '--log-level', 'info'];
+    const { org, key } = await orgWithKey(env.admin, 'same-dir-process');
+    const dir = await env.stateDir();
+    const args = ['--server', env.url, '--registration-key', key, '--state-dir', dir, '--local-port', '0', '--log-level', 'info'];
     const first = spawnFleetplane('agent', args);
     try {
       await waitForOutput(first, /"msg":"enrolled"/);
@@ -95,7 +75,7 @@ describe('the local API before enrollment', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', () => resolve()));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const agent = new Agent(agentOptions({ server: `http://127.0.0.1:${port}`, registrationKey: 'fpr_x', stateDir: await stateDir() }), { logger: pino({ level: 'silent' }) });
+    const agent = new Agent(agentOptions({ server: `http://127.0.0.1:${port}`, registrationKey: 'fpr_x', stateDir: await env.stateDir() }), { logger: pino({ level: 'silent' }) });
     const stop = new AbortController();
     const running = agent.run(stop.signal);
     try {
@@ -113,23 +93,23 @@ describe('the local API before enrollment', () => {
 
 describe('enrolling with only a registration key', () => {
   it('enrolls in the organization the key belongs to, and a later start checks nothing more', async () => {
-    const { org, key } = await orgWithKey(admin, 'no-org');
-    const { org: otherOrg } = await orgWithKey(admin, 'no-org-other');
-    const dir = await stateDir();
-    const a = await runAgent(agentOptions({ server: url, registrationKey: key, stateDir: dir }));
+    const { org, key } = await orgWithKey(env.admin, 'no-org');
+    const { org: otherOrg } = await orgWithKey(env.admin, 'no-org-other');
+    const dir = await env.stateDir();
+    const a = await runAgent(agentOptions({ server: env.url, registrationKey: key, stateDir: dir }));
     const status = await until(async () => {
       const s = await localJson(a.localPort, 'GET', AGENT_LOCAL_ROUTES.status);
       return s.body['connected'] === true ? s.body : undefined;
     }, 'the agent watching');
     expect(status).toMatchObject({ organization_id: org, device_id: a.deviceId });
-    expect((await admin.devices.get(org, a.deviceId)).organization_id).toBe(org);
+    expect((await env.admin.devices.get(org, a.deviceId)).organization_id).toBe(org);
     expect(await deviceCount(otherOrg)).toBe(0);
     expect((await new StateDir(dir).loadIdentity())?.organization_id).toBe(org);
     await a.stop();
   });
 
   it('refuses a key the server does not know, as enrollment does', async () => {
-    const err = await runAgent(agentOptions({ server: url, registrationKey: 'fpr_unknown', stateDir: await stateDir() })).catch((e: unknown) => e);
+    const err = await runAgent(agentOptions({ server: env.url, registrationKey: 'fpr_unknown', stateDir: await env.stateDir() })).catch((e: unknown) => e);
     expect(err).toMatchObject({ reason: 'enrollment_refused' });
   });
 });

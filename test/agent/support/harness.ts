@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { afterAll, beforeAll } from 'vitest';
 import { Agent, type AgentDeps, type AgentOptions } from '../../../src/agent/index.js';
 import { FleetplaneClient } from '../../../src/client/index.js';
 import { startServer, type FleetServer, type Settings } from '../../../src/server/index.js';
@@ -26,6 +27,54 @@ export async function startListeningServer(overrides: Partial<Settings> = {}): P
   const url = server.url;
   if (url === undefined) throw new Error('the test server is not listening');
   return { server, url, admin: new FleetplaneClient({ baseUrl: url, token: ADMIN_TOKEN }) };
+}
+
+/** A listening server shared by a test file, and state directories removed after it. */
+export interface AgentTestServer {
+  readonly server: FleetServer;
+  readonly url: string;
+  readonly admin: FleetplaneClient;
+  /** A fresh directory, removed when the file's tests end. */
+  stateDir(): Promise<string>;
+  /** Runs `fn` when the file's tests end (before the server closes), newest first. */
+  onCleanup(fn: () => Promise<void>): void;
+}
+
+/** Starts the server before the file's tests (`setup` first) and stops it, with every cleanup, after them. */
+export function useAgentServer(dirPrefix: string, setup: () => void = () => undefined): AgentTestServer {
+  let started: { server: FleetServer; url: string; admin: FleetplaneClient } | undefined;
+  const cleanups: Array<() => Promise<void>> = [];
+  const get = () => {
+    if (!started) throw new Error('the agent test server is not started');
+    return started;
+  };
+  beforeAll(async () => {
+    setup();
+    started = await startListeningServer();
+  }, 120_000);
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    await started?.server.close();
+  });
+  return {
+    get server() {
+      return get().server;
+    },
+    get url() {
+      return get().url;
+    },
+    get admin() {
+      return get().admin;
+    },
+    async stateDir() {
+      const d = await tempDir(dirPrefix);
+      cleanups.push(d.remove);
+      return d.path;
+    },
+    onCleanup(fn) {
+      cleanups.push(fn);
+    },
+  };
 }
 
 export async function orgWithKey(admin: FleetplaneClient, name: string): Promise<{ org: string; key: string }> {
