@@ -30,6 +30,8 @@ export interface StatusBatcherOptions {
 
 interface Pending {
   write: StatusWrite;
+  /** The report as compared with the last one written (JSON of its input). */
+  key: string;
   receivedAt: number;
   waiters: ((o: StatusOutcome) => void)[];
 }
@@ -91,9 +93,10 @@ export class StatusBatcher {
     return new Promise((resolve) => {
       if (current) {
         current.write = write;
+        current.key = key;
         current.receivedAt = performance.now();
         current.waiters.push(resolve);
-      } else this.#pending.set(write.deviceId, { write, receivedAt: performance.now(), waiters: [resolve] });
+      } else this.#pending.set(write.deviceId, { write, key, receivedAt: performance.now(), waiters: [resolve] });
       this.#o.metrics.statusPending.set(this.#pending.size);
       this.#schedule();
     });
@@ -186,7 +189,7 @@ export class StatusBatcher {
       const ok = recorded.has(id);
       if (ok) {
         orgs.add(p.write.orgId);
-        if (p.write.via === 'tunnel') this.#written.set(id, JSON.stringify(p.write.input));
+        if (p.write.via === 'tunnel') this.#written.set(id, p.key);
         if (recorded.get(id) === true) this.#o.onChanged?.(p.write, p.receivedAt);
       }
       const outcome: StatusOutcome = ok ? OK : { ok: false, error: new ApiError('not_found', 'device not found') };

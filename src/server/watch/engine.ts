@@ -290,12 +290,15 @@ export class WatchEngine {
     if (!force && now - this.lastQueueCheck < QUEUE_CHECK_SPACING_MS) return;
     this.lastQueueCheck = now;
     let total = 0;
-    for (const w of this.watchers) total += w.held;
+    const held = new Map<Watcher, number>();
+    for (const w of this.watchers) {
+      const bytes = w.held;
+      total += bytes;
+      if (bytes > 0) held.set(w, bytes);
+    }
     this.metrics.queuedBytes.set(total);
     const limit = this.settings.watchQueueLimit;
     if (total <= limit) return;
-    const held = new Map<Watcher, number>();
-    for (const w of this.watchers) if (w.held > 0) held.set(w, w.held);
     const heaviest = [...held.keys()].sort((a, b) => (held.get(b) ?? 0) - (held.get(a) ?? 0));
     const before = total;
     let closed = 0;
