@@ -48,6 +48,21 @@ describe('requests while the server shuts down', () => {
     expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   });
 
+  it('close() drains first, and refuses only once the last status batch is being written', async () => {
+    const other = await startTestServer('pglite');
+    const batcherClose = other.fleet.close.bind(other.fleet);
+    let phaseAtLastBatch: string | undefined;
+    other.fleet.close = async () => {
+      phaseAtLastBatch = other.ctx.shutdownPhase();
+      return batcherClose();
+    };
+    expect(other.ctx.shutdownPhase()).toBe('open');
+    const closing = other.close();
+    expect(other.ctx.shutdownPhase()).toBe('draining');
+    await closing;
+    expect(phaseAtLastBatch).toBe('refusing');
+  });
+
   it('open: no Connection: close', async () => {
     const res = await h.call('GET', paths.device(org, device.id), { token: h.admin });
     expect(res.statusCode).toBe(200);
