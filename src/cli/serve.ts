@@ -55,20 +55,28 @@ export async function runServe(argv: readonly string[]): Promise<number> {
 function waitForSignal(server: Awaited<ReturnType<typeof startServer>>): Promise<number> {
   return new Promise<number>((resolve) => {
     let stopping = false;
-    const stop = (sig: string): void => {
+    const stop = (exitCode: number): void => {
       if (stopping) return;
       stopping = true;
-      server.ctx.logger.info({ signal: sig }, 'shutting down');
       server.close().then(
-        () => resolve(0),
+        () => resolve(exitCode),
         (err: unknown) => {
           server.ctx.logger.error({ err }, 'shutdown failed');
           resolve(1);
         },
       );
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    const onSignal = (signal: string): void => {
+      if (!stopping) server.ctx.logger.info({ signal }, 'shutting down');
+      stop(0);
+    };
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    process.once('SIGINT', () => onSignal('SIGINT'));
+    // Without its storage the server can only fail requests: stop, and let a supervisor restart it.
+    void server.storageLost.then((err) => {
+      if (!stopping) server.ctx.logger.fatal({ err }, 'storage lost; shutting down');
+      stop(1);
+    });
     // Also without TLS: SIGHUP's default action would end the process.
     process.on('SIGHUP', () => {
       if (!stopping) void server.reloadTls();

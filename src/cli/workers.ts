@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import { migrate, openPostgres } from '../server/db/index.js';
+import { migrate, openPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from '../server/db/index.js';
 import { resolveAdminToken } from '../server/store/index.js';
 import { serveClusterMetrics, type Settings } from '../server/index.js';
 import { cliLogger } from './cli-logger.js';
@@ -34,24 +34,34 @@ const RESTART_CAP_MS = 30_000;
 
 /**
  * `--workers N`: the primary migrates and settles the admin token once, then
- * runs N server processes sharing the port (node:cluster). A worker that dies
+ * runs N server processes sharing the port (node:cluster). On the embedded
+ * storage the primary runs the PostgreSQL and holds the data directory; the
+ * workers reach it through its URL and stop before it does. A worker that dies
  * is restarted with jittered backoff; SIGTERM is passed to every worker and
  * the primary exits 0 when they have drained. SIGHUP is passed on too (each
  * worker reloads its TLS certificate).
  */
 export async function runWorkers(settings: Settings, argv: readonly string[]): Promise<number> {
   const logger = cliLogger({ level: settings.logLevel, base: { service: 'fleetplane', role: 'primary' } });
-  if (!settings.databaseUrl) throw new Error('--workers needs --database-url');
-  const db = await openPostgres(settings.databaseUrl, { max: 1 });
+  const embedded: EmbeddedPostgres | undefined = settings.databaseUrl ? undefined : await startEmbeddedPostgres({ dataDir: settings.dataDir, logger });
+  const databaseUrl = settings.databaseUrl ?? embedded?.url ?? '';
   let token: string | undefined;
   try {
-    await migrate(db);
-    token = (await resolveAdminToken(db, { configured: settings.adminToken, dataDir: undefined })).token;
-  } finally {
-    await db.close();
+    const db = await openPostgres(databaseUrl, { max: 1 });
+    try {
+      await migrate(db);
+      token = (await resolveAdminToken(db, { configured: settings.adminToken, dataDir: embedded ? settings.dataDir : undefined })).token;
+    } finally {
+      await db.close();
+    }
+  } catch (err) {
+    await embedded?.stop();
+    throw err;
   }
 
   cluster.setupPrimary({ args: ['serve', ...argv] });
+  // Flags win over the environment, and the primary's argv has no --database-url on the embedded storage.
+  const workerEnv = embedded ? { DATABASE_URL: embedded.url } : {};
   const stopMetrics = serveClusterMetrics(logger);
   let stopping = false;
   let printed = false;
@@ -60,7 +70,7 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
   // exited and its IPC channel closed, in either order, so it may still be there at 'exit'.
   const running = new Set<Worker>();
   const spawn = (): Worker => {
-    const w = cluster.fork();
+    const w = cluster.fork(workerEnv);
     running.add(w);
     w.on('message', (m: unknown) => {
       if (!isWorkerReady(m) || printed) return;
@@ -77,14 +87,23 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
   };
   for (let i = 0; i < settings.workers; i++) spawn();
 
+  let exitCode = 0;
   return new Promise<number>((resolve) => {
+    const finish = (): void => {
+      stopMetrics();
+      // The database goes last: draining workers still write their final statuses.
+      void (embedded ? embedded.stop() : Promise.resolve()).then(
+        () => resolve(exitCode),
+        (err: unknown) => {
+          logger.error({ err }, 'stopping the embedded PostgreSQL failed');
+          resolve(1);
+        },
+      );
+    };
     cluster.on('exit', (worker, code, signal) => {
       running.delete(worker);
       if (stopping) {
-        if (running.size === 0) {
-          stopMetrics();
-          resolve(0);
-        }
+        if (running.size === 0) finish();
         return;
       }
       restarts++;
@@ -94,13 +113,19 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
         if (!stopping) spawn();
       }, delay).unref();
     });
-    const stop = (sig: NodeJS.Signals): void => {
+    const stop = (sig: NodeJS.Signals | 'storage lost'): void => {
       if (stopping) return;
       stopping = true;
       logger.info({ signal: sig }, 'stopping workers');
-      if (running.size === 0) resolve(0);
+      if (running.size === 0) finish();
       for (const w of running) w.process.kill('SIGTERM');
     };
+    void embedded?.exited.then(({ expected }) => {
+      if (expected || stopping) return;
+      logger.fatal('the embedded PostgreSQL exited while the workers were running; stopping them');
+      exitCode = 1;
+      stop('storage lost');
+    });
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
     process.on('SIGHUP', () => {

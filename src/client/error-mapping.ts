@@ -36,6 +36,7 @@ const FAMILY: Record<FleetplaneErrorCode, ErrorClass> = {
   request_timeout: UnavailableError,
   unavailable: UnavailableError,
   slow_consumer: UnavailableError,
+  too_many_connections: UnavailableError,
   agent_error: AgentError,
   agent_not_connected: AgentError,
   internal: ServerError,

@@ -77,7 +77,7 @@ export class CompactedError extends FleetplaneError {
   override name = 'CompactedError';
 }
 
-/** `unavailable`, `too_many_requests`, `slow_consumer`, `request_timeout`: retry later (or elsewhere). */
+/** `unavailable`, `too_many_requests`, `too_many_connections`, `slow_consumer`, `request_timeout`: retry later (or elsewhere). */
 export class UnavailableError extends FleetplaneError {
   override name = 'UnavailableError';
 }

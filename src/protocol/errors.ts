@@ -23,6 +23,7 @@ export const ERRORS = {
   unavailable: { status: 503, message: 'The service is unavailable; retry.' },
   agent_not_connected: { status: 504, message: 'The agent did not connect in time.' },
   slow_consumer: { status: 503, message: 'The watcher could not keep up; resume from your last revision.' },
+  too_many_connections: { status: 503, message: 'The server holds as many connections as it accepts; retry later.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -7,6 +7,7 @@ export const HEADERS = {
   ifMatch: 'if-match',
   contentType: 'content-type',
   contentLength: 'content-length',
+  transferEncoding: 'transfer-encoding',
   connection: 'connection',
   /** Seconds to wait before retrying a 429 or 503 (RFC 9110); clients add jitter. */
   retryAfter: 'retry-after',

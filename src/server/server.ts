@@ -1,9 +1,7 @@
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
-import { instrument, migrate, openPglite, openPostgres, type Database } from './db/index.js';
+import { instrument, migrate, openPglite, openPostgres, startEmbeddedPostgres, type Database } from './db/index.js';
 import { createBus, type BusStats, type ReliabilityOptions, type SignalBus } from './bus/index.js';
 import { ReplicaRegistry } from './replicas/index.js';
 import { replicaRoutes } from './http/routes/replicas.js';
@@ -11,6 +9,7 @@ import { RevocationFollower, Store, resolveAdminToken, type AdminToken } from '.
 import { Metrics } from './metrics.js';
 import { clusterMetricsSource } from './cluster-metrics.js';
 import { buildApp, type App } from './http/app.js';
+import { ConnectionLimiter } from './http/connection-limits.js';
 import { readTlsPair, ReloadableCertificate, type TlsFiles } from './http/tls-certificate.js';
 import { isLoopbackHost } from './http/loopback.js';
 import type { RouteModule, ServerContext } from './http/context.js';
@@ -35,6 +34,11 @@ export interface FleetServer {
   readonly fleet: Fleet;
   /** Follows token revocations (made on any replica) and ends what was opened with them. */
   readonly revocations: RevocationFollower;
+  /**
+   * Settles if the storage this server started itself (the embedded
+   * PostgreSQL) exits while the server runs; never settles otherwise.
+   */
+  readonly storageLost: Promise<Error>;
   /** Base URL once listening (`listen: true`), else undefined; `https://` with `--tls-cert`. */
   readonly url: string | undefined;
   /**
@@ -58,14 +62,25 @@ export interface StartOptions {
   busOverrides?: Partial<Omit<ReliabilityOptions, 'logger'>>;
 }
 
-async function openDatabase(settings: Settings, logger: Logger): Promise<Database> {
-  if (settings.databaseUrl) {
-    return openPostgres(settings.databaseUrl, { onNotice: (message) => logger.debug({ message }, 'postgres notice') });
+interface OpenedDatabase {
+  db: Database;
+  /** The embedded PostgreSQL's end, when this server started one. */
+  embeddedExit?: Promise<{ expected: boolean }>;
+}
+
+async function openDatabase(settings: Settings, logger: Logger): Promise<OpenedDatabase> {
+  const onNotice = (message: string): void => logger.debug({ message }, 'postgres notice');
+  if (settings.databaseUrl) return { db: await openPostgres(settings.databaseUrl, { onNotice }) };
+  if (settings.memory) return { db: await openPglite(undefined) };
+  const embedded = await startEmbeddedPostgres({ dataDir: settings.dataDir, logger });
+  let db: Database;
+  try {
+    db = await openPostgres(embedded.url, { onNotice });
+  } catch (err) {
+    await embedded.stop();
+    throw err;
   }
-  if (settings.memory) return openPglite(undefined);
-  const dir = join(settings.dataDir, 'pgdata');
-  mkdirSync(dir, { recursive: true });
-  return openPglite(dir);
+  return { db: { ...db, close: () => db.close().finally(() => embedded.stop()) }, embeddedExit: embedded.exited };
 }
 
 /** Builds and (by default) starts a server from settings. */
@@ -76,17 +91,24 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   // Before the database: unusable certificate files stop the start at once.
   const tlsFiles: TlsFiles | undefined = settings.tlsCert && settings.tlsKey ? { certFile: settings.tlsCert, keyFile: settings.tlsKey } : undefined;
   const tls = tlsFiles ? await readTlsPair(tlsFiles) : undefined;
-  const raw = await openDatabase(settings, logger);
-  const db = instrument(raw, ({ durationMs, ok, label }) => {
+  const opened = await openDatabase(settings, logger);
+  const db = instrument(opened.db, ({ durationMs, ok, label }) => {
     metrics.dbQueries.inc({ statement: label, ok: ok ? 'true' : 'false' });
     metrics.dbDuration.observe({ statement: label }, durationMs / 1000);
   });
-  const applied = await migrate(db);
-  if (applied.length > 0) logger.info({ applied }, 'schema migrations applied');
-  const adminToken = await resolveAdminToken(db, {
-    configured: settings.adminToken,
-    dataDir: settings.databaseUrl || settings.memory ? undefined : settings.dataDir,
-  });
+  let adminToken: AdminToken;
+  try {
+    const applied = await migrate(db);
+    if (applied.length > 0) logger.info({ applied }, 'schema migrations applied');
+    adminToken = await resolveAdminToken(db, {
+      configured: settings.adminToken,
+      dataDir: settings.databaseUrl || settings.memory ? undefined : settings.dataDir,
+    });
+  } catch (err) {
+    // The embedded PostgreSQL and the data directory's lock must not outlive a failed start.
+    await opened.db.close().catch((closeErr: unknown) => logger.warn({ err: closeErr }, 'closing storage after a failed start failed'));
+    throw err;
+  }
   const dropEvery = settings.busDropEvery > 0 ? { dropEvery: { incoming: settings.busDropEvery } } : {};
   const bus = opts.bus ?? (await createBus(settings, db, logger, { ...dropEvery, ...opts.busOverrides }));
   const busStats = (bus as { stats?: Readonly<BusStats> }).stats;
@@ -96,11 +118,13 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   const watchMetrics = new WatchMetrics(metrics.registry);
   const fleet = new Fleet({ store, bus, settings, replicaId, registry: metrics.registry, logger, fanOutTimes: watchMetrics.fanOutTimes });
   // The gateway's private listener must be up before the replica advertises its URL.
+  const connections = ConnectionLimiter.fromSettings(metrics, settings);
   const gateway = await AgentGateway.start({
     settings,
     db,
     bus,
     metrics,
+    connections,
     replicaId,
     fleet: { presence: fleet.presence, tunnelStatus: (device, frame) => fleet.tunnelStatus(device, frame) },
     logger: logger.child({ component: 'gateway' }),
@@ -124,6 +148,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     metrics,
     logger,
     adminHash: adminToken.hash,
+    connections,
     clusterMetrics: cluster.isWorker && settings.workers > 1 ? clusterMetricsSource(metrics.registry) : undefined,
     shutdownPhase: () => (refusing ? 'refusing' : closing ? 'draining' : 'open'),
     async isReady() {
@@ -221,6 +246,11 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     fleet,
     revocations,
     url,
+    storageLost: new Promise<Error>((resolveLost) => {
+      void opened.embeddedExit?.then(({ expected }) => {
+        if (!expected) resolveLost(new Error('the embedded PostgreSQL exited while the server was running'));
+      });
+    }),
     async reloadTls() {
       if (!certificate) {
         logger.info('TLS is off (no --tls-cert): nothing to reload');

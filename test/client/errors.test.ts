@@ -42,6 +42,7 @@ const FAMILIES: Record<ErrorCode, new (init: FleetplaneErrorInit) => FleetplaneE
   request_timeout: UnavailableError,
   unavailable: UnavailableError,
   slow_consumer: UnavailableError,
+  too_many_connections: UnavailableError,
   agent_error: AgentError,
   agent_not_connected: AgentError,
   internal: ServerError,

@@ -1,55 +1,13 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { paths, ROUTES } from '../../src/protocol/index.js';
+import { ensureBuilt, serve } from './support/serve-process.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-/** Starting embedded PostgreSQL in a fresh process is slow on a busy machine; this bounds a hang, not speed. */
+/** Starting a fresh process is slow on a busy machine; this bounds a hang, not speed. */
 const PROCESS_TIMEOUT = 180_000;
-const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-function exited(child: ChildProcess, out: { stdout: string; stderr: string }): Promise<Exit> {
-  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, ...out })));
-}
-
-/** Spawns `fleetplane serve ...args`, collecting its output. */
-function serve(args: string[], env: Record<string, string> = {}) {
-  const out = { stdout: '', stderr: '' };
-  const child = spawn(process.execPath, [MAIN, 'serve', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout?.setEncoding('utf8').on('data', (d: string) => (out.stdout += d));
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => (out.stderr += d));
-  const exit = exited(child, out);
-  /** Waits until stdout matches `re` (or the process exits). */
-  const waitFor = async (re: RegExp): Promise<RegExpExecArray> => {
-    for (;;) {
-      const m = re.exec(out.stdout);
-      if (m) return m;
-      const ended = await Promise.race([exit.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 50))]);
-      if (ended) throw new Error(`serve exited before printing ${re}: ${out.stdout}\n${out.stderr}`);
-    }
-  };
-  return { child, out, exit, waitFor };
-}
 
 describe('fleetplane serve as a real process', () => {
-  beforeAll(() => {
-    // `npm test` builds dist first (pretest); a direct vitest run may not have.
-    if (!existsSync(MAIN)) spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'ignore' });
-    expect(existsSync(MAIN)).toBe(true);
-  }, 120_000);
+  beforeAll(ensureBuilt, 120_000);
 
   it.concurrent('prints its URL and admin token, answers, and exits 0 on SIGTERM', async () => {
     const p = serve(['--memory', '--port', '0', '--host', '127.0.0.1']);

@@ -10,11 +10,11 @@ export interface Settings {
   tlsCert: string | undefined;
   /** PEM private key file of `tlsCert`. */
   tlsKey: string | undefined;
-  /** PGlite data directory; ignored with `memory` or `databaseUrl`. */
+  /** Data directory of the embedded PostgreSQL (and the admin token file); ignored with `memory` or `databaseUrl`. */
   dataDir: string;
-  /** PGlite in memory: nothing written to disk. */
+  /** PGlite in memory, for development and tests: nothing is written to disk, nothing survives a restart. */
   memory: boolean;
-  /** Use this PostgreSQL instead of PGlite. */
+  /** Use this PostgreSQL instead of the embedded one. */
   databaseUrl: string | undefined;
   adminToken: string | undefined;
   tombstoneRetention: number;
@@ -54,6 +54,12 @@ export interface Settings {
   maxConcurrentLists: number;
   /** How long a watch request waits for an initial-list turn before it gets 503 with Retry-After. */
   listQueueTimeout: number;
+  /** How long a request's body may take to arrive once the server reads it; past it: 408 and the connection closes. */
+  bodyTimeout: number;
+  /** Open connections the process accepts (public and private listeners together, at most what its open-files limit allows); more are refused. */
+  maxConnections: number;
+  /** Open connections one source address may hold on the public listener (0: no limit); more are refused. */
+  maxConnectionsPerSource: number;
 }
 
 export const DEFAULT_SETTINGS: Settings = {
@@ -94,6 +100,12 @@ export const DEFAULT_SETTINGS: Settings = {
   watchQueueLimit: 256 * 1024 * 1024,
   maxConcurrentLists: 512,
   listQueueTimeout: 10,
+  bodyTimeout: 10,
+  // 10,000 agents holding a watch stream and a tunnel each, plus half again for reconnections whose
+  // old connection has not closed yet and for operators.
+  maxConnections: 30_000,
+  // Off: agents behind one NAT share an address, so any default low enough to stop one host would cut off a site.
+  maxConnectionsPerSource: 0,
 };
 
 type Kind = 'string' | 'int' | 'seconds' | 'bool' | 'bytes';
@@ -115,9 +127,9 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'port', flag: 'port', env: 'FLEETPLANE_PORT', kind: 'int', min: 0, max: 65535, help: 'Port to listen on (0: any free port).' },
   { key: 'tlsCert', flag: 'tls-cert', env: 'FLEETPLANE_TLS_CERT', kind: 'string', help: 'PEM certificate (chain) file; with --tls-key the server speaks HTTPS (reloaded on SIGHUP).' },
   { key: 'tlsKey', flag: 'tls-key', env: 'FLEETPLANE_TLS_KEY', kind: 'string', help: 'PEM private key file of --tls-cert.' },
-  { key: 'dataDir', flag: 'data-dir', env: 'FLEETPLANE_DATA_DIR', kind: 'string', help: 'PGlite data directory (embedded storage).' },
-  { key: 'memory', flag: 'memory', env: 'FLEETPLANE_MEMORY', kind: 'bool', help: 'Keep PGlite in memory; nothing is written to disk.' },
-  { key: 'databaseUrl', flag: 'database-url', env: 'DATABASE_URL', kind: 'string', help: 'PostgreSQL URL; replaces PGlite.' },
+  { key: 'dataDir', flag: 'data-dir', env: 'FLEETPLANE_DATA_DIR', kind: 'string', help: 'Data directory of the embedded PostgreSQL (the default storage; durable: fsync at every commit).' },
+  { key: 'memory', flag: 'memory', env: 'FLEETPLANE_MEMORY', kind: 'bool', help: 'Keep everything in memory (PGlite), for development and tests: NOT durable, nothing survives a restart.' },
+  { key: 'databaseUrl', flag: 'database-url', env: 'DATABASE_URL', kind: 'string', help: 'PostgreSQL URL (libpq form; ?host=/dir for a Unix socket); replaces the embedded PostgreSQL.' },
   { key: 'adminToken', flag: 'admin-token', env: 'FLEETPLANE_ADMIN_TOKEN', kind: 'string', help: 'Bootstrap admin token (else generated once and kept).' },
   { key: 'tombstoneRetention', flag: 'tombstone-retention', env: 'FLEETPLANE_TOMBSTONE_RETENTION', kind: 'seconds', min: 1, help: 'How long deletes are remembered for resuming watchers.' },
   { key: 'compactionInterval', flag: 'compaction-interval', env: 'FLEETPLANE_COMPACTION_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often expired tombstones are compacted (default: min(60, retention/2)).' },
@@ -130,7 +142,7 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'revocationCheckInterval', flag: 'revocation-check-interval', env: 'FLEETPLANE_REVOCATION_CHECK_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often revoked tokens are looked up to end their watch streams and agent tunnels.' },
   { key: 'bodyLimit', flag: 'body-limit', env: 'FLEETPLANE_BODY_LIMIT', kind: 'bytes', min: 1024, help: 'Largest accepted request body.' },
   { key: 'staleAfter', flag: 'stale-after', env: 'FLEETPLANE_STALE_AFTER', kind: 'seconds', min: 1, help: 'Devices not seen for this long count as stale.' },
-  { key: 'bus', flag: 'bus', env: 'FLEETPLANE_BUS', kind: 'string', choices: ['memory', 'postgres', 'redis'], help: 'Signal bus (default: postgres with --database-url, else memory).' },
+  { key: 'bus', flag: 'bus', env: 'FLEETPLANE_BUS', kind: 'string', choices: ['memory', 'postgres', 'redis'], help: 'Signal bus (default: postgres with --database-url or --workers, else memory).' },
   { key: 'redisUrl', flag: 'redis-url', env: 'REDIS_URL', kind: 'string', help: 'Redis URL (agent registry; bus with --bus redis).' },
   { key: 'busHelloInterval', flag: 'bus-hello-interval', env: 'FLEETPLANE_BUS_HELLO_INTERVAL', kind: 'seconds', min: 0.05, help: 'Idle time after which a bus publisher sends a hello.' },
   { key: 'busGapDelay', flag: 'bus-gap-delay', env: 'FLEETPLANE_BUS_GAP_DELAY', kind: 'seconds', min: 0, help: 'How long a sequence gap waits for the missing message.' },
@@ -146,6 +158,9 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'watchQueueLimit', flag: 'watch-queue-limit', env: 'FLEETPLANE_WATCH_QUEUE_LIMIT', kind: 'bytes', min: 65536, help: 'Bytes queued to all watchers together (not counting views of the shared snapshot lists) before the ones holding the most are closed (slow_consumer).' },
   { key: 'maxConcurrentLists', flag: 'max-concurrent-lists', env: 'FLEETPLANE_MAX_CONCURRENT_LISTS', kind: 'int', min: 1, max: 1_000_000, help: 'Initial lists paging the database at once; more wait for a turn (lists from memory need none).' },
   { key: 'listQueueTimeout', flag: 'list-queue-timeout', env: 'FLEETPLANE_LIST_QUEUE_TIMEOUT', kind: 'seconds', min: 0, help: 'How long a watch waits for an initial-list turn before 503 with Retry-After.' },
+  { key: 'bodyTimeout', flag: 'body-timeout', env: 'FLEETPLANE_BODY_TIMEOUT', kind: 'seconds', min: 0.05, help: 'How long a request body may take to arrive; past it the request gets 408 and its connection is closed.' },
+  { key: 'maxConnections', flag: 'max-connections', env: 'FLEETPLANE_MAX_CONNECTIONS', kind: 'int', min: 1, help: 'Open connections accepted in all (lowered to what the open-files limit allows); more are answered 503 and closed.' },
+  { key: 'maxConnectionsPerSource', flag: 'max-connections-per-source', env: 'FLEETPLANE_MAX_CONNECTIONS_PER_SOURCE', kind: 'int', min: 0, help: 'Open connections one source address may hold (0: no limit; agents behind one NAT share an address); more are answered 503 and closed.' },
 ];
 
 /** A setting that can't be used; the message names the setting. */
@@ -221,9 +236,17 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv = 
   if (!given.has('compactionInterval')) {
     settings.compactionInterval = Math.min(60, settings.tombstoneRetention / 2);
   }
-  if (!given.has('bus')) settings.bus = settings.databaseUrl ? 'postgres' : 'memory';
+  if (!given.has('bus')) settings.bus = defaultBus(settings);
   validateSettings(settings);
   return settings;
+}
+
+/**
+ * One process alone signals in memory; processes sharing a database (the
+ * workers of one embedded PostgreSQL, replicas of one --database-url) use it.
+ */
+function defaultBus(s: Settings): Settings['bus'] {
+  return s.databaseUrl || (s.workers > 1 && !s.memory) ? 'postgres' : 'memory';
 }
 
 /** Cross-setting checks, shared by the parser and programmatic callers. */
@@ -231,10 +254,10 @@ export function validateSettings(s: Settings): void {
   if ((s.tlsCert === undefined) !== (s.tlsKey === undefined)) {
     throw new SettingsError(`invalid --${s.tlsCert === undefined ? 'tls-key' : 'tls-cert'}: HTTPS needs both --tls-cert and --tls-key`);
   }
-  if (s.bus === 'postgres' && !s.databaseUrl) throw new SettingsError('invalid --bus: postgres needs --database-url');
+  if (s.bus === 'postgres' && !s.databaseUrl && s.memory) throw new SettingsError('invalid --bus: postgres needs PostgreSQL (the embedded default or --database-url), not --memory');
   if (s.bus === 'redis' && !s.redisUrl) throw new SettingsError('invalid --bus: redis needs --redis-url');
-  if (s.workers > 1 && !s.databaseUrl) {
-    throw new SettingsError('invalid --workers: more than one worker needs --database-url (PGlite is one process only)');
+  if (s.workers > 1 && !s.databaseUrl && s.memory) {
+    throw new SettingsError('invalid --workers: more than one worker needs PostgreSQL, the embedded default or --database-url (--memory is one process only)');
   }
   if (s.workers > 1 && s.bus === 'memory') throw new SettingsError('invalid --workers: more than one worker needs --bus postgres or redis');
   if (s.privatePort !== undefined && !s.privateSecret) {
@@ -246,7 +269,7 @@ export function validateSettings(s: Settings): void {
 export function makeSettings(overrides: Partial<Settings> = {}): Settings {
   const s: Settings = { ...DEFAULT_SETTINGS, ...overrides };
   if (overrides.compactionInterval === undefined) s.compactionInterval = Math.min(60, s.tombstoneRetention / 2);
-  if (overrides.bus === undefined) s.bus = s.databaseUrl ? 'postgres' : 'memory';
+  if (overrides.bus === undefined) s.bus = defaultBus(s);
   validateSettings(s);
   return s;
 }

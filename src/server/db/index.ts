@@ -1,5 +1,6 @@
 export * from './database.js';
 export { openPglite } from './pglite.js';
-export { openPostgres, type PostgresOptions } from './postgres.js';
+export { openPostgres, socketAware, type PostgresOptions } from './postgres.js';
 export { instrument } from './instrumented.js';
 export { migrate, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
+export { startEmbeddedPostgres, DataDirInUseError, CannotRunAsRootError, NoEmbeddedBinariesError, type EmbeddedPostgres } from './embedded/index.js';

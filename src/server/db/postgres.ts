@@ -9,9 +9,28 @@ export interface PostgresOptions {
 
 type Params = Parameters<postgres.Sql['unsafe']>[1];
 
+/**
+ * postgres.js reads no `host` query parameter; libpq does, and it is how a
+ * URL names a Unix socket directory (`postgres://u@localhost/db?host=/run/pg`).
+ */
+export function socketAware(url: string): { url: string; host?: string } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { url };
+  }
+  const host = parsed.searchParams.get('host');
+  if (host === null || !host.startsWith('/')) return { url };
+  parsed.searchParams.delete('host');
+  return { url: parsed.toString(), host };
+}
+
 /** A real PostgreSQL through a postgres.js pool. */
 export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Database> {
-  const sql = postgres(url, {
+  const target = socketAware(url);
+  const sql = postgres(target.url, {
+    ...(target.host === undefined ? {} : { host: target.host }),
     max: options.max ?? 10,
     onnotice: (n) => options.onNotice?.(String(n['message'] ?? '')),
     // Revisions are bigint; they stay below 2^53 (docs/protocol.md), so numbers are exact.

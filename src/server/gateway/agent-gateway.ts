@@ -21,6 +21,7 @@ import { AgentWaiters } from './agent-waiters.js';
 import { Forwarder } from './forwarder.js';
 import { GatewayMetrics } from './gateway-metrics.js';
 import { PrivateListener } from './private-listener.js';
+import type { ConnectionLimiter } from '../http/connection-limits.js';
 import { privateKey } from './private-token.js';
 import { RedisAgentRegistry } from './redis-agent-registry.js';
 import { rpcRoutes } from './rpc-route.js';
@@ -54,6 +55,8 @@ export interface AgentGatewayOptions {
   db: Database;
   bus: SignalBus;
   metrics: Metrics;
+  /** The server's connection limiter; the private listener's connections count toward its total. */
+  connections: ConnectionLimiter;
   logger: Logger;
   /** This replica's id (the replicas table's); default a random UUID. */
   replicaId?: string;
@@ -260,6 +263,8 @@ export class AgentGateway {
       exclusive: worker,
       key: privateKey(settings.privateSecret),
       bodyLimit: settings.bodyLimit,
+      bodyTimeoutMs: settings.bodyTimeout * 1000,
+      connections: this.options.connections,
       deliver: (deviceId, method, params, answerMs, signal) => this.router.deliverLocal({ deviceId, method, params, answerMs, signal }),
       closing: () => this.#closing,
       metrics: this.metrics,

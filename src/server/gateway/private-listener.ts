@@ -1,8 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { AGENT_METHOD_PATTERN, HEADERS, MEDIA, ROUTES, RPC_ANSWER_TIMEOUT_MS, parseBearer } from '../../protocol/index.js';
+import { AGENT_METHOD_PATTERN, ERRORS, HEADERS, MEDIA, ROUTES, RPC_ANSWER_TIMEOUT_MS, parseBearer } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
+import type { ConnectionLimiter } from '../http/connection-limits.js';
+import { bodyPending } from '../http/pending-body.js';
 import { agentError, type Delivery } from './delivery.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
 import { PrivateTokenError, verifyPrivateToken } from './private-token.js';
@@ -14,6 +16,10 @@ export interface PrivateListenerOptions {
   exclusive: boolean;
   key: Uint8Array;
   bodyLimit: number;
+  /** How long a body may take to arrive once it is read; past it: 408, and the connection closes. */
+  bodyTimeoutMs: number;
+  /** The server's connection limits; this listener counts in the total, not per source (its peers are the replicas). */
+  connections: ConnectionLimiter;
   /** Delivers through this replica's own tunnels; never forwards, never waits. */
   deliver: (deviceId: string, method: string, params: Record<string, unknown>, answerMs: number, signal: AbortSignal) => Promise<Delivery>;
   /** True once the gateway shuts down: requests are then refused as not delivered. */
@@ -29,25 +35,40 @@ const METHOD = new RegExp(AGENT_METHOD_PATTERN);
 function send(res: ServerResponse, status: number, body: unknown): void {
   if (res.headersSent || res.destroyed) return;
   const text = JSON.stringify(body);
-  res.writeHead(status, { [HEADERS.contentType]: MEDIA.json, 'content-length': Buffer.byteLength(text) });
+  const headers: Record<string, string | number> = { [HEADERS.contentType]: MEDIA.json, [HEADERS.contentLength]: Buffer.byteLength(text) };
+  // As on the public listener (connection-close.ts): no connection kept for a caller without a valid
+  // token, nor for reading and discarding a body still on its way.
+  if (status === ERRORS.unauthorized.status || bodyPending(res.req)) headers[HEADERS.connection] = 'close';
+  res.writeHead(status, headers);
   res.end(text);
 }
 
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
+function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const timer = setTimeout(() => {
+      req.pause();
+      reject(new ApiError('request_timeout', `the request body did not arrive within ${timeoutMs / 1000} s`));
+    }, timeoutMs);
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
+        clearTimeout(timer);
         reject(new ApiError('payload_too_large', `the body exceeds ${limit} bytes`));
         req.destroy();
         return;
       }
       chunks.push(chunk);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
+    req.on('end', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
   });
 }
 
@@ -77,6 +98,7 @@ export class PrivateListener {
       });
     });
     server.keepAliveTimeout = 30_000;
+    options.connections.attach(server, { listener: 'private', perSource: false, logger: options.logger });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen({ host: options.host, port: options.port, exclusive: options.exclusive }, () => {
@@ -131,7 +153,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, o: PrivateListe
   }
   let params: unknown;
   try {
-    const text = await readBody(req, o.bodyLimit);
+    const text = await readBody(req, o.bodyLimit, o.bodyTimeoutMs);
     params = text.trim() === '' ? {} : JSON.parse(text);
   } catch (err) {
     if (err instanceof ApiError) return fail(err);

@@ -16,6 +16,8 @@ import { SchemaComponents } from './schema-components.js';
 import { validatorCompiler } from './validator.js';
 import { acceptJsonBodies } from './json-body.js';
 import { clientErrorHandler } from './client-error.js';
+import { limitBodyTime } from './body-timeout.js';
+import { closeAfterReply } from './connection-close.js';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -49,6 +51,10 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
 
   app.setValidatorCompiler(validatorCompiler());
   acceptJsonBodies(app);
+  // Hostile or slow clients: bounded connections, bounded body time, and no connection kept for one that can't proceed.
+  ctx.connections.attach(app.server, { listener: 'api', perSource: true, logger: ctx.logger });
+  limitBodyTime(app, ctx.settings.bodyTimeout);
+  closeAfterReply(app);
 
   // Response schemas document the API; bodies are serialized as they are.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

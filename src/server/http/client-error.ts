@@ -1,8 +1,7 @@
-import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { HEADERS, MEDIA } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
+import { rawErrorResponse } from './raw-error-response.js';
 
 /** What Node's HTTP parser reports, before any request exists for Fastify to answer. */
 function toApiError(err: Error & { code?: string }): ApiError {
@@ -27,13 +26,7 @@ export function clientErrorHandler(logger: Logger): (err: Error & { code?: strin
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const api = toApiError(err);
     logger.debug({ err, code: api.code }, 'client error');
-    if (socket.writable) {
-      const body = JSON.stringify(api.toBody());
-      socket.write(
-        `HTTP/1.1 ${api.status} ${STATUS_CODES[api.status] ?? ''}\r\n` +
-          `${HEADERS.contentType}: ${MEDIA.json}\r\n${HEADERS.contentLength}: ${Buffer.byteLength(body)}\r\n${HEADERS.connection}: close\r\n\r\n${body}`,
-      );
-    }
+    if (socket.writable) socket.write(rawErrorResponse(api));
     socket.destroy(err);
   };
 }

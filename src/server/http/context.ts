@@ -3,6 +3,7 @@ import type { Settings } from '../config/settings.js';
 import type { Store } from '../store/index.js';
 import type { SignalBus } from '../bus/index.js';
 import type { Metrics } from '../metrics.js';
+import type { ConnectionLimiter } from './connection-limits.js';
 
 /** Optional parts that later layers attach (the watch engine, the agent gateway, ...). */
 export interface RouteModule {
@@ -18,6 +19,8 @@ export interface ServerContext {
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly adminHash: string;
+  /** Counts and limits the connections of every listener of this server. */
+  readonly connections: ConnectionLimiter;
   /** Under `--workers`: every worker's metrics, aggregated by the primary. Undefined in a single process. */
   readonly clusterMetrics: (() => Promise<string>) | undefined;
   /** True once migrations ran and until shutdown began. */

@@ -15,9 +15,10 @@ const FILE = 'admin-token';
 const SETTING = 'admin_token_hash';
 
 /**
- * The bootstrap admin token: the configured one; else, with PGlite on disk,
- * the one kept in the data directory (generated at first start, mode 0600);
- * else, with PostgreSQL, generated once with only its hash kept in the
+ * The bootstrap admin token: the configured one; else, on the embedded
+ * storage, the one kept in the data directory (generated at first start,
+ * mode 0600, shown at every start); else, in memory, a new one per start;
+ * else, with --database-url, generated once with only its hash kept in the
  * database (shown once, at the start that generated it).
  */
 export async function resolveAdminToken(
@@ -25,11 +26,11 @@ export async function resolveAdminToken(
   opts: { configured: string | undefined; dataDir: string | undefined },
 ): Promise<AdminToken> {
   if (opts.configured) return { hash: hashSecret(opts.configured), token: opts.configured, source: 'configured' };
-  if (db.kind === 'pglite') {
-    if (opts.dataDir === undefined) {
-      const token = newSecret(SECRET_PREFIX.admin);
-      return { hash: hashSecret(token), token, source: 'memory' };
-    }
+  if (opts.dataDir === undefined && db.kind === 'pglite') {
+    const token = newSecret(SECRET_PREFIX.admin);
+    return { hash: hashSecret(token), token, source: 'memory' };
+  }
+  if (opts.dataDir !== undefined) {
     const file = join(opts.dataDir, FILE);
     if (existsSync(file)) {
       const token = readFileSync(file, 'utf8').trim();

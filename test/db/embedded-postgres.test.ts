@@ -1,0 +1,176 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openPostgres, startEmbeddedPostgres, DataDirInUseError, CannotRunAsRootError, type EmbeddedPostgres } from '../../src/server/db/index.js';
+import { decideRunAs } from '../../src/server/db/embedded/run-as.js';
+
+const logger = pino({ level: 'silent' });
+/** initdb on a busy 2-core machine; this bounds a hang, not speed. */
+const START_TIMEOUT = 120_000;
+const isRoot = typeof process.geteuid === 'function' && process.geteuid() === 0;
+
+const dirs: string[] = [];
+const running: EmbeddedPostgres[] = [];
+afterEach(async () => {
+  for (const pg of running.splice(0)) await pg.stop();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function freshDir(parent = tmpdir()): string {
+  const d = mkdtempSync(join(parent, 'fp-embedded-'));
+  dirs.push(d);
+  return d;
+}
+
+async function start(dataDir: string, namespaces?: boolean): Promise<EmbeddedPostgres> {
+  const pg = await startEmbeddedPostgres({ dataDir, logger, ...(namespaces === undefined ? {} : { namespaces }) });
+  running.push(pg);
+  return pg;
+}
+
+function postmasterPids(dataDir: string): number[] {
+  try {
+    return execFileSync('pgrep', ['-f', `postgres -D ${join(dataDir, 'postgres')}`], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+describe('embedded PostgreSQL', () => {
+  it(
+    'commits durably: fsync, synchronous commit and full-page writes are on, whatever a config file says',
+    async () => {
+      const dir = freshDir();
+      const pg = await start(dir);
+      const db = await openPostgres(pg.url, { max: 1 });
+      try {
+        await db.query(`ALTER SYSTEM SET fsync = off`);
+        await db.query(`ALTER SYSTEM SET synchronous_commit = off`);
+      } finally {
+        await db.close();
+      }
+      await pg.stop();
+      running.splice(running.indexOf(pg), 1);
+      // postgresql.auto.conf now turns durability off; the server's own start flags must win.
+      const again = await start(dir);
+      const db2 = await openPostgres(again.url, { max: 1 });
+      try {
+        const [row] = await db2.query<{ fsync: string; sc: string; fpw: string }>(
+          `SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS sc, current_setting('full_page_writes') AS fpw`,
+        );
+        expect(row).toEqual({ fsync: 'on', sc: 'on', fpw: 'on' });
+      } finally {
+        await db2.close();
+      }
+    },
+    START_TIMEOUT,
+  );
+
+  it(
+    'keeps one server per data directory: a second start on it refuses at once, and after stop() it can start again',
+    async () => {
+      const dir = freshDir();
+      const first = await start(dir);
+      await expect(startEmbeddedPostgres({ dataDir: dir, logger })).rejects.toBeInstanceOf(DataDirInUseError);
+      await expect(startEmbeddedPostgres({ dataDir: dir, logger })).rejects.toThrow(/^data directory .* is in use by another fleetplane server \(pid \d+\)$/);
+      // The refused start left the first one's lock in place.
+      await expect(startEmbeddedPostgres({ dataDir: dir, logger })).rejects.toBeInstanceOf(DataDirInUseError);
+      await first.stop();
+      running.splice(running.indexOf(first), 1);
+      expect(postmasterPids(dir)).toEqual([]);
+      const second = await start(dir);
+      const db = await openPostgres(second.url, { max: 1 });
+      try {
+        expect(await db.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+      } finally {
+        await db.close();
+      }
+    },
+    START_TIMEOUT,
+  );
+
+  it(
+    'listens on no TCP port, only on a Unix socket in a directory only its owner may enter',
+    async () => {
+      const pg = await start(freshDir());
+      const url = new URL(pg.url);
+      const socketDir = url.searchParams.get('host') ?? '';
+      expect(socketDir.startsWith('/')).toBe(true);
+      expect(statSync(socketDir).mode & 0o077).toBe(0);
+      const db = await openPostgres(pg.url, { max: 1 });
+      try {
+        const [row] = await db.query<{ listen: string }>(`SELECT current_setting('listen_addresses') AS listen`);
+        expect(row?.listen).toBe('');
+      } finally {
+        await db.close();
+      }
+    },
+    START_TIMEOUT,
+  );
+
+  it(
+    'uses a socket directory outside the data directory when the data directory path is too long for a socket',
+    async () => {
+      let deep = freshDir();
+      while (deep.length < 120) {
+        deep = join(deep, 'a-rather-long-directory-name');
+        mkdirSync(deep);
+      }
+      const pg = await start(deep);
+      const socketDir = new URL(pg.url).searchParams.get('host') ?? '';
+      expect(socketDir.startsWith(deep)).toBe(false);
+      const db = await openPostgres(pg.url, { max: 1 });
+      try {
+        expect(await db.query('SELECT 2 AS two')).toEqual([{ two: 2 }]);
+      } finally {
+        await db.close();
+      }
+      await pg.stop();
+      running.splice(running.indexOf(pg), 1);
+      expect(() => statSync(socketDir)).toThrow();
+    },
+    START_TIMEOUT,
+  );
+});
+
+describe.runIf(isRoot)('embedded PostgreSQL started by root (PostgreSQL itself refuses to run as root)', () => {
+  it(
+    'runs it in a user namespace when the system allows one, even in a directory only root may enter',
+    async () => {
+      const closed = freshDir();
+      const pg = await start(join(closed, 'data'));
+      expect(pg.runAs).toBe('namespace');
+      expect(statSync(join(closed, 'data', 'postgres')).uid).toBe(0);
+    },
+    START_TIMEOUT,
+  );
+
+  it(
+    'falls back to nobody without namespaces, and refuses with a clear error where nobody can\'t reach the data',
+    async () => {
+      const open = freshDir();
+      execFileSync('chmod', ['0755', open]);
+      const pg = await start(join(open, 'data'), false);
+      expect(pg.runAs).toBe('user');
+      const db = await openPostgres(pg.url, { max: 1 });
+      try {
+        const [row] = await db.query<{ user: string }>('SELECT current_user AS user');
+        expect(row?.user).toBe('fleetplane');
+      } finally {
+        await db.close();
+      }
+
+      const closed = freshDir();
+      execFileSync('chmod', ['0700', closed]);
+      expect(() => decideRunAs([join(closed, 'data')], { namespaces: false })).toThrow(CannotRunAsRootError);
+      await expect(startEmbeddedPostgres({ dataDir: join(closed, 'data'), logger, namespaces: false })).rejects.toThrow(/nobody can't reach/);
+    },
+    START_TIMEOUT,
+  );
+});

@@ -1,0 +1,243 @@
+/**
+ * Issue 12, "Hostile or slow clients": `--max-connections` (all listeners
+ * together) and `--max-connections-per-source` (the public listener). A
+ * connection past a limit is written a 503 `too_many_connections` with
+ * `Retry-After` and closed before anything it sent is read; closing
+ * connections makes room again. Loopback is one source per address, so the
+ * per-source case uses 127.0.0.1 and 127.0.0.2 as two sources.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { connect as tlsConnect } from 'node:tls';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HEADERS } from '../../src/protocol/index.js';
+import { startServer, type FleetServer, type Settings } from '../../src/server/index.js';
+import { REFUSED_RETRY_AFTER_S, connectionCeiling } from '../../src/server/http/connection-limits.js';
+import { openFilesLimit } from '../../src/util/open-files-limit.js';
+import { RawConnection, codeOf, type RawResponse } from './support/raw-connection.js';
+import { requireBinary, which } from '../support/binaries.js';
+import { issueServerCert, makeTestCa } from '../support/test-ca.js';
+
+async function metric(server: FleetServer, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const m = server.ctx.metrics.registry.getSingleMetric(name);
+  if (!m) throw new Error(`metric ${name} is not registered`);
+  let sum = 0;
+  for (const v of (await m.get()).values) {
+    const l = v.labels as Record<string, string | number | undefined>;
+    if (Object.entries(labels).every(([k, want]) => String(l[k]) === want)) sum += v.value;
+  }
+  return sum;
+}
+
+/** Polls until the server counts `n` open connections (it counts a close when its socket's close event runs). */
+async function openCount(server: FleetServer, n: number): Promise<void> {
+  for (let i = 0; i < 2_000; i++) {
+    if ((await metric(server, 'fleetplane_connections_open')) === n) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`the server never counted ${n} open connections (it counts ${await metric(server, 'fleetplane_connections_open')})`);
+}
+
+/** What a connection past a limit gets without sending anything: the refusal, then the close. */
+async function refusal(c: RawConnection): Promise<RawResponse> {
+  const res = await c.response();
+  await c.closed;
+  return res;
+}
+
+function start(overrides: Partial<Settings>): Promise<FleetServer> {
+  return startServer({ logLevel: 'silent', memory: true, host: '127.0.0.1', port: 0, ...overrides }, { listen: true });
+}
+
+describe('--max-connections (PGlite)', () => {
+  const MAX = 4;
+  let server: FleetServer;
+  let url: string;
+
+  beforeAll(async () => {
+    server = await start({ maxConnections: MAX, privatePort: 0, privateSecret: 'connection-limit-test' });
+    url = server.url ?? '';
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  // Fix: ConnectionLimiter counts at the connection event and refuses past the total.
+  it('the connection past the limit gets 503 too_many_connections with Retry-After and is closed; closing some makes room', async () => {
+    const held: RawConnection[] = [];
+    try {
+      for (let i = 0; i < MAX; i++) {
+        const c = await RawConnection.open(url);
+        held.push(c);
+        expect((await c.healthz()).status).toBe(200);
+      }
+      const over = await RawConnection.open(url);
+      held.push(over);
+      const res = await refusal(over);
+      expect(res.status).toBe(503);
+      expect(codeOf(res)).toBe('too_many_connections');
+      expect(res.headers[HEADERS.retryAfter]).toBe(String(REFUSED_RETRY_AFTER_S));
+      expect(res.headers[HEADERS.connection]).toBe('close');
+      expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'total' })).toBe(1);
+      // The ones already held are served as before.
+      expect((await held[0]?.healthz())?.status).toBe(200);
+
+      held.splice(0, 2).forEach((c) => c.destroy());
+      await openCount(server, MAX - 2);
+      for (let i = 0; i < 2; i++) {
+        const c = await RawConnection.open(url);
+        held.push(c);
+        expect((await c.healthz()).status).toBe(200);
+      }
+      expect(await metric(server, 'fleetplane_connections_refused_total')).toBe(1);
+    } finally {
+      for (const c of held) c.destroy();
+    }
+    await openCount(server, 0);
+  });
+
+  // Decision: the private listener draws on the same descriptors, so it counts in the same total.
+  it("the private listener's connections count in the same total", async () => {
+    const privateUrl = server.gateway.privateUrl ?? '';
+    expect(privateUrl).not.toBe('');
+    const held: RawConnection[] = [];
+    try {
+      for (let i = 0; i < MAX - 1; i++) held.push(await RawConnection.open(url));
+      held.push(await RawConnection.open(privateUrl));
+      await openCount(server, MAX);
+      const overPrivate = await RawConnection.open(privateUrl);
+      held.push(overPrivate);
+      expect(codeOf(await refusal(overPrivate))).toBe('too_many_connections');
+      const overApi = await RawConnection.open(url);
+      held.push(overApi);
+      expect(codeOf(await refusal(overApi))).toBe('too_many_connections');
+      expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'private', reason: 'total' })).toBe(1);
+    } finally {
+      for (const c of held) c.destroy();
+    }
+    await openCount(server, 0);
+  });
+});
+
+describe('--max-connections-per-source (PGlite)', () => {
+  const PER_SOURCE = 3;
+  let server: FleetServer;
+  let url: string;
+
+  beforeAll(async () => {
+    server = await start({ maxConnectionsPerSource: PER_SOURCE });
+    url = server.url ?? '';
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  // Fix: ConnectionLimiter counts per remote address.
+  it('one address past its limit is refused, another address (and /healthz from it) is served, and closing makes room', async () => {
+    const held: RawConnection[] = [];
+    try {
+      for (let i = 0; i < PER_SOURCE; i++) {
+        const c = await RawConnection.open(url, { localAddress: '127.0.0.1' });
+        held.push(c);
+        expect((await c.healthz()).status).toBe(200);
+      }
+      const over = await RawConnection.open(url, { localAddress: '127.0.0.1' });
+      held.push(over);
+      const res = await refusal(over);
+      expect(res.status).toBe(503);
+      expect(codeOf(res)).toBe('too_many_connections');
+      expect(res.headers[HEADERS.retryAfter]).toBe(String(REFUSED_RETRY_AFTER_S));
+      expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'per_source' })).toBe(1);
+
+      const other = await RawConnection.open(url, { localAddress: '127.0.0.2' });
+      held.push(other);
+      expect((await other.healthz()).status).toBe(200);
+
+      held.shift()?.destroy();
+      // Open now: two of 127.0.0.1's three, and 127.0.0.2's one.
+      await openCount(server, PER_SOURCE);
+      const again = await RawConnection.open(url, { localAddress: '127.0.0.1' });
+      held.push(again);
+      expect((await again.healthz()).status).toBe(200);
+    } finally {
+      for (const c of held) c.destroy();
+    }
+  });
+});
+
+describe.skipIf(!requireBinary('openssl', which('openssl') !== undefined))('--max-connections over TLS (PGlite)', () => {
+  let server: FleetServer;
+  let ca: string;
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleetplane-limits-tls-'));
+    const testCa = makeTestCa(dir);
+    const cert = issueServerCert(testCa, 'server');
+    ca = testCa.pem;
+    server = await start({ maxConnections: 1, tlsCert: cert.certFile, tlsKey: cert.keyFile });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const handshake = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const port = Number(new URL(server.url ?? '').port);
+      const socket = tlsConnect({ host: '127.0.0.1', port, ca }, () => {
+        socket.destroy();
+        resolve();
+      });
+      socket.once('error', reject);
+    });
+
+  // Decision: answering over TLS would cost the handshake the refusal is there to save.
+  it('the connection past the limit is closed without an answer, and a handshake succeeds once there is room', async () => {
+    const held = await RawConnection.open(server.url ?? '');
+    const over = await RawConnection.open(server.url ?? '');
+    try {
+      await over.closed;
+      expect(over.receivedBytes).toBe(0);
+      expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'total' })).toBe(1);
+    } finally {
+      held.destroy();
+      over.destroy();
+    }
+    await openCount(server, 0);
+    await handshake();
+  });
+});
+
+describe('the total limit and the open-files limit', () => {
+  it('keeps a reserve of descriptors below the open-files limit, and the setting when that is lower', () => {
+    expect(connectionCeiling(30_000, 2_048)).toBe(2_048 - 205);
+    expect(connectionCeiling(30_000, 1_048_576)).toBe(30_000);
+    expect(connectionCeiling(30_000, 200)).toBe(72);
+    expect(connectionCeiling(30_000, 100)).toBe(1);
+    expect(connectionCeiling(30_000, undefined)).toBe(30_000);
+  });
+
+  it('reads the soft limit from /proc/self/limits, and nothing where there is no number', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleetplane-limits-'));
+    const file = (text: string): string => {
+      const path = join(dir, `limits-${Math.random().toString(36).slice(2)}`);
+      writeFileSync(path, text);
+      return path;
+    };
+    const head = 'Limit                     Soft Limit           Hard Limit           Units     \n';
+    expect(openFilesLimit(file(`${head}Max open files            2048                 4096                 files     \n`))).toBe(2048);
+    expect(openFilesLimit(file(`${head}Max open files            unlimited            unlimited            files     \n`))).toBeUndefined();
+    expect(openFilesLimit(join(dir, 'missing'))).toBeUndefined();
+  });
+
+  it('a server lowers --max-connections to what its open-files limit allows, and says so in its metrics', async () => {
+    const limit = openFilesLimit();
+    const server = await start({ maxConnections: 50_000_000 });
+    try {
+      expect(await metric(server, 'fleetplane_connections_limit')).toBe(connectionCeiling(50_000_000, limit));
+      if (limit !== undefined) expect(await metric(server, 'fleetplane_connections_limit')).toBeLessThan(limit);
+    } finally {
+      await server.close();
+    }
+  });
+});
