@@ -18,6 +18,8 @@ export const COUNTER = {
   watchEnded: 'watch.ended',
   /** Watch streams that broke after 200 without the last chunk (reset, close). */
   watchDropped: 'watch.dropped',
+  /** Open watch streams the agent gave up on after STREAM_SILENCE_MS without a byte (a dead connection). */
+  watchSilent: 'watch.silent',
   /** `GET /api/agent/tunnel` upgrade attempts. */
   tunnelAttempts: 'tunnel.attempts',
   tunnelOpened: 'tunnel.opened',
@@ -71,7 +73,7 @@ export function errorResponses(c: AgentCounters): AgentCounters {
 
 /** Connections that failed or broke without an HTTP answer, by key. */
 export function connectionFailures(c: AgentCounters): AgentCounters {
-  return pick(c, (k) => k.includes('.connect.') || k === COUNTER.watchDropped);
+  return pick(c, (k) => k.includes('.connect.') || k === COUNTER.watchDropped || k === COUNTER.watchSilent);
 }
 
 /** Everything that counts as an error in a phase where nothing should fail. */
@@ -82,6 +84,7 @@ export function allErrors(c: AgentCounters): AgentCounters {
       k.includes('.http.') ||
       k.includes('.connect.') ||
       k === COUNTER.watchDropped ||
+      k === COUNTER.watchSilent ||
       k === COUNTER.watchEnded ||
       k.startsWith('watch.error-event.') ||
       k.startsWith('tunnel.close.') ||

@@ -26,6 +26,12 @@ export interface AgentTarget {
   org: string;
   /** Open the tunnel as well (fleetplane); false for the raw floor. */
   tunnel: boolean;
+  /**
+   * The server sends a bookmark on a stream idle for its bookmark interval
+   * (fleetplane), so a stream silent for longer is a dead connection the
+   * agent must give up. False for the raw floor, which writes only its list.
+   */
+  bookmarks: boolean;
   ack: AckMode;
 }
 
@@ -73,6 +79,35 @@ export interface AwaitResult {
   running: number;
 }
 
+/** Where one agent's watch is: for the report of agents not at their tails when a wait times out. */
+export interface WatchDiagnosis {
+  index: number;
+  deviceId: string;
+  /** The agent runs (started and not stopped). */
+  running: boolean;
+  /** The watch's own state: idle, connecting, answered, open, ended. */
+  state: string;
+  ready: boolean;
+  /** A reconnect is scheduled. */
+  retryArmed: boolean;
+  /** A socket is held (connecting or open). */
+  socketHeld: boolean;
+  /** Silence after which an open stream is given up (null: never, the server sends no bookmarks). */
+  silenceMs: number | null;
+  /** Kinds whose tail was seen, and per kind the highest revision seen (WATCH_KINDS order). */
+  tailed: string[];
+  revisions: number[];
+  bookmark: number;
+  /** The watch's last transitions, oldest first ("-<ms ago> <what>"). */
+  trace: string[];
+}
+
+/** Agents not at their tails, counted by where their watch is, with a few of them in detail. */
+export interface StuckReport {
+  byState: Record<string, number>;
+  examples: WatchDiagnosis[];
+}
+
 /** Connection gauges at the moment of the call. */
 export interface AgentGauges {
   agents: number;
@@ -90,6 +125,8 @@ export interface AgentWorkerApi {
   setAck: { args: { mode: AckMode }; result: { agents: number } };
   await: { args: AwaitArgs; result: AwaitResult };
   counters: { args: Record<string, never>; result: { counters: AgentCounters; gauges: AgentGauges } };
+  /** Running agents whose watch isn't at its tails; at most `examples` of them in detail. */
+  stuck: { args: { examples: number }; result: StuckReport };
   clock: { args: Record<string, never>; result: { now: number } };
 }
 

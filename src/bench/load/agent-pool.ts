@@ -2,7 +2,16 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { track } from '../children.js';
 import { addCounters, type AgentCounters } from './agent-counters.js';
-import { SOCKETS_PER_AGENT, type AckMode, type AgentGauges, type AgentIdentity, type AgentTarget, type AgentWorkerApi, type ProgressField } from './agent-messages.js';
+import {
+  SOCKETS_PER_AGENT,
+  type AckMode,
+  type AgentGauges,
+  type AgentIdentity,
+  type AgentTarget,
+  type AgentWorkerApi,
+  type ProgressField,
+  type StuckReport,
+} from './agent-messages.js';
 import { allocateAddresses, SOCKETS_PER_ADDRESS } from './loopback.js';
 import { MAX_SOCKETS_PER_WORKER } from './messages.js';
 import { RpcChild } from './rpc-child.js';
@@ -119,6 +128,17 @@ export class AgentPool {
       gauges.tunnelsOpen += c.gauges.tunnelsOpen;
     }
     return { counters, gauges };
+  }
+
+  /** Running agents whose watch isn't at its tails, over every worker; at most `examples` in detail. */
+  async stuck(examples: number): Promise<StuckReport> {
+    const all = await Promise.all(this.workers.map((w) => w.rpc.call('stuck', { examples })));
+    const report: StuckReport = { byState: {}, examples: [] };
+    for (const r of all) {
+      for (const [k, v] of Object.entries(r.byState)) report.byState[k] = (report.byState[k] ?? 0) + v;
+      report.examples.push(...r.examples.slice(0, examples - report.examples.length));
+    }
+    return report;
   }
 
   /** Ends the workers (they reset their sockets when the IPC channel closes). */

@@ -1,10 +1,14 @@
 import { connect, type Socket } from 'node:net';
+import { DEFAULT_BOOKMARK_INTERVAL_MS } from '../../client/shared-informers.js';
 import { HEADERS, MEDIA, WATCH_KINDS, bearerAuthorization, paths, type WatchRequest } from '../../protocol/index.js';
 import { nowMs } from '../clock.js';
 import { COUNTER, bump, type AgentCounters } from './agent-counters.js';
+import type { WatchDiagnosis } from './agent-messages.js';
 import { ChunkedLines, headerOf } from './chunked-lines.js';
 import { RetryWait, WATCH_BACKOFF, retryAfterMs } from './retry-wait.js';
+import { SilenceWatchdog } from './silence-watchdog.js';
 import { scanWatchLine } from './watch-line-scan.js';
+import { WatchTrace } from './watch-trace.js';
 
 /** Where and as whom an agent watches. */
 export interface WatchTarget {
@@ -24,7 +28,17 @@ export interface AgentWatchEvents {
 
 /** A response head must arrive within this; otherwise the attempt counts as a timeout. */
 const HEAD_TIMEOUT_MS = 30_000;
+/**
+ * An open stream that delivers nothing for this long is taken for dead, as
+ * the SDK's informers do (3 bookmark intervals; a listing stream is never
+ * idle that long). A connection can die without a FIN or reset ever reaching
+ * the agent: under TCP memory pressure the kernel drops the orphan a server
+ * closed with data still unsent (TCPAbortOnTimeout), and an agent waiting
+ * for bytes would wait forever, never at its tails, deaf to every change.
+ */
+export const STREAM_SILENCE_MS = 3 * DEFAULT_BOOKMARK_INTERVAL_MS;
 const COMPACTED = 'revision_compacted';
+const SILENT = 'silent';
 
 type State = 'idle' | 'connecting' | 'answered' | 'open' | 'ended';
 
@@ -33,7 +47,8 @@ type State = 'idle' | 'connecting' | 'answered' | 'open' | 'ended';
  * organization, with the device token), spoken as HTTP/1.1 on a socket bound
  * to the agent's loopback source address. It keeps, per kind, whether the
  * tail was reached and the highest revision seen, and the last bookmark;
- * after any disconnect it resumes with each kind's `gt_revision` (and
+ * after any disconnect, or STREAM_SILENCE_MS without a byte on an open
+ * stream, it resumes with each kind's `gt_revision` (and
  * `at_tail: true` for kinds past their tail), after the SDK's backoff or a
  * 429/503's Retry-After plus jitter. It runs until `stop()`.
  */
@@ -54,13 +69,19 @@ export class AgentWatch {
   private timer: NodeJS.Timeout | undefined;
   private readonly reader: ChunkedLines;
   private readonly wait = new RetryWait(WATCH_BACKOFF);
+  private readonly trace = new WatchTrace();
+  /** Undefined when the server sends no bookmarks (the raw floor): silence then means nothing. */
+  private readonly silence: SilenceWatchdog | undefined;
 
   constructor(
     private readonly target: WatchTarget,
     private readonly localAddress: string,
     private readonly counters: AgentCounters,
     private readonly events: AgentWatchEvents,
+    /** STREAM_SILENCE_MS against a server that sends bookmarks; undefined otherwise. */
+    private readonly silenceMs: number | undefined,
   ) {
+    if (silenceMs !== undefined) this.silence = new SilenceWatchdog(silenceMs, () => this.onSilent(silenceMs));
     this.reader = new ChunkedLines({
       onHead: (status, head) => this.onHead(status, head),
       onLine: (text, start, end) => this.onLine(text, start, end),
@@ -75,6 +96,21 @@ export class AgentWatch {
 
   get isOpen(): boolean {
     return this.state === 'open';
+  }
+
+  /** Where this watch is (see WatchDiagnosis); `now` is nowMs() of the caller. */
+  diagnose(now: number): Omit<WatchDiagnosis, 'index' | 'deviceId' | 'running'> {
+    return {
+      state: this.state,
+      ready: this.ready,
+      retryArmed: this.timer !== undefined,
+      socketHeld: this.socket !== undefined,
+      silenceMs: this.silenceMs ?? null,
+      tailed: WATCH_KINDS.filter((_, k) => this.tailed[k]),
+      revisions: [...this.rev],
+      bookmark: this.bookmark,
+      trace: this.trace.lines(now),
+    };
   }
 
   /** Starts afresh: no revision known, every kind lists from the beginning. */
@@ -94,6 +130,7 @@ export class AgentWatch {
     this.running = false;
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.silence?.stop();
     this.socket?.resetAndDestroy();
     this.socket = undefined;
     this.state = 'idle';
@@ -107,6 +144,7 @@ export class AgentWatch {
       return rev > 0 ? { kind, gt_revision: rev } : { kind };
     });
     const json = JSON.stringify(body);
+    this.trace.add(nowMs(), `POST ${json}`);
     return (
       `POST ${paths.events(this.target.org)} HTTP/1.1\r\nhost: ${this.target.host}:${this.target.port}\r\n` +
       `${HEADERS.authorization}: ${bearerAuthorization(this.target.token)}\r\n${HEADERS.contentType}: ${MEDIA.json}\r\n` +
@@ -126,14 +164,17 @@ export class AgentWatch {
     this.socket = socket;
     const headTimer = setTimeout(() => {
       if (this.socket !== socket || this.state !== 'connecting') return;
+      this.trace.add(nowMs(), `no response head within ${HEAD_TIMEOUT_MS} ms: reset`);
       this.errorCode = 'timeout';
       socket.resetAndDestroy();
     }, HEAD_TIMEOUT_MS);
     socket.on('data', (buf: Buffer) => {
       if (this.socket !== socket) return;
+      this.silence?.heard();
       const bad = this.reader.feed(buf);
       if (bad !== undefined) {
         bump(this.counters, COUNTER.unparsedLines);
+        this.trace.add(nowMs(), `unreadable response (${bad}): reset`);
         this.errorCode = 'bad-response';
         socket.resetAndDestroy();
       }
@@ -149,6 +190,7 @@ export class AgentWatch {
   }
 
   private onHead(status: number, head: string): boolean {
+    this.trace.add(nowMs(), `HTTP ${status}`);
     if (status !== 200) {
       bump(this.counters, COUNTER.http('watch', status));
       if (status === 503 || status === 429) this.retryAfter = retryAfterMs(headerOf(head, HEADERS.retryAfter));
@@ -159,6 +201,7 @@ export class AgentWatch {
     bump(this.counters, COUNTER.watchOpened);
     this.state = 'open';
     this.openedAt = nowMs();
+    this.silence?.start();
     if (this.tailed.every(Boolean)) this.becomeReady(this.openedAt);
     return true;
   }
@@ -176,6 +219,7 @@ export class AgentWatch {
       case 'tail':
         if (line.revision > (this.rev[line.kind] ?? 0)) this.rev[line.kind] = line.revision;
         this.tailed[line.kind] = true;
+        this.trace.add(at, `tail ${WATCH_KINDS[line.kind] ?? line.kind} at ${line.revision}`);
         if (!this.ready && this.tailed.every(Boolean)) this.becomeReady(at);
         break;
       case 'bookmark':
@@ -183,6 +227,7 @@ export class AgentWatch {
         break;
       case 'error':
         bump(this.counters, COUNTER.streamError(line.code));
+        this.trace.add(at, `error line ${line.code}`);
         // The stream ends after it; a compacted kind must list again.
         if (line.code === COMPACTED) {
           this.rev.fill(0);
@@ -212,19 +257,32 @@ export class AgentWatch {
 
   private onEnd(): void {
     bump(this.counters, COUNTER.watchEnded);
+    this.trace.add(nowMs(), 'last chunk');
     this.state = 'ended';
     this.socket?.resetAndDestroy();
   }
 
+  /** Nothing arrived on the open stream for `ms`: give the connection up and resume on a new one. */
+  private onSilent(ms: number): void {
+    if (this.state !== 'open' || !this.socket) return;
+    this.trace.add(nowMs(), `nothing for ${ms} ms on the open stream: reset`);
+    this.errorCode = SILENT;
+    this.socket.resetAndDestroy();
+  }
+
   private onClose(): void {
+    this.silence?.stop();
     const healthyMs = this.state === 'open' || this.state === 'ended' ? nowMs() - this.openedAt : 0;
-    if (this.state === 'open') bump(this.counters, COUNTER.watchDropped);
+    const closedIn = this.state;
+    if (this.state === 'open') bump(this.counters, this.errorCode === SILENT ? COUNTER.watchSilent : COUNTER.watchDropped);
     else if (this.state === 'connecting') bump(this.counters, COUNTER.connectError('watch', this.errorCode ?? 'closed'));
     this.socket = undefined;
     this.state = 'idle';
     this.ready = false;
     if (!this.running) return;
     if (this.retryAfter !== undefined) bump(this.counters, COUNTER.retryAfterWaits);
-    this.timer = setTimeout(() => this.connect(), this.wait.next(healthyMs, this.retryAfter));
+    const delay = this.wait.next(healthyMs, this.retryAfter);
+    this.trace.add(nowMs(), `closed while ${closedIn}${this.errorCode ? ` (${this.errorCode})` : ''}; retry in ${Math.round(delay)} ms`);
+    this.timer = setTimeout(() => this.connect(), delay);
   }
 }

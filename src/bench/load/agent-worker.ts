@@ -19,6 +19,7 @@ import type {
   JoinResult,
   ProgressField,
   SetupArgs,
+  StuckReport,
 } from './agent-messages.js';
 import { SOCKETS_PER_AGENT } from './agent-messages.js';
 import { MAX_SOCKETS_PER_WORKER } from './messages.js';
@@ -167,6 +168,20 @@ function getCounters(): { counters: AgentCounters; gauges: AgentGauges } {
   return { counters: { ...counters, [COUNTER.lines]: lines, [COUNTER.bodyBytes]: bodyBytes }, gauges };
 }
 
+/** Running agents not at their tails, by where their watch is; the first `examples` in detail. */
+function stuck(args: { examples: number }): StuckReport {
+  const now = nowMs();
+  const report: StuckReport = { byState: {}, examples: [] };
+  for (const a of agents) {
+    if (!a.running || a.watchReady) continue;
+    const d = a.diagnose(now);
+    const key = d ? `${d.state}${d.retryArmed ? ', retry armed' : ''}${d.socketHeld ? ', socket held' : ''}` : 'never started';
+    report.byState[key] = (report.byState[key] ?? 0) + 1;
+    if (d && report.examples.length < args.examples) report.examples.push(d);
+  }
+  return report;
+}
+
 const handlers: { [M in AgentMethod]: (args: AgentWorkerApi[M]['args']) => Promise<AgentWorkerApi[M]['result']> | AgentWorkerApi[M]['result'] } = {
   setup,
   join,
@@ -174,6 +189,7 @@ const handlers: { [M in AgentMethod]: (args: AgentWorkerApi[M]['args']) => Promi
   setAck: (args) => setAck(args.mode),
   await: awaitField,
   counters: getCounters,
+  stuck,
   clock: () => ({ now: nowMs() }),
 };
 

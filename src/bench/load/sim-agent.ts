@@ -1,9 +1,9 @@
 import { TUNNEL_FRAME_TYPES, type DeviceStatusInput } from '../../protocol/index.js';
 import { nowMs } from '../clock.js';
 import { COUNTER, bump, type AgentCounters } from './agent-counters.js';
-import type { AckMode, AgentIdentity, AgentTarget, ProgressField } from './agent-messages.js';
+import type { AckMode, AgentIdentity, AgentTarget, ProgressField, WatchDiagnosis } from './agent-messages.js';
 import { AgentTunnel } from './agent-tunnel.js';
-import { AgentWatch } from './agent-watch.js';
+import { AgentWatch, STREAM_SILENCE_MS } from './agent-watch.js';
 import { RetryWait } from './retry-wait.js';
 import type { StatusPutSender } from './status-put.js';
 
@@ -84,6 +84,12 @@ export class SimAgent {
     return this.tunnel?.isOpen ?? false;
   }
 
+  /** Where the watch is (undefined before the first start). */
+  diagnose(now: number): WatchDiagnosis | undefined {
+    if (!this.watch) return undefined;
+    return { index: this.index, deviceId: this.identity.deviceId, running: this.running, ...this.watch.diagnose(now) };
+  }
+
   value(field: ProgressField): number {
     if (field === 'seen') return this.seen;
     if (field === 'acked') return this.acked;
@@ -109,14 +115,20 @@ export class SimAgent {
     this.unacked.clear();
     this.running = true;
     const watchTarget = { host: target.host, port: target.port, org: target.org, token: this.identity.token };
-    const watch = new AgentWatch(watchTarget, this.localAddress, this.host.counters, {
-      onReady: (at) => this.set('ready', at),
-      onSeen: (revision, at) => {
-        this.seenAt = at;
-        this.set('seen', revision);
-        this.ack();
+    const watch = new AgentWatch(
+      watchTarget,
+      this.localAddress,
+      this.host.counters,
+      {
+        onReady: (at) => this.set('ready', at),
+        onSeen: (revision, at) => {
+          this.seenAt = at;
+          this.set('seen', revision);
+          this.ack();
+        },
       },
-    });
+      target.bookmarks ? STREAM_SILENCE_MS : undefined,
+    );
     this.watch = watch;
     if (target.tunnel) {
       this.tunnel = new AgentTunnel(AgentTunnel.urlOf(target.host, target.port), this.identity.token, this.localAddress, this.host.counters, {

@@ -7,7 +7,9 @@ export function fleetMethod(idleSeconds: number): string[] {
   return [
     'method, agents: each simulated agent (load worker processes, not the server\'s) holds, with its own device token, a watch stream ' +
       '(POST /events [device, security-group, organization], raw HTTP/1.1, per-kind tails and revisions, bookmarks; resumes with per-kind ' +
-      'gt_revision and at_tail: true after the SDK\'s backoff, or a 429/503\'s Retry-After + jitter) and a tunnel (ws: answers ping frames ' +
+      'gt_revision and at_tail: true after the SDK\'s backoff, or a 429/503\'s Retry-After + jitter; like the SDK, it gives up a fleetplane ' +
+      'stream silent for 3 bookmark intervals, 45 s, counted as watch.silent: a connection can die with no FIN or reset reaching the agent) ' +
+      'and a tunnel (ws: answers ping frames ' +
       'and the ping request). When its seen revision rises it ACKs {applied_revision: R, apply_error: null, …} by a tunnel status frame ' +
       '(confirmed by status_ack) or by PUT .../status (confirmed by its 200; PUTs share 32 keep-alive sockets per load worker). ' +
       'Sockets bind to 127.0.x.y source addresses and close with a TCP reset.',
@@ -15,7 +17,7 @@ export function fleetMethod(idleSeconds: number): string[] {
       'and all at once; time from the first start to the last agent with all three tails. The raw floor (src/bench/raw-floor, node:http) ' +
       'answers the same agents with the exact bytes of one fleetplane list (captured first, one chunk per line), same N, same run; ' +
       'raw floor, then fleetplane, per mode. Errors: non-200/101 answers, refused or reset connections, broken streams, error events.',
-    '(b): SIGTERM to the server process group; the same command on the same data (PGlite files, not --memory; or the same PostgreSQL ' +
+    '(b): SIGTERM to the server process group; the same command on the same data (the embedded PostgreSQL\'s data directory, not --memory; or the same PostgreSQL ' +
       'database) and port. Resumed: the watch answered 200 with every kind at_tail (opened after the new process was spawned); timed from ' +
       'its "listening" line. Error responses: any non-success HTTP answer to an agent; refused/reset connections are counted apart.',
     `(c)/(f): ${CHANGES} PATCHes of a security group's description, one at a time; each waits, concurrently and bounded (received 30 s; ` +
@@ -30,6 +32,7 @@ export function fleetMethod(idleSeconds: number): string[] {
     '(e): server VmRSS (whole process tree) with N agents connected (after the all-at-once join) minus before any agent connected ' +
       '(after seeding and a full GC), / N; also after a full GC (SIGUSR2 → gc()).',
     'targets are stated for 10,000 agents; at other N they are shown for orientation. 10,000 agents hold 20,000+ sockets on the server, ' +
-      'over one process\'s 20,000 open files: PostgreSQL runs serve --workers, PGlite (one process) is reported as not run.',
+      'over one process\'s 20,000 open files: the server runs serve --workers. On the embedded storage the server\'s process tree ' +
+      'includes its PostgreSQL, so its CPU and RSS count the database too.',
   ];
 }

@@ -13,7 +13,7 @@ export interface FleetOptions {
 /** The quick default: one size, enough to see every figure (the targets are stated for 10,000). */
 export const DEFAULT_AGENTS = [1_000];
 export const DEFAULT_IDLE_SECONDS = 60;
-const STORAGES: readonly StorageName[] = ['pglite', 'postgresql'];
+const STORAGES: readonly StorageName[] = ['embedded', 'postgresql'];
 const ACKS: readonly ('tunnel' | 'put')[] = ['tunnel', 'put'];
 const MAX_AGENTS = 30_000;
 
@@ -31,7 +31,7 @@ export const FLEET_FLAGS: readonly ScenarioFlag[] = [
   {
     name: '--storage',
     value: 'LIST',
-    help: 'pglite, postgresql or both (default pglite,postgresql)',
+    help: 'embedded (the default storage: embedded PostgreSQL in a data directory), postgresql (a throwaway PostgreSQL 15 cluster) or both (default embedded,postgresql)',
     check: (v) => (v.split(',').every((s) => (STORAGES as readonly string[]).includes(s.trim())) ? undefined : `a comma-separated list of ${STORAGES.join(', ')}`),
   },
   {

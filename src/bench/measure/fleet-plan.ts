@@ -2,7 +2,7 @@ import { SOCKETS_PER_AGENT } from '../load/agent-messages.js';
 import { PUT_CONNECTIONS_PER_WORKER, agentWorkersFor } from '../load/agent-pool.js';
 import type { StorageName } from '../server/restartable-server.js';
 
-/** Files a server process needs besides agent sockets: database, harness connections, PGlite's files, listeners. */
+/** Files a server process needs besides agent sockets: database, harness connections, listeners. */
 export const SERVER_FILE_RESERVE = 500;
 /** `--workers` spreads connections round-robin, not exactly evenly: leave this share of each budget free. */
 const WORKER_HEADROOM = 0.85;
@@ -15,23 +15,14 @@ export type FleetPlan =
 /**
  * N agents hold 2N sockets on the server (watch stream and tunnel), plus the
  * load workers' PUT pools. One process holds at most `openFiles` files. Past
- * that, PostgreSQL runs `serve --workers W`; PGlite can't (it is one
- * process), so that case is reported as not runnable rather than shrunk.
+ * that, the server runs `serve --workers W` (on either storage: the embedded
+ * PostgreSQL serves several processes too).
  */
 export function planFleet(storage: StorageName, n: number, openFiles: number, socketsPerWorker: number): FleetPlan {
   const serverSockets = n * SOCKETS_PER_AGENT + agentWorkersFor(n, socketsPerWorker) * PUT_CONNECTIONS_PER_WORKER;
   const budget = openFiles - SERVER_FILE_RESERVE;
   const need = `${n.toLocaleString('en-US')} agents hold ${serverSockets.toLocaleString('en-US')} sockets on the server (watch + tunnel each, plus the PUT pools)`;
   if (serverSockets <= budget) return { storage, n, runnable: true, serverWorkers: 1, serverSockets, reason: `${need}: one process (limit ${openFiles.toLocaleString('en-US')} open files)` };
-  if (storage === 'pglite') {
-    return {
-      storage,
-      n,
-      runnable: false,
-      serverSockets,
-      reason: `not run on this machine: ${need}, more than one process may open (ulimit -n ${openFiles.toLocaleString('en-US')}, about ${budget.toLocaleString('en-US')} for sockets), and PGlite can't use --workers (one process only)`,
-    };
-  }
   const workers = Math.ceil(serverSockets / (budget * WORKER_HEADROOM));
   return { storage, n, runnable: true, serverWorkers: workers, serverSockets, reason: `${need}: over one process's ${openFiles.toLocaleString('en-US')} open files, so 'serve --workers ${workers}'` };
 }

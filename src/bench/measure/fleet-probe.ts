@@ -11,7 +11,7 @@ export interface ServerSample {
   at: number;
   /** CPU (user + system) of the server's process tree, from /proc/<pid>/stat (10 ms ticks). */
   cpuSeconds: number;
-  /** CPU of the PostgreSQL cluster (postmaster and backends); NaN on PGlite, which runs inside the server. */
+  /** CPU of the separate PostgreSQL cluster (postmaster and backends); NaN on the embedded storage, whose PostgreSQL is in the server's process tree. */
   databaseCpuSeconds: number;
   statements: StatementCounts;
   /** `fleetplane_status_batches_total` (NaN until the server has the status batcher). */

@@ -14,7 +14,7 @@ import { ConvergenceFollower } from './convergence-follower.js';
 import type { FleetPlan } from './fleet-plan.js';
 import { seedFleet } from './fleet-seed.js';
 import { measureIdle, type IdleFigures } from './idle-run.js';
-import { measureJoin, type JoinFigures } from './join-run.js';
+import { measureJoin, type JoinFigures, type JoinMode } from './join-run.js';
 import { captureListBody } from './list-body.js';
 import { memoryFigures, type MemoryFigures } from './raw-floor-run.js';
 import { measureRestart, resumeTimeoutMs, type RestartFigures } from './restart-run.js';
@@ -123,20 +123,26 @@ export async function fleetRun(o: {
     const head = await api.headRevision(seed.org);
     const rssBefore = await serverRss(server, true, o.signal);
 
-    pool = await AgentPool.start(seed.identities, o.socketsPerWorker);
+    const agents = await AgentPool.start(seed.identities, o.socketsPerWorker);
+    pool = agents;
     raw = await RawFloorServer.start();
     await raw.setListBody(list.framed);
     const endpoint = endpointOf(server.url);
-    const fleetTarget: AgentTarget = { host: endpoint.host, port: endpoint.port, org: seed.org, tunnel: true, ack: o.acks[0] ?? 'tunnel' };
-    const rawTarget: AgentTarget = { host: '127.0.0.1', port: raw.port, org: seed.org, tunnel: false, ack: 'none' };
+    const fleetTarget: AgentTarget = { host: endpoint.host, port: endpoint.port, org: seed.org, tunnel: true, bookmarks: true, ack: o.acks[0] ?? 'tunnel' };
+    const rawTarget: AgentTarget = { host: '127.0.0.1', port: raw.port, org: seed.org, tunnel: false, bookmarks: false, ack: 'none' };
     const timeoutMs = joinTimeoutMs(n, list.bodyBytes);
+    const join = async (target: AgentTarget, server: JoinFigures['server'], mode: JoinMode): Promise<void> => {
+      const j = await measureJoin({ pool: agents, target, server, mode, timeoutMs });
+      fig.joins.push(j);
+      if (j.stuck !== undefined) fig.notes.push(`${server} join (${mode}): ${j.stuck}`);
+    };
     for (const mode of ['paced', 'all at once'] as const) {
-      fig.joins.push(await measureJoin({ pool, target: rawTarget, server: 'raw floor', mode, timeoutMs }));
-      await pool.stopAll();
-      fig.joins.push(await measureJoin({ pool, target: fleetTarget, server: 'fleetplane', mode, timeoutMs }));
+      await join(rawTarget, 'raw floor', mode);
+      await agents.stopAll();
+      await join(fleetTarget, 'fleetplane', mode);
       // The all-at-once fleet stays connected for what follows.
       if (mode === 'paced') {
-        await pool.stopAll();
+        await agents.stopAll();
         await sleep(1000, o.signal);
       }
     }
@@ -169,7 +175,8 @@ export async function fleetRun(o: {
     follower.stop();
     follower = undefined;
 
-    fig.restart = await measureRestart(server, pool, resumeTimeoutMs(n));
+    fig.restart = await measureRestart(server, agents, resumeTimeoutMs(n));
+    if (fig.restart.stuck !== undefined) fig.notes.push(`restart: ${fig.restart.stuck}`);
     fig.onlineAfterRestart = await awaitOnline(api, seed.org, n, ONLINE_TIMEOUT_MS);
   } catch (err) {
     fig.error = err instanceof Error ? err.message : String(err);

@@ -3,6 +3,7 @@ import type { AgentTarget } from '../load/agent-messages.js';
 import type { AgentPool } from '../load/agent-pool.js';
 import { log } from '../log.js';
 import { maxOf, percentile } from '../stats.js';
+import { describeStuck, STUCK_EXAMPLES } from './stuck-report.js';
 
 /** Agents joining at once in the paced mode. */
 export const PACED_CONCURRENCY = 64;
@@ -25,6 +26,8 @@ export interface JoinFigures {
   bodyBytesPerAgent: number;
   /** Tunnels open when the join ended (fleetplane only). */
   tunnelsOpen: number;
+  /** When some agents weren't at their tails at the timeout: where their watches were (see describeStuck). */
+  stuck?: string;
 }
 
 /**
@@ -42,6 +45,11 @@ export async function measureJoin(o: { pool: AgentPool; target: AgentTarget; ser
   const errors = allErrors(moved);
   const times = r.readyAt.map((t) => t - r.startedAt);
   const listed = times.filter((t) => !Number.isNaN(t)).length;
+  let stuck: string | undefined;
+  if (listed < n) {
+    stuck = describeStuck(await o.pool.stuck(STUCK_EXAMPLES));
+    log.warn({ server: o.server, mode: o.mode, listed, of: n, stuck }, 'join timed out with agents not at their tails');
+  }
   return {
     server: o.server,
     mode: o.mode,
@@ -53,5 +61,6 @@ export async function measureJoin(o: { pool: AgentPool; target: AgentTarget; ser
     errorDetail: describeCounters(errors),
     bodyBytesPerAgent: (moved[COUNTER.bodyBytes] ?? 0) / Math.max(1, n),
     tunnelsOpen: after.gauges.tunnelsOpen,
+    ...(stuck === undefined ? {} : { stuck }),
   };
 }

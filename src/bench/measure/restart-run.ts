@@ -3,6 +3,7 @@ import type { AgentPool } from '../load/agent-pool.js';
 import { log } from '../log.js';
 import type { RestartableServer } from '../server/restartable-server.js';
 import { maxOf, percentile } from '../stats.js';
+import { describeStuck, STUCK_EXAMPLES } from './stuck-report.js';
 
 /** A server restart under N connected agents. */
 export interface RestartFigures {
@@ -27,6 +28,8 @@ export interface RestartFigures {
   streamErrorEvents: number;
   streamErrorDetail: string;
   retryAfterWaits: number;
+  /** When some agents didn't resume in time: where their watches were (see describeStuck). */
+  stuck?: string;
 }
 
 /** How long agents get to come back after the restart. */
@@ -55,6 +58,8 @@ export async function measureRestart(server: RestartableServer, pool: AgentPool,
   const reopened = tunnels.map((x) => x - t.listeningAt);
   const missingResumed = resumed.filter((x) => Number.isNaN(x)).length;
   const missingTunnels = reopened.filter((x) => Number.isNaN(x)).length;
+  const stuck = missingResumed > 0 ? describeStuck(await pool.stuck(STUCK_EXAMPLES)) : undefined;
+  if (stuck !== undefined) log.warn({ missingResumed, stuck }, 'agents did not resume after the restart in time');
   const responses = errorResponses(moved);
   const failures = connectionFailures(moved);
   const streamErrors = prefixed(moved, 'watch.error-event.');
@@ -73,5 +78,6 @@ export async function measureRestart(server: RestartableServer, pool: AgentPool,
     streamErrorEvents: sumOf(streamErrors),
     streamErrorDetail: describeCounters(streamErrors),
     retryAfterWaits: moved[COUNTER.retryAfterWaits] ?? 0,
+    ...(stuck === undefined ? {} : { stuck }),
   };
 }

@@ -9,6 +9,7 @@ import { writeThroughput } from './write-throughput.js';
 import { fanoutReplicas, fanoutWorkers } from './fanout-scale-out.js';
 import { enroll } from './enroll.js';
 import { fleet } from './fleet.js';
+import { storage } from './storage.js';
 
 /** Every scenario, in the order the default set runs them. */
-export const SCENARIOS: readonly Scenario[] = [rawFloor, fanout, idleMemory, queries, pollingBaseline, catchUp, writeThroughput, fanoutWorkers, fanoutReplicas, enroll, fleet];
+export const SCENARIOS: readonly Scenario[] = [rawFloor, fanout, idleMemory, queries, pollingBaseline, catchUp, writeThroughput, fanoutWorkers, fanoutReplicas, enroll, fleet, storage];

@@ -27,7 +27,7 @@ export class ServerRefusedError extends Error {
 export interface FleetServerOptions {
   /** `serve` flags beyond the benchmark's defaults (host, port, admin token, log level, memory). */
   flags?: readonly string[];
-  /** Storage: PGlite in memory (default), PGlite files in `dataDir`, or this PostgreSQL URL. */
+  /** Storage: PGlite in memory (default), the embedded PostgreSQL in `dataDir`, or this PostgreSQL URL. */
   databaseUrl?: string;
   dataDir?: string;
   /** Port to listen on (default: any free port); a restart on the same data keeps its port. */

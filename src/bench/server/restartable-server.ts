@@ -7,7 +7,7 @@ import { FleetServer, type FleetServerOptions } from './fleet-server.js';
 import type { BenchPostgres } from './postgres.js';
 
 /** Where a restartable server keeps its data. */
-export type StorageName = 'pglite' | 'postgresql';
+export type StorageName = 'embedded' | 'postgresql';
 
 /** Harness times (nowMs()) of one restart. */
 export interface RestartTimes {
@@ -19,15 +19,15 @@ export interface RestartTimes {
   listeningAt: number;
 }
 
-/** PGlite can start slowly on files; PostgreSQL migrations are quick. */
+/** The embedded PostgreSQL runs initdb at its first start, slowly on a busy machine. */
 const START_TIMEOUT_MS = 120_000;
 
 /**
  * A `fleetplane serve` whose data outlives its process, so it can be
- * restarted on the same data and the same port: PGlite on files in a
- * temporary directory (the embedded default, not `--memory`), or a fresh
+ * restarted on the same data and the same port: the embedded PostgreSQL in
+ * a temporary directory (the default storage, not `--memory`), or a fresh
  * database on a throwaway PostgreSQL cluster (the caller owns the cluster).
- * The PGlite directory is removed when the server stops or the harness exits.
+ * The data directory is removed when the server stops or the harness exits.
  */
 export class RestartableServer {
   private constructor(
@@ -44,8 +44,8 @@ export class RestartableServer {
       unregister();
       if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     };
-    if (storage === 'pglite') {
-      dataDir = mkdtempSync(join(tmpdir(), 'fleetplane-bench-pglite-'));
+    if (storage === 'embedded') {
+      dataDir = mkdtempSync(join(tmpdir(), 'fleetplane-bench-embedded-'));
       unregister = onCleanup(removeData);
     } else if (!pg) throw new Error('postgresql storage needs a cluster');
     const options: FleetServerOptions = {
