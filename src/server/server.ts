@@ -5,7 +5,8 @@ import { instrument, migrate, openPglite, openPostgres, startEmbeddedPostgres, t
 import { createBus, type BusStats, type ReliabilityOptions, type SignalBus } from './bus/index.js';
 import { ReplicaRegistry } from './replicas/index.js';
 import { replicaRoutes } from './http/routes/replicas.js';
-import { RevocationFollower, Store, resolveAdminToken, type AdminToken } from './store/index.js';
+import { Store, resolveAdminToken, type AdminToken } from './store/index.js';
+import { Access, type RevocationFollower } from './access/index.js';
 import { Metrics } from './metrics.js';
 import { clusterMetricsSource } from './cluster-metrics.js';
 import { buildApp, type App } from './http/app.js';
@@ -114,6 +115,13 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   const busStats = (bus as { stats?: Readonly<BusStats> }).stats;
   if (busStats) metrics.observeBus(busStats);
   const store = new Store(db, bus, settings.staleAfter);
+  const access = new Access({
+    store,
+    adminHash: adminToken.hash,
+    db,
+    revocationCheckMs: settings.revocationCheckInterval * 1000,
+    logger: logger.child({ component: 'revocations' }),
+  });
   const replicaId = randomUUID();
   const watchMetrics = new WatchMetrics(metrics.registry);
   const fleet = new Fleet({ store, bus, settings, replicaId, registry: metrics.registry, logger, fanOutTimes: watchMetrics.fanOutTimes });
@@ -147,7 +155,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     bus,
     metrics,
     logger,
-    adminHash: adminToken.hash,
+    access,
     connections,
     clusterMetrics: cluster.isWorker && settings.workers > 1 ? clusterMetricsSource(metrics.registry) : undefined,
     shutdownPhase: () => (refusing ? 'refusing' : closing ? 'draining' : 'open'),
@@ -166,7 +174,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...(opts.modules ?? [])], tls);
   watch.start();
   await store.loadTokens();
-  const revocations = new RevocationFollower(db, store.tokens, settings.revocationCheckInterval * 1000, logger.child({ component: 'revocations' }));
+  const revocations = access.revocations;
   revocations.subscribe((ids) => watch.closeRevoked(ids));
   revocations.subscribe((ids) => gateway.closeRevoked(ids));
   revocations.start();

@@ -164,6 +164,27 @@ describe('authentication and authorization come before validation (PGlite)', () 
     expect([own.statusCode, errorCode(own)]).toEqual([400, 'validation_failed']);
   });
 
+  // Fix: only-the-device-itself is decided in the status route's onRequest (fleet/routes.ts), not in its handler after validation.
+  it("a device's status: any caller but the device itself gets 403 however invalid the body, the admin token included", async () => {
+    const s = h();
+    const other = await s.createDevice(orgA.id);
+    const callers: [string, string][] = [
+      ['the admin token', s.admin],
+      ['an organization admin token', await s.createToken(orgA.id, 'admin')],
+      ['a read token', tokens['orgRead']!],
+      ['another device', other.device_token],
+    ];
+    for (const body of [{ applied_revision: 'x', bogus: true }, { apply_error: 'a\u0000b' }]) {
+      for (const [who, token] of callers) {
+        const res = await s.call('PUT', paths.deviceStatus(orgA.id, deviceId), { token, body });
+        expect([res.statusCode, errorCode(res)], `${who} ${JSON.stringify(body)}: ${res.body}`).toEqual([403, 'forbidden']);
+      }
+    }
+    // The device itself is still told what is wrong with its body.
+    const own = await s.call('PUT', paths.deviceStatus(orgA.id, deviceId), { token: tokens['device'], body: { applied_revision: 'x' } });
+    expect([own.statusCode, errorCode(own)]).toEqual([400, 'validation_failed']);
+  });
+
   it('a caller who may make the call still gets the validation error', async () => {
     const s = h();
     const res = await s.call('POST', paths.devices(orgA.id), { token: s.admin, body: { hostname: 'h', public_key: wgKey(), relay: 'yes' } });

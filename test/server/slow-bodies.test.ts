@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEADERS, MEDIA, paths } from '../../src/protocol/index.js';
 import { startServer, type FleetServer } from '../../src/server/index.js';
-import { privateKey, signPrivateToken } from '../../src/server/gateway/private-token.js';
+import { privateKey, signPrivateToken } from '../../src/server/access/index.js';
 import { RawConnection, codeOf, requestHead } from './support/raw-connection.js';
 
 const BODY_TIMEOUT_S = 2;
@@ -78,7 +78,7 @@ describe('slow and unauthenticated request bodies (PGlite)', () => {
     }
   });
 
-  // Fix: connection-close.ts; authentication already ran before the body (routes/shared.ts `authenticated`).
+  // Fix: connection-close.ts; authentication already ran before the body (each route's guard, src/server/access/route-guard.ts).
   for (const who of ['no token', 'an unknown token'] as const) {
     it(`${who} with a large declared body gets 401 before sending any of it, and the server closes the connection`, async () => {
       const c = await RawConnection.open(url);

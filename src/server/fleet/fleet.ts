@@ -8,6 +8,7 @@ import type { Store } from '../store/index.js';
 import type { RouteModule } from '../http/context.js';
 import type { FanOutTimes } from '../watch/fan-out-times.js';
 import { CachedRead } from '../../util/cached-read.js';
+import { findIllFormed } from '../http/well-formed.js';
 import { ackLatencyObserver } from './ack-latency.js';
 import { ConvergenceStreams } from './convergence-streams.js';
 import { FleetMetrics } from './fleet-metrics.js';
@@ -99,14 +100,19 @@ export class Fleet {
 
   /** A status frame from a device's tunnel: validated, batched, answered with its ack once recorded. */
   async tunnelStatus(device: { deviceId: string; orgId: string }, frame: TunnelStatusFrame): Promise<TunnelStatusAck> {
+    const refuse = (path: string, message: string): TunnelStatusAck => ({
+      type: 'status_ack',
+      seq: frame.seq,
+      error: { code: 'validation_failed', message: `status${path}: ${message}` },
+    });
     if (!validStatus(frame.status)) {
       const issue = validStatus.errors?.[0];
-      return {
-        type: 'status_ack',
-        seq: frame.seq,
-        error: { code: 'validation_failed', message: `status${issue?.instancePath ?? ''}: ${issue?.message ?? 'does not match the schema'}` },
-      };
+      return refuse(issue?.instancePath ?? '', issue?.message ?? 'does not match the schema');
     }
+    // What PUT's body parser refuses (json-body.ts): a NUL or an unpaired surrogate passes the schema,
+    // then fails the whole batch's statement, and with it every other device's status in that batch.
+    const bad = findIllFormed(frame.status);
+    if (bad) return refuse(bad.path, bad.expected);
     const outcome = await this.batcher.submit({ deviceId: device.deviceId, orgId: device.orgId, input: frame.status, via: 'tunnel' });
     return outcome.ok ? { type: 'status_ack', seq: frame.seq } : { type: 'status_ack', seq: frame.seq, error: { code: outcome.error.code, message: outcome.error.message } };
   }

@@ -22,7 +22,7 @@ import { Forwarder } from './forwarder.js';
 import { GatewayMetrics } from './gateway-metrics.js';
 import { PrivateListener } from './private-listener.js';
 import type { ConnectionLimiter } from '../http/connection-limits.js';
-import { privateKey } from './private-token.js';
+import { privateKey } from '../access/index.js';
 import { RedisAgentRegistry } from './redis-agent-registry.js';
 import { rpcRoutes } from './rpc-route.js';
 import { RpcRouter } from './rpc-router.js';
@@ -199,7 +199,7 @@ export class AgentGateway {
       register: (app, ctx) => {
         rpc.register(app, ctx);
         this.#detach = attachTunnelEndpoint(app.server, {
-          authenticate: (secret) => ctx.store.authenticate(secret, ctx.adminHash),
+          authorize: (headers) => ctx.access.authorizeTunnel(headers),
           closing,
           maxPayloadBytes: ctx.settings.bodyLimit,
           accept: (ws, device) => {

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { HEADERS, MEDIA, bearerAuthorization, paths, type ErrorCode, isErrorCode } from '../../protocol/index.js';
 import type { Candidate } from './agent-waiters.js';
 import type { Delivery } from './delivery.js';
-import { signPrivateToken } from './private-token.js';
+import { signPrivateToken } from '../access/index.js';
 
 /** Errors of a connection that never reached the other replica: nothing was sent. */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);

@@ -1,13 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { AGENT_METHOD_PATTERN, ERRORS, HEADERS, MEDIA, ROUTES, RPC_ANSWER_TIMEOUT_MS, parseBearer } from '../../protocol/index.js';
-import { ApiError } from '../errors.js';
+import { AGENT_METHOD_PATTERN, ERRORS, HEADERS, MEDIA, ROUTES, RPC_ANSWER_TIMEOUT_MS } from '../../protocol/index.js';
+import { authorizePrivate } from '../access/index.js';
+import { ApiError, validationFailed } from '../errors.js';
 import type { ConnectionLimiter } from '../http/connection-limits.js';
 import { bodyPending } from '../http/pending-body.js';
+import { findIllFormed } from '../http/well-formed.js';
 import { agentError, type Delivery } from './delivery.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
-import { PrivateTokenError, verifyPrivateToken } from './private-token.js';
 
 export interface PrivateListenerOptions {
   host: string;
@@ -43,7 +44,9 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<string> {
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -63,7 +66,7 @@ function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promi
     });
     req.on('end', () => {
       clearTimeout(timer);
-      resolve(Buffer.concat(chunks).toString('utf8'));
+      resolve(Buffer.concat(chunks));
     });
     req.on('error', (err) => {
       clearTimeout(timer);
@@ -141,24 +144,32 @@ async function answer(req: IncomingMessage, res: ServerResponse, o: PrivateListe
     return fail(new ApiError('bad_request', 'malformed path'));
   }
   if (!UUID.test(deviceId) || !METHOD.test(method)) return fail(new ApiError('validation_failed', 'bad device id or method name'));
-  const bearer = parseBearer(req.headers[HEADERS.authorization]);
-  if (!bearer) return fail(new ApiError('unauthorized', 'missing private token'));
   let deadlineMs: number;
   try {
-    deadlineMs = Math.min(await verifyPrivateToken(o.key, bearer, deviceId, method), RPC_ANSWER_TIMEOUT_MS);
+    deadlineMs = Math.min((await authorizePrivate(req.headers, o.key, { deviceId, method })).deadlineMs, RPC_ANSWER_TIMEOUT_MS);
   } catch (err) {
-    if (!(err instanceof PrivateTokenError)) throw err;
+    if (!(err instanceof ApiError)) throw err;
     o.logger.warn({ err: err.message, remote: req.socket.remoteAddress }, 'private request refused');
-    return fail(new ApiError('unauthorized', err.message));
+    return fail(err);
   }
   let params: unknown;
   try {
-    const text = await readBody(req, o.bodyLimit, o.bodyTimeoutMs);
+    const raw = await readBody(req, o.bodyLimit, o.bodyTimeoutMs);
+    let text: string;
+    try {
+      text = utf8.decode(raw);
+    } catch {
+      return fail(new ApiError('bad_request', 'the body is not valid UTF-8'));
+    }
     params = text.trim() === '' ? {} : JSON.parse(text);
   } catch (err) {
     if (err instanceof ApiError) return fail(err);
     return fail(new ApiError('bad_request', 'the body is not JSON'));
   }
+  // The public listener's checks (json-body.ts): a body a routing replica passes on is not trusted more
+  // than one it parsed itself, and U+FFFD must not stand in for bytes that were never text.
+  const bad = findIllFormed(params);
+  if (bad) return fail(validationFailed(bad.path || '/', bad.expected));
   if (typeof params !== 'object' || params === null || Array.isArray(params)) {
     return fail(new ApiError('validation_failed', 'the params must be a JSON object'));
   }

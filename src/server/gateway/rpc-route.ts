@@ -3,14 +3,12 @@ import {
   DeviceRpcParams,
   DeviceRpcQuery,
   ErrorResponse,
-  READ_ONLY_AGENT_METHODS,
   ROUTES,
   RPC_ANSWER_TIMEOUT_MS,
   RPC_WAIT_DEFAULT_S,
 } from '../../protocol/index.js';
 import { ApiError, notFound, shuttingDown } from '../errors.js';
 import type { RouteModule } from '../http/context.js';
-import { authenticated, pathParam, readOrgInPath, type Authorize } from '../http/routes/shared.js';
 import { resultOf } from './delivery.js';
 import type { RpcRouter } from './rpc-router.js';
 import { empty, errors as errorResponses, json } from '../http/route-responses.js';
@@ -24,24 +22,10 @@ const errors = errorResponses([400, 401, 403, 404, 413, 429, 502, 503, 504], {
 });
 
 /**
- * docs/protocol.md "Authentication and scope" applied to agent calls: the admin
- * token and organization admins may call any method; read tokens only
- * `ping` and `status`; device tokens and registration keys nothing.
- */
-const requireRpcAccess: Authorize = (p, req) => {
-  readOrgInPath(p, req);
-  const method = pathParam(req, 'method') ?? '';
-  if (p.type === 'admin' || (p.type === 'org' && p.role === 'admin')) return;
-  if (p.type === 'device') throw new ApiError('forbidden', 'a device token may not call agents');
-  if (!READ_ONLY_AGENT_METHODS.includes(method)) {
-    throw new ApiError('forbidden', `a read token may call only ${READ_ONLY_AGENT_METHODS.join(' and ')}`);
-  }
-};
-
-/**
  * `POST /api/organizations/{org}/devices/{id}/rpc/{method}?wait=S`: the JSON
  * body (absent: `{}`) is the params; 200 with the agent's result as the
  * body. A caller that disconnects stops its request wherever it waits.
+ * Who may call which method is the access table's (src/server/access/rules.ts).
  * Also `GET /api/agent/tunnel` without an upgrade: 401 without a valid token, else 400.
  */
 export function rpcRoutes(router: RpcRouter, closing: () => boolean): RouteModule {
@@ -50,7 +34,6 @@ export function rpcRoutes(router: RpcRouter, closing: () => boolean): RouteModul
       app.post(
         ROUTES.deviceRpc,
         {
-          ...authenticated(ctx, requireRpcAccess),
           schema: {
             tags,
             operationId: 'callAgent',
@@ -100,7 +83,7 @@ export function rpcRoutes(router: RpcRouter, closing: () => boolean): RouteModul
         // A WebSocket's success is 101, which OpenAPI linters don't count as one: this catch-all stands for the handshake's outcomes.
         default: json('Any other outcome of the handshake: the error body.', ErrorResponse),
       };
-      app.get(ROUTES.agentTunnel, { ...authenticated(ctx), schema: { tags, operationId: 'openAgentTunnel', summary: 'The agent tunnel (WebSocket upgrade only)', response: tunnelResponses } }, async () => {
+      app.get(ROUTES.agentTunnel, { schema: { tags, operationId: 'openAgentTunnel', summary: 'The agent tunnel (WebSocket upgrade only)', response: tunnelResponses } }, async () => {
         throw new ApiError('bad_request', 'the agent tunnel needs a WebSocket upgrade');
       });
     },

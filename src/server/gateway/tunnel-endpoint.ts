@@ -2,25 +2,18 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { HEADERS, MEDIA, ROUTES, parseBearer } from '../../protocol/index.js';
+import { HEADERS, MEDIA, ROUTES } from '../../protocol/index.js';
+import type { TunnelPrincipal } from '../access/index.js';
 import { ApiError, shuttingDown } from '../errors.js';
-import type { Principal } from '../store/index.js';
 
 export interface TunnelEndpointOptions {
-  /** Resolves a bearer secret (the store's `authenticate`). */
-  authenticate: (secret: string) => Promise<Principal | undefined>;
+  /** Resolves and authorizes the upgrade's device (the access module's `authorizeTunnel`): throws its 401 or 403. */
+  authorize: (headers: IncomingMessage['headers']) => Promise<TunnelPrincipal>;
   /** True once the gateway shuts down: upgrades are refused with 503. */
   closing: () => boolean;
   maxPayloadBytes: number;
   accept: (ws: WebSocket, device: TunnelPrincipal) => void;
   logger: Logger;
-}
-
-/** Who opened a tunnel: a device, with one of its tokens. */
-export interface TunnelPrincipal {
-  deviceId: string;
-  orgId: string;
-  tokenId: string;
 }
 
 function refuse(socket: Duplex, err: ApiError): void {
@@ -62,12 +55,7 @@ export function attachTunnelEndpoint(server: Server, options: TunnelEndpointOpti
   };
   const authorize = async (req: IncomingMessage): Promise<TunnelPrincipal> => {
     if (options.closing()) throw shuttingDown('the server is shutting down; connect elsewhere');
-    const secret = parseBearer(req.headers[HEADERS.authorization]);
-    if (!secret) throw new ApiError('unauthorized', 'missing bearer token');
-    const p = await options.authenticate(secret);
-    if (!p) throw new ApiError('unauthorized', 'unknown, expired or revoked token');
-    if (p.type !== 'device') throw new ApiError('forbidden', 'only a device token may open an agent tunnel');
-    return { deviceId: p.deviceId, orgId: p.orgId, tokenId: p.tokenId };
+    return options.authorize(req.headers);
   };
   server.on('upgrade', onUpgrade);
   return () => {

@@ -18,6 +18,7 @@ import { acceptJsonBodies } from './json-body.js';
 import { clientErrorHandler } from './client-error.js';
 import { limitBodyTime } from './body-timeout.js';
 import { closeAfterReply } from './connection-close.js';
+import { guardRoutes } from '../access/index.js';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -75,6 +76,9 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
     ctx.metrics.httpRequests.inc({ method: req.method, route, status: String(reply.statusCode) });
     ctx.metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
   });
+
+  // Before any route: each gets its rule's guard, and one without a rule fails the start.
+  app.addHook('onRoute', guardRoutes(ctx.access));
 
   const components = new SchemaComponents();
   app.addHook('onRoute', (route) => components.collect(route.schema));

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Access } from '../access/index.js';
 import type { Settings } from '../config/settings.js';
 import type { Store } from '../store/index.js';
 import type { SignalBus } from '../bus/index.js';
@@ -7,7 +8,7 @@ import type { ConnectionLimiter } from './connection-limits.js';
 
 /** Optional parts that later layers attach (the watch engine, the agent gateway, ...). */
 export interface RouteModule {
-  /** Registers this module's routes on the app. */
+  /** Registers this module's routes on the app; each needs its rule in the access table (src/server/access/rules.ts), or registering it fails. */
   register(app: import('./app.js').App, ctx: ServerContext): void;
 }
 
@@ -18,7 +19,8 @@ export interface ServerContext {
   readonly bus: SignalBus;
   readonly metrics: Metrics;
   readonly logger: Logger;
-  readonly adminHash: string;
+  /** Who may do what: every route's guard, and the principal of a request. */
+  readonly access: Access;
   /** Counts and limits the connections of every listener of this server. */
   readonly connections: ConnectionLimiter;
   /** Under `--workers`: every worker's metrics, aggregated by the primary. Undefined in a single process. */

@@ -7,5 +7,4 @@ export { hashSecret } from './secrets.js';
 export { RevocationCursor } from './revocation-cursor.js';
 export type { RecordedStatuses, StatusBatch, StatusWrite } from './device-status.js';
 export { DEVICE_TOTAL_STATES, type DeviceTotals } from './device-totals.js';
-export { RevocationFollower } from './revocation-follower.js';
 export { TokenIndex } from './token-index.js';

@@ -12,6 +12,7 @@ import {
 import { ApiError, notFound, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject } from './objects.js';
 import { writeInOrg } from './org-write.js';
+import { checkNetworkRoutes } from './route-approval.js';
 import { sameJson } from './same-json.js';
 
 const KIND = 'organization' as const;
@@ -25,6 +26,7 @@ export async function createOrganization(db: Database, input: OrganizationCreate
   const now = new Date().toISOString();
   const network: Network = { ...DEFAULT_NETWORK, ...input.network };
   checkNetwork(network);
+  checkNetworkRoutes(undefined, network);
   return db.transaction(async (tx) => {
     await tx.query('INSERT INTO orgs (id, head_revision) VALUES ($1, 1)', [id]);
     const org: Organization = {
@@ -68,6 +70,7 @@ export async function patchOrganization(
     checkIfMatch(ifMatch, current.revision);
     const network: Network = { ...current.network, ...patch.network };
     checkNetwork(network);
+    checkNetworkRoutes(current.network, network);
     const next = {
       ...current,
       name: patch.name ?? current.name,

@@ -2,7 +2,8 @@
  * Route approval (docs/protocol.md "Routes"): a device requests routes in
  * `advertise_cidrs`, agents apply only those an organization admin approved
  * in `approved_cidrs`. A route one device could claim by itself would let any
- * enrolled device take traffic from the route's real owner (issue 12).
+ * enrolled device take traffic from the route's real owner (issue 12). The
+ * organization's network-wide routes are held to the same tunnel pool rule.
  */
 import type { Queryable } from '../db/index.js';
 import { ipv6Groups, parseCidr, parseIpv4, type IpFamily, type Network } from '../../protocol/index.js';
@@ -60,6 +61,33 @@ export function nextApprovedCidrs(
     if (!prefixes(approved).some((a) => same(a, p))) approved.push(cidr);
   }
   return approved;
+}
+
+/**
+ * Refuses (409 `conflict`) a network-wide route (`network.routes`) that is a
+ * default route or overlaps the tunnel pool. Every agent applies it as a
+ * kernel route into the tunnel: one inside the pool outranks the interface's
+ * own route to those devices' tunnel IPs, and a default route carries the
+ * tunnel's own packets. Only routes new to the list are checked, unless the
+ * pool itself changes, so an unrelated change never fails on stored routes.
+ * Covering a device's approved route is what a network route is for (it
+ * sends the traffic into the tunnel; the approval picks the peer), so that
+ * overlap is allowed.
+ */
+export function checkNetworkRoutes(before: Network | undefined, after: Network): void {
+  const pool = prefixOf(after.ipv4_cidr);
+  const samePool = before !== undefined && before.ipv4_cidr === after.ipv4_cidr;
+  const old = samePool ? prefixes(before.routes.map((r) => r.destination)) : [];
+  after.routes.forEach((route, i) => {
+    const cidr = route.destination;
+    const p = prefixOf(cidr);
+    if (!p || old.some((o) => same(o, p))) return;
+    const path = `/network/routes/${i}/destination`;
+    if (p.length === 0) throw new ApiError('conflict', `${cidr} is a default route: exit nodes are not supported`, { path, cidr });
+    if (pool && overlaps(p, pool)) {
+      throw new ApiError('conflict', `${cidr} overlaps the organization's tunnel pool ${after.ipv4_cidr}`, { path, cidr, tunnel_pool: after.ipv4_cidr });
+    }
+  });
 }
 
 /**

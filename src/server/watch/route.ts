@@ -1,8 +1,7 @@
 import { MEDIA, OrgParams, ROUTES, WatchEventSchema, WatchRequest } from '../../protocol/index.js';
 import type { RouteModule } from '../http/context.js';
-import { requireOrgAccess } from '../http/auth.js';
-import { authenticated, principalOf } from '../http/routes/shared.js';
 import { errors } from '../http/route-responses.js';
+import { revocableTokenOf } from '../access/index.js';
 import { validationFailed } from '../errors.js';
 import type { WatchEngine } from './engine.js';
 
@@ -13,7 +12,6 @@ export function watchRoutes(engine: WatchEngine): RouteModule {
       app.post(
         ROUTES.events,
         {
-          ...authenticated(ctx),
           schema: {
             tags: ['watch'],
             operationId: 'watchEvents',
@@ -39,14 +37,13 @@ export function watchRoutes(engine: WatchEngine): RouteModule {
             if (seen.has(w.kind)) throw validationFailed(`/${i}/kind`, `each kind at most once ("${w.kind}" repeats)`);
             seen.add(w.kind);
           });
-          const p = await principalOf(req, ctx);
-          requireOrgAccess(p, req.params.org, 'read');
+          const p = await ctx.access.principalOf(req);
           const prepared = await engine.prepare(req.params.org, req.body);
           reply.hijack();
           engine.open(prepared, {
             orgId: req.params.org,
             watches: req.body,
-            tokenId: p.type === 'org' || p.type === 'device' ? p.tokenId : undefined,
+            tokenId: revocableTokenOf(p),
             deviceId: p.type === 'device' ? p.deviceId : undefined,
             socket: req.raw.socket,
           });

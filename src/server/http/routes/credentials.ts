@@ -13,7 +13,6 @@ import {
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
-import { authenticated, principalOf, writeOrgInPath } from './shared.js';
 import { empty, errors as errorResponses, json } from '../route-responses.js';
 
 const errors = errorResponses([400, 401, 403, 404]);
@@ -21,12 +20,10 @@ const withBody = errorResponses([400, 401, 403, 404, 413]);
 
 /** Tokens and registration keys: organization admins only, secrets shown once. */
 export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
-  const auth = authenticated(ctx, writeOrgInPath);
 
   app.post(
     ROUTES.tokens,
     {
-      ...auth,
       schema: {
         tags: ['tokens'],
         operationId: 'createOrgToken',
@@ -43,7 +40,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   app.get(
     ROUTES.tokens,
     {
-      ...auth,
       schema: {
         tags: ['tokens'],
         operationId: 'listOrgTokens',
@@ -59,7 +55,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   app.delete(
     ROUTES.token,
     {
-      ...auth,
       schema: {
         tags: ['tokens'],
         operationId: 'revokeOrgToken',
@@ -77,7 +72,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   app.post(
     ROUTES.registrationKeys,
     {
-      ...auth,
       schema: {
         tags: ['registration keys'],
         operationId: 'createRegistrationKey',
@@ -94,7 +88,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   app.get(
     ROUTES.registrationKeys,
     {
-      ...auth,
       schema: {
         tags: ['registration keys'],
         operationId: 'listRegistrationKeys',
@@ -110,7 +103,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   app.get(
     ROUTES.registrationKey,
     {
-      ...auth,
       schema: {
         tags: ['registration keys'],
         operationId: 'getRegistrationKey',
@@ -128,7 +120,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   app.delete(
     ROUTES.registrationKey,
     {
-      ...auth,
       schema: {
         tags: ['registration keys'],
         operationId: 'deleteRegistrationKey',
@@ -145,9 +136,6 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
   app.get(
     ROUTES.ownRegistrationKey,
     {
-      ...authenticated(ctx, (p) => {
-        if (p.type !== 'registration') throw new ApiError('forbidden', 'only a registration key may look itself up');
-      }),
       schema: {
         tags: ['registration keys'],
         operationId: 'getOwnRegistrationKey',
@@ -156,7 +144,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req) => {
-      const p = await principalOf(req, ctx);
+      const p = await ctx.access.principalOf(req);
       if (p.type !== 'registration') throw new ApiError('forbidden', 'only a registration key may look itself up');
       const key = await ctx.store.getRegistrationKey(p.orgId, p.keyId);
       // The same answer enrollment would give: a key that can't enroll is no credential.

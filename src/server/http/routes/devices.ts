@@ -18,7 +18,7 @@ import {
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
-import { answeredNotModified, authenticated, ifMatchOf, pathParam, principalOf, readOrgInPath, sendList, withEtag, writeOrgInPath, type Authorize } from './shared.js';
+import { answeredNotModified, ifMatchOf, sendList, withEtag } from './shared.js';
 import { IfMatchHeaders, IfNoneMatchHeaders, RESPONSE_HEADERS, empty, errors, json } from '../route-responses.js';
 
 const tags = ['devices'];
@@ -40,19 +40,6 @@ async function refuseOwnedFields(req: FastifyRequest): Promise<void> {
   }
 }
 
-/** Enrollment: a registration key in its own organization, or write access. */
-const enrollOrWrite: Authorize = (p, req) => {
-  if (p.type !== 'registration') return writeOrgInPath(p, req);
-  if (p.orgId !== pathParam(req, 'org')) throw notFound('organization');
-};
-
-/** A device token changes only its own device; everyone else needs write access. */
-const ownDeviceOrWrite: Authorize = (p, req) => {
-  if (p.type !== 'device') return writeOrgInPath(p, req);
-  readOrgInPath(p, req);
-  if (p.deviceId !== pathParam(req, 'id')) throw new ApiError('forbidden', 'a device token may change only its own device');
-};
-
 const DEVICE_FIELDS: Readonly<Record<string, unknown>> = DeviceCreate.properties;
 
 export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
@@ -64,7 +51,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
   const deviceOnlyFields = async (req: FastifyRequest): Promise<void> => {
     const body = req.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
-    const { type } = await principalOf(req, ctx);
+    const { type } = await ctx.access.principalOf(req);
     const allowed: readonly string[] | undefined = type === 'device' ? DEVICE_SELF_FIELDS : type === 'registration' ? ENROLLMENT_FIELDS : undefined;
     if (allowed === undefined) return;
     // Only device fields an admin could set are refused here; a field no schema
@@ -76,11 +63,9 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
       });
     }
   };
-  const auth = authenticated(ctx);
   app.get(
     ROUTES.devices,
     {
-      ...auth,
       schema: {
         tags,
         operationId: 'listDevices',
@@ -106,7 +91,6 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
   app.post(
     ROUTES.devices,
     {
-      ...authenticated(ctx, enrollOrWrite),
       preValidation: [refuseOwnedFields, deviceOnlyFields],
       schema: {
         tags,
@@ -121,7 +105,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      const p = await principalOf(req, ctx);
+      const p = await ctx.access.principalOf(req);
       const keyId = p.type === 'registration' ? p.keyId : undefined;
       const { device, deviceToken } = await ctx.store.createDevice(req.params.org, req.body, keyId);
       return reply.status(201).send({ ...withEtag(reply, device), device_token: deviceToken });
@@ -131,7 +115,6 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
   app.get(
     ROUTES.device,
     {
-      ...auth,
       schema: {
         tags,
         operationId: 'getDevice',
@@ -150,7 +133,6 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
   app.patch(
     ROUTES.device,
     {
-      ...authenticated(ctx, ownDeviceOrWrite),
       preValidation: [refuseOwnedFields, deviceOnlyFields],
       schema: {
         tags,
@@ -171,7 +153,6 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
   app.delete(
     ROUTES.device,
     {
-      ...authenticated(ctx, writeOrgInPath),
       schema: {
         tags,
         operationId: 'deleteDevice',

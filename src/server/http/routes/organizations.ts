@@ -9,9 +9,8 @@ import {
 } from '../../../protocol/index.js';
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
-import { ApiError, notFound } from '../../errors.js';
-import { requireAdmin } from '../auth.js';
-import { authenticated, ifMatchOf, principalOf, readOrgInPath, withEtag, writeOrgInPath } from './shared.js';
+import { notFound } from '../../errors.js';
+import { ifMatchOf, withEtag } from './shared.js';
 import { IfMatchHeaders, RESPONSE_HEADERS, empty, errors, json } from '../route-responses.js';
 
 const tags = ['organizations'];
@@ -20,9 +19,6 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
   app.get(
     ROUTES.organizations,
     {
-      ...authenticated(ctx, (p) => {
-        if (p.type === 'registration') throw new ApiError('forbidden', 'a registration key may only enroll a device');
-      }),
       schema: {
         tags,
         operationId: 'listOrganizations',
@@ -32,7 +28,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req) => {
-      const p = await principalOf(req, ctx);
+      const p = await ctx.access.principalOf(req);
       const items = await ctx.store.listOrganizations(p.type === 'admin' ? undefined : p.orgId);
       return { items };
     },
@@ -41,7 +37,6 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
   app.post(
     ROUTES.organizations,
     {
-      ...authenticated(ctx, requireAdmin),
       schema: {
         tags,
         operationId: 'createOrganization',
@@ -49,7 +44,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
         body: OrganizationCreate,
         response: {
           201: json('The organization created.', Organization, RESPONSE_HEADERS.etag),
-          ...errors([400, 401, 403, 413]),
+          ...errors([400, 401, 403, 409, 413], { 409: 'A network route overlaps the tunnel pool or is a default route' }),
         },
       },
     },
@@ -62,7 +57,6 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
   app.get(
     ROUTES.organization,
     {
-      ...authenticated(ctx),
       schema: {
         tags,
         operationId: 'getOrganization',
@@ -81,7 +75,6 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
   app.patch(
     ROUTES.organization,
     {
-      ...authenticated(ctx, writeOrgInPath),
       schema: {
         tags,
         operationId: 'updateOrganization',
@@ -91,7 +84,9 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
         body: OrganizationPatch,
         response: {
           200: json('The organization as changed (unchanged when the patch changes nothing).', Organization, RESPONSE_HEADERS.etag),
-          ...errors([400, 401, 403, 404, 409, 412, 413], { 409: 'ipv4_cidr cannot change while the organization has devices' }),
+          ...errors([400, 401, 403, 404, 409, 412, 413], {
+            409: 'ipv4_cidr cannot change while the organization has devices, or a network route overlaps the tunnel pool or is a default route',
+          }),
         },
       },
     },
@@ -101,10 +96,6 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
   app.delete(
     ROUTES.organization,
     {
-      ...authenticated(ctx, (p, req) => {
-        readOrgInPath(p, req);
-        requireAdmin(p);
-      }),
       schema: {
         tags,
         operationId: 'deleteOrganization',

@@ -1,8 +1,6 @@
 import { ReplicaList, ROUTES } from '../../../protocol/index.js';
 import { errors, json } from '../route-responses.js';
 import type { RouteModule } from '../context.js';
-import { requireAdmin } from '../auth.js';
-import { authenticated } from './shared.js';
 import { listReplicas } from '../../replicas/index.js';
 
 /** `GET /api/replicas` (admin): the live replicas sharing this database. */
@@ -12,7 +10,6 @@ export function replicaRoutes(): RouteModule {
       app.get(
         ROUTES.replicas,
         {
-          ...authenticated(ctx, requireAdmin),
           schema: {
             tags: ['replicas'],
             operationId: 'listReplicas',

@@ -11,18 +11,15 @@ import {
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { notFound } from '../../errors.js';
-import { answeredNotModified, authenticated, ifMatchOf, sendList, withEtag, writeOrgInPath } from './shared.js';
+import { answeredNotModified, ifMatchOf, sendList, withEtag } from './shared.js';
 import { IfMatchHeaders, IfNoneMatchHeaders, RESPONSE_HEADERS, empty, errors, json } from '../route-responses.js';
 
 const tags = ['security groups'];
 
 export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void {
-  const auth = authenticated(ctx);
-  const write = authenticated(ctx, writeOrgInPath);
   app.get(
     ROUTES.securityGroups,
     {
-      ...auth,
       schema: {
         tags,
         operationId: 'listSecurityGroups',
@@ -47,7 +44,6 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
   app.post(
     ROUTES.securityGroups,
     {
-      ...write,
       schema: {
         tags,
         operationId: 'createSecurityGroup',
@@ -66,7 +62,6 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
   app.get(
     ROUTES.securityGroup,
     {
-      ...auth,
       schema: {
         tags,
         operationId: 'getSecurityGroup',
@@ -85,7 +80,6 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
   app.patch(
     ROUTES.securityGroup,
     {
-      ...write,
       schema: {
         tags,
         operationId: 'updateSecurityGroup',
@@ -107,7 +101,6 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
   app.delete(
     ROUTES.securityGroup,
     {
-      ...write,
       schema: {
         tags,
         operationId: 'deleteSecurityGroup',

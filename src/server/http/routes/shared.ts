@@ -1,53 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { formatEtag, HEADERS, parseEtag } from '../../../protocol/index.js';
 import type { ChangeRow, ListPage, ListParams } from '../../store/index.js';
-import type { Principal } from '../../store/index.js';
 import type { ServerContext } from '../context.js';
-import { authenticate, requireOrgAccess } from '../auth.js';
-
-const principals = new WeakMap<FastifyRequest, Promise<Principal>>();
-
-/** Authenticates and remembers the principal on the request (one lookup per request). */
-export function principalOf(req: FastifyRequest, ctx: ServerContext): Promise<Principal> {
-  let principal = principals.get(req);
-  if (principal === undefined) {
-    principal = authenticate(req, ctx.store, ctx.adminHash);
-    principals.set(req, principal);
-  }
-  return principal;
-}
-
-/** A route's access check: throws the 403 or 404 its caller gets. */
-export type Authorize = (p: Principal, req: FastifyRequest) => void;
-
-/** A path parameter as the router decoded it: not yet validated, so only ever compared. */
-export function pathParam(req: FastifyRequest, name: 'org' | 'id' | 'method'): string | undefined {
-  const params = req.params as Partial<Record<string, string>> | undefined;
-  return params?.[name];
-}
-
-/** Read access to the organization in the path, if the path names one: the least any organization route needs. */
-export const readOrgInPath: Authorize = (p, req) => {
-  const org = pathParam(req, 'org');
-  if (org !== undefined) requireOrgAccess(p, org, 'read');
-};
-
-/** Write access to the organization in the path. */
-export const writeOrgInPath: Authorize = (p, req) => requireOrgAccess(p, pathParam(req, 'org') ?? '', 'write');
-
-/**
- * Route options that authenticate and authorize before the body is read or
- * validated: a caller without a valid token gets 401, one that may not make
- * the call 403 or 404, whatever it sent (docs/protocol.md), never a
- * validation error that describes the schema to it.
- */
-export function authenticated(ctx: ServerContext, authorize: Authorize = readOrgInPath): { onRequest: (req: FastifyRequest) => Promise<void> } {
-  return {
-    onRequest: async (req) => {
-      authorize(await principalOf(req, ctx), req);
-    },
-  };
-}
 
 export function ifMatchOf(req: FastifyRequest): string | undefined {
   const v = req.headers[HEADERS.ifMatch];

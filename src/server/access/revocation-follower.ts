@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import type { Queryable } from '../db/index.js';
 import { runPeriodically } from '../../util/periodic.js';
-import { RevocationCursor } from './revocation-cursor.js';
-import type { TokenIndex } from './token-index.js';
+import { RevocationCursor, type TokenIndex } from '../store/index.js';
 
 /**
  * The one follower of token revocations on a replica: every interval, one

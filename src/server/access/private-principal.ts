@@ -1,0 +1,30 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { ROUTES } from '../../protocol/index.js';
+import { ApiError } from '../errors.js';
+import { bearerSecret } from './bearer.js';
+import { decide, ruleFor } from './decide.js';
+import type { ReplicaPrincipal } from './principal.js';
+import { PrivateTokenError, verifyPrivateToken } from './private-token.js';
+
+const RULE = ruleFor('private', 'POST', ROUTES.privateAgentRpc);
+
+/**
+ * The private listener's entry point: resolves the forwarding replica from
+ * its private token, which must be valid under `key` and issued for this
+ * device and method. Throws 401 (`unauthorized`) otherwise.
+ */
+export async function authorizePrivate(headers: IncomingHttpHeaders, key: Uint8Array, target: { deviceId: string; method: string }): Promise<ReplicaPrincipal> {
+  if (!RULE) throw new Error('the access table has no rule for the private listener');
+  const token = bearerSecret(headers);
+  if (!token) throw new ApiError('unauthorized', 'missing private token');
+  let deadlineMs: number;
+  try {
+    deadlineMs = await verifyPrivateToken(key, token, target.deviceId, target.method);
+  } catch (err) {
+    if (err instanceof PrivateTokenError) throw new ApiError('unauthorized', err.message, undefined, { cause: err });
+    throw err;
+  }
+  const principal: ReplicaPrincipal = { type: 'replica', deviceId: target.deviceId, method: target.method, deadlineMs };
+  decide(RULE, principal, { id: target.deviceId, method: target.method });
+  return principal;
+}

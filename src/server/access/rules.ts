@@ -1,0 +1,143 @@
+import { READ_ONLY_AGENT_METHODS, ROUTES } from '../../protocol/index.js';
+import type { PrincipalKind } from './principal.js';
+
+/**
+ * Where a call comes in: a REST route, a watch stream (a REST route whose
+ * answer is a stream), the agent tunnel's WebSocket upgrade, or the private
+ * listener other replicas forward agent calls to.
+ */
+export type Entry = 'rest' | 'watch' | 'tunnel' | 'private';
+
+export type RuleMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * What a principal kind may do on a rule's route: `true`, anything; or only
+ * on its own device (the path's `:id`, else 403 with `refusal`); or only the
+ * agent methods listed (the path's `:method`, else 403 with `refusal`).
+ */
+export type Grant = true | { readonly ownDevice: true; readonly refusal: string } | { readonly methods: readonly string[]; readonly refusal: string };
+
+/** One entry point's rule. */
+export interface AccessRule {
+  readonly entry: Entry;
+  readonly method: RuleMethod;
+  /** The route pattern (ROUTES), as the router registers it. */
+  readonly route: string;
+  /** `anyone`: no credential is looked at. Otherwise the kinds allowed, with what they may do. */
+  readonly allow: 'anyone' | Readonly<Partial<Record<PrincipalKind, Grant>>>;
+  /**
+   * `org-in-path`: a principal confined to another organization than the
+   * path's `:org` gets 404, as if it did not exist, before anything else.
+   */
+  readonly scope?: 'org-in-path';
+  /** The 403 message for the kinds not allowed; each kind has a default (REFUSALS). */
+  readonly refusal?: string | Readonly<Partial<Record<PrincipalKind, string>>>;
+}
+
+/** The 403 message a kind gets where it is not allowed and the rule says nothing else. */
+export const REFUSALS: Readonly<Record<PrincipalKind, string>> = {
+  admin: 'the admin token may not do this',
+  'org-admin': 'only the admin token may do this',
+  'org-read': 'a read token may not write',
+  device: 'a device token may not do this',
+  registration: 'a registration key may only enroll a device',
+  replica: 'a private token is valid only for the agent call it names',
+};
+
+const ADMIN_ONLY = 'only the admin token may do this';
+/** Every kind a bearer token can resolve to. */
+const ANY_TOKEN = { admin: true, 'org-admin': true, 'org-read': true, device: true, registration: true } as const;
+/** Read access to the organization in the path. */
+const READ = { admin: true, 'org-admin': true, 'org-read': true, device: true } as const;
+/** Write access to the organization in the path. */
+const WRITE = { admin: true, 'org-admin': true } as const;
+const ORG = 'org-in-path';
+
+/**
+ * Every entry point's rule (docs/protocol.md "Authentication and scope"):
+ * one per method and route pattern, for every route the server registers.
+ * A route without a rule fails the server's start.
+ */
+export const ACCESS_RULES: readonly AccessRule[] = [
+  // System: no credential.
+  { entry: 'rest', method: 'GET', route: ROUTES.healthz, allow: 'anyone' },
+  { entry: 'rest', method: 'GET', route: ROUTES.readyz, allow: 'anyone' },
+  { entry: 'rest', method: 'GET', route: ROUTES.metrics, allow: 'anyone' },
+  { entry: 'rest', method: 'GET', route: ROUTES.openapi, allow: 'anyone' },
+  { entry: 'rest', method: 'GET', route: ROUTES.replicas, allow: { admin: true }, refusal: ADMIN_ONLY },
+
+  // Organizations: a confined token sees only its own.
+  { entry: 'rest', method: 'GET', route: ROUTES.organizations, allow: READ },
+  { entry: 'rest', method: 'POST', route: ROUTES.organizations, allow: { admin: true }, refusal: ADMIN_ONLY },
+  { entry: 'rest', method: 'GET', route: ROUTES.organization, scope: ORG, allow: READ },
+  { entry: 'rest', method: 'PATCH', route: ROUTES.organization, scope: ORG, allow: WRITE },
+  {
+    entry: 'rest',
+    method: 'DELETE',
+    route: ROUTES.organization,
+    scope: ORG,
+    allow: { admin: true },
+    refusal: { 'org-admin': ADMIN_ONLY, 'org-read': ADMIN_ONLY, device: ADMIN_ONLY },
+  },
+  { entry: 'rest', method: 'GET', route: ROUTES.convergence, scope: ORG, allow: READ },
+
+  // Devices: a registration key enrolls; a device token changes its own discovered fields and writes its status.
+  { entry: 'rest', method: 'GET', route: ROUTES.devices, scope: ORG, allow: READ },
+  { entry: 'rest', method: 'POST', route: ROUTES.devices, scope: ORG, allow: { ...WRITE, registration: true } },
+  { entry: 'rest', method: 'GET', route: ROUTES.device, scope: ORG, allow: READ },
+  {
+    entry: 'rest',
+    method: 'PATCH',
+    route: ROUTES.device,
+    scope: ORG,
+    allow: { ...WRITE, device: { ownDevice: true, refusal: 'a device token may change only its own device' } },
+  },
+  { entry: 'rest', method: 'DELETE', route: ROUTES.device, scope: ORG, allow: WRITE },
+  {
+    entry: 'rest',
+    method: 'PUT',
+    route: ROUTES.deviceStatus,
+    scope: ORG,
+    allow: { device: { ownDevice: true, refusal: 'only the device itself may write its status' } },
+    refusal: {
+      admin: 'only the device itself may write its status',
+      'org-admin': 'only the device itself may write its status',
+      'org-read': 'only the device itself may write its status',
+    },
+  },
+
+  // Agent calls: read tokens only the read-only methods.
+  {
+    entry: 'rest',
+    method: 'POST',
+    route: ROUTES.deviceRpc,
+    scope: ORG,
+    allow: { ...WRITE, 'org-read': { methods: READ_ONLY_AGENT_METHODS, refusal: `a read token may call only ${READ_ONLY_AGENT_METHODS.join(' and ')}` } },
+    refusal: { device: 'a device token may not call agents' },
+  },
+
+  // Security groups.
+  { entry: 'rest', method: 'GET', route: ROUTES.securityGroups, scope: ORG, allow: READ },
+  { entry: 'rest', method: 'POST', route: ROUTES.securityGroups, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'GET', route: ROUTES.securityGroup, scope: ORG, allow: READ },
+  { entry: 'rest', method: 'PATCH', route: ROUTES.securityGroup, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'DELETE', route: ROUTES.securityGroup, scope: ORG, allow: WRITE },
+
+  // Credentials: organization admins only, reads included.
+  { entry: 'rest', method: 'POST', route: ROUTES.tokens, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'GET', route: ROUTES.tokens, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'DELETE', route: ROUTES.token, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'POST', route: ROUTES.registrationKeys, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'GET', route: ROUTES.registrationKeys, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'GET', route: ROUTES.registrationKey, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'DELETE', route: ROUTES.registrationKey, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'GET', route: ROUTES.ownRegistrationKey, allow: { registration: true }, refusal: 'only a registration key may look itself up' },
+
+  // Streams and tunnels.
+  { entry: 'watch', method: 'POST', route: ROUTES.events, scope: ORG, allow: READ },
+  // Without an upgrade: any valid token learns that it needs one (400).
+  { entry: 'rest', method: 'GET', route: ROUTES.agentTunnel, allow: ANY_TOKEN },
+  { entry: 'tunnel', method: 'GET', route: ROUTES.agentTunnel, allow: { device: true }, refusal: 'only a device token may open an agent tunnel' },
+  // The private token itself is bound to the device and the method (access/private-token.ts).
+  { entry: 'private', method: 'POST', route: ROUTES.privateAgentRpc, allow: { replica: true } },
+];
