@@ -67,23 +67,29 @@ describe('initial lists from the in-memory snapshot', () => {
     expect(listBytes).toBeGreaterThan(5_000_000);
     const snapshotBytes = await ws.metric('fleetplane_watch_snapshot_bytes');
 
+    const closesBefore = await ws.metric('fleetplane_watch_slow_consumer_closes_total');
     const stalled = [];
     for (let i = 0; i < 300; i++) stalled.push(await openTracked(ws, org, { paused: true }));
     await delay(200);
+    // Each also fills a kernel send buffer (up to 4 MiB on loopback): past its share of the host's TCP memory
+    // pressure threshold, the kernel guard closes the longest stalled (test/watch/kernel-memory-guard.test.ts).
+    const open = stalled.filter((s) => !s.watcher.closed);
+    expect(await ws.metric('fleetplane_watch_slow_consumer_closes_total')).toBe(closesBefore + stalled.length - open.length);
+    expect(open.length).toBeGreaterThan(0);
     let queued = 0;
-    for (const s of stalled) {
+    for (const s of open) {
       // What the server holds for a stalled joiner: references up to the high-water mark plus one event, never its whole list.
       expect(s.watcher.buffered).toBeLessThanOrEqual(LIST_HIGH_WATER + biggest);
-      expect(s.watcher.closed).toBe(false);
       queued += s.watcher.buffered;
     }
-    expect(queued).toBeLessThan(300 * listBytes);
+    expect(queued).toBeLessThan(open.length * listBytes);
     // The organization's objects are in memory once, however many joiners list them.
     expect(await ws.metric('fleetplane_watch_snapshot_bytes')).toBe(snapshotBytes);
     expect(await ws.metric('fleetplane_watch_snapshot_queries_total')).toBeLessThanOrEqual(2);
 
-    // A stalled joiner that reads again gets its whole list and ends equal to the server.
-    const one = stalled[0]!;
+    // A stalled joiner that reads again gets its whole list and ends equal to the server (one that was sent part of it:
+    // the guard lets a stream whose client drains go on; the latest paused: it closes the longest paused first).
+    const one = open.filter((s) => s.watcher.paused).at(-1) ?? open.at(-1)!;
     one.stream.resume();
     await one.stream.waitFor((e) => e.type === 'tail' && e.kind === 'security-group', 20_000);
     const c = consistent(one.stream.events);

@@ -12,6 +12,8 @@ import { ListAdmission } from './list-admission.js';
 import { SnapshotBudget } from './org-snapshot.js';
 import { responseHead } from './encode.js';
 import type { WatchMetrics } from './watch-metrics.js';
+import { KernelMemoryGuard } from './kernel-memory-guard.js';
+import { procTcpMemory } from './proc-tcp.js';
 
 export interface OpenStream {
   orgId: string;
@@ -31,6 +33,8 @@ export interface PreparedWatch {
 
 /** Least time between two sums of every watcher's queued bytes when watchers pause. */
 const QUEUE_CHECK_SPACING_MS = 100;
+/** How often the host's TCP memory is looked at (one read of /proc/net/sockstat). */
+const KERNEL_CHECK_INTERVAL_MS = 50;
 
 /** Where watch streams opened with a device token are counted (the fleet module's presence). */
 export interface StreamPresence {
@@ -57,6 +61,8 @@ export class WatchEngine {
   readonly admission: ListAdmission;
   private readonly listTurns = new Set<Watcher>();
   private lastQueueCheck = 0;
+  /** Holds lists back and closes stalled watchers when the host nears TCP memory pressure. */
+  readonly kernelGuard: KernelMemoryGuard<Watcher>;
 
   constructor(
     private readonly store: Store,
@@ -77,6 +83,17 @@ export class WatchEngine {
     const budget = this.snapshotBudget;
     metrics.snapshotBytes.set(0);
     metrics.observeSnapshot(() => budget.used);
+    this.kernelGuard = new KernelMemoryGuard({
+      source: procTcpMemory,
+      minHeld: () => this.settings.watchBufferLimit,
+      watchers: () => this.watchers,
+      count: () => this.watchers.size,
+      shed: (w) => {
+        this.metrics.slowConsumerCloses.inc();
+        w.close('slow_consumer', 'the server holds too much in its TCP buffers for watchers that do not read; resume from your last revision');
+      },
+      logger,
+    });
   }
 
   start(): void {
@@ -85,6 +102,7 @@ export class WatchEngine {
     this.loops = [
       runPeriodically(s.safetyCheckInterval * 1000, this.stop.signal, () => this.safetyCheck(), onError('watch safety check')),
       runPeriodically((s.bookmarkInterval * 1000) / 4, this.stop.signal, async () => this.bookmarks(), onError('bookmarks')),
+      runPeriodically(KERNEL_CHECK_INTERVAL_MS, this.stop.signal, () => this.checkKernel(), onError('kernel TCP memory check')),
     ];
   }
 
@@ -212,6 +230,7 @@ export class WatchEngine {
         if (this.listTurns.delete(w)) this.admission.release();
       },
       onPaused: () => this.checkQueue(),
+      kernel: this.kernelGuard,
       onClose: (w) => this.remove(w),
     });
     if (listTurn) this.listTurns.add(watcher);
@@ -234,6 +253,7 @@ export class WatchEngine {
 
   private remove(w: Watcher): void {
     this.watchers.delete(w);
+    this.kernelGuard.forget(w);
     const device = this.deviceOf.get(w);
     if (device !== undefined) {
       this.deviceOf.delete(w);
@@ -310,6 +330,10 @@ export class WatchEngine {
       w.close('slow_consumer', 'the server has too much queued for slow watchers; resume from your last revision');
     }
     this.logger.warn({ limit, held: before, closed, heaviest: heaviest[0] ? held.get(heaviest[0]) : 0 }, 'watch queue over its limit: closed the watchers holding the most');
+  }
+
+  private async checkKernel(): Promise<void> {
+    if (this.watchers.size > 0) await this.kernelGuard.check();
   }
 
   bookmarks(): void {

@@ -7,6 +7,8 @@ import type { FeedListener, OrgFeed } from './org-feed.js';
 import { CATCH_UP_PAGE } from './catch-up-reads.js';
 import { encodeError, encodeTail, LAST_CHUNK } from './encode.js';
 import type { WatchMetrics } from './watch-metrics.js';
+import { connectionKey } from './proc-tcp.js';
+import { resetConnection } from './socket-reset.js';
 
 interface KindState {
   /** Events of this kind with revision ≤ gt are not sent. */
@@ -33,6 +35,8 @@ export interface WatcherOptions {
   onListed?(w: Watcher): void;
   /** Called when writing pauses because the socket's buffer is over its limit. */
   onPaused?(): void;
+  /** Whether the watcher may hand the kernel more while the host nears TCP memory pressure (KernelMemoryGuard). */
+  kernel?: { admit(w: Watcher, bytes: number): boolean };
   onClose(w: Watcher): void;
 }
 
@@ -72,6 +76,11 @@ export class Watcher implements FeedListener {
   paused = false;
   closed = false;
   lastWriteAt = performance.now();
+  pausedAt = 0;
+  /** Its client took what filled its send buffer, at least once: it reads. */
+  drained = false;
+  /** The connection's key in the kernel's send-queue figures (see KernelMemoryGuard). */
+  readonly connectionKey: string | undefined;
   private readonly kinds = new Map<WatchKind, KindState>();
   private readonly kindList: WatchKind[];
   /**
@@ -98,10 +107,13 @@ export class Watcher implements FeedListener {
   private listedObjects = 0;
   private listed = false;
   private slowTimer: NodeJS.Timeout | undefined;
+  /** Refused by the kernel guard: waits for `wake`. */
+  private gated = false;
 
   constructor(private readonly o: WatcherOptions) {
     this.feed = o.feed;
     this.tokenId = o.tokenId;
+    this.connectionKey = connectionKey(o.socket);
     let position = Number.MAX_SAFE_INTEGER;
     let listUntil = 0;
     for (const w of o.watches) {
@@ -136,12 +148,13 @@ export class Watcher implements FeedListener {
 
   /** Sends what the watcher is missing; synchronous while it is inside the ring. */
   pump(): void {
-    if (this.closed || this.paused) return;
+    if (this.closed || this.paused || this.gated) return;
     if (this.snapshotList && !this.writeSnapshotList(this.snapshotList)) return;
     if (this.reading) {
       this.wakeAgain = true;
       return;
     }
+    if (!this.caughtUp && !this.admitted(0)) return;
     const ring = this.feed.ring;
     if (ring && this.inRing(ring)) {
       this.drainRing(ring);
@@ -170,6 +183,7 @@ export class Watcher implements FeedListener {
       while (l.offset < list.length) {
         // Slices share the snapshot's memory: what waits in the socket is a view, not a copy.
         const end = Math.min(list.length, l.offset + Math.max(LIST_MIN_SLICE, limit - this.o.socket.writableLength));
+        if (!this.admitted(end - l.offset)) return false;
         this.write(list.subarray(l.offset, end), false);
         this.viewsEnd = this.writtenTotal;
         l.offset = end;
@@ -204,7 +218,10 @@ export class Watcher implements FeedListener {
     try {
       for (let i = from; i < ring.size; i++) {
         const e = ring.at(i);
-        if (this.wanted(e)) this.write(e.bytes, true);
+        if (this.wanted(e)) {
+          if (!this.admitted(e.bytes.length)) return;
+          this.write(e.bytes, true);
+        }
         this.position = e.revision;
         // Nothing follows an organization's own delete.
         if (e.kind === 'organization' && e.deleted) return this.close(undefined, '');
@@ -219,7 +236,7 @@ export class Watcher implements FeedListener {
 
   private async catchUp(): Promise<void> {
     for (;;) {
-      if (this.closed || this.paused) return;
+      if (this.closed || this.paused || !this.admitted(0)) return;
       const ring = this.feed.ring;
       if (ring && this.inRing(ring)) return this.drainRing(ring);
       const page = await this.feed.catchUp.read(this.position, this.kindList, {
@@ -305,9 +322,26 @@ export class Watcher implements FeedListener {
    */
   get held(): number {
     const queued = this.o.socket.writableLength;
-    const taken = this.writtenTotal - queued;
-    const views = Math.min(queued, Math.max(0, this.viewsEnd - taken));
-    return queued - views;
+    return queued - Math.min(queued, Math.max(0, this.viewsEnd - this.handed));
+  }
+
+  /** Bytes handed to the kernel so far. */
+  get handed(): number {
+    return this.writtenTotal - this.o.socket.writableLength;
+  }
+
+  /** Whether the kernel guard lets `bytes` more go; when not, the watcher waits for `wake`. */
+  private admitted(bytes: number): boolean {
+    if (this.o.kernel?.admit(this, bytes) ?? true) return true;
+    this.gated = true;
+    return false;
+  }
+
+  /** The kernel guard has room again. */
+  wake(): void {
+    if (!this.gated) return;
+    this.gated = false;
+    this.pump();
   }
 
   private overLimit(): boolean {
@@ -316,6 +350,7 @@ export class Watcher implements FeedListener {
 
   private pause(): void {
     this.paused = true;
+    this.pausedAt = performance.now();
     this.o.onPaused?.();
     this.o.socket.once('drain', () => this.resume());
     this.slowTimer = setTimeout(() => {
@@ -330,6 +365,7 @@ export class Watcher implements FeedListener {
     clearTimeout(this.slowTimer);
     this.slowTimer = undefined;
     this.paused = false;
+    this.drained = true;
     this.pump();
   }
 
@@ -337,11 +373,16 @@ export class Watcher implements FeedListener {
   close(code: ErrorCode | undefined, message: string): void {
     if (this.closed) return;
     const socket = this.o.socket;
-    if (code !== undefined) socket.write(encodeError(code, message));
-    socket.end(LAST_CHUNK);
-    // A client that doesn't read would keep the socket (and its buffer) forever.
-    const hard = setTimeout(() => socket.destroy(), code === 'slow_consumer' ? 0 : 5000);
-    hard.unref();
+    if (code === 'slow_consumer') {
+      // Reset, without the error line: it would wait behind what the kernel holds (up to 4 MiB) for a client
+      // that doesn't take it, and so would the kernel's memory, for minutes (see resetConnection).
+      resetConnection(socket);
+    } else {
+      if (code !== undefined) socket.write(encodeError(code, message));
+      socket.end(LAST_CHUNK);
+      // A client that doesn't read would keep the socket (and its buffer) forever.
+      setTimeout(() => resetConnection(socket), 5000).unref();
+    }
     this.finish(code ?? 'ended');
   }
 

@@ -1,0 +1,298 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WATCH_KINDS } from '../../src/protocol/index.js';
+import { KernelMemoryGuard, STALL_GRACE_MS, type GuardedStream } from '../../src/server/watch/kernel-memory-guard.js';
+import { connectionKey, parseProcNetTcp, PAGE_BYTES, procTcpMemory, type TcpMemorySource } from '../../src/server/watch/proc-tcp.js';
+import { requireBinary } from '../support/binaries.js';
+import { hasKernelTcpFigures } from './support/kernel-tcp.js';
+import { createBigGroup, openTracked } from './support/stall.js';
+import { eventually, startWatchServer, type WatchServer } from './support/watch-server.js';
+
+const linux = hasKernelTcpFigures() || requireBinary('Linux /proc TCP figures (/proc/net/tcp, /proc/net/sockstat)', false);
+
+describe('/proc/net/tcp figures', () => {
+  it('parses connections of /proc/net/tcp and tcp6 (IPv4-mapped addresses as IPv4), leaving listening sockets out', () => {
+    const out = new Map<string, number>();
+    parseProcNetTcp(
+      [
+        '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+        '   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0',
+        '   1: 0100007F:1F90 0200007F:9C40 01 003C0000:00000000 01:00000014 00000000     0        0 2 1 0 20 4 30 10 -1',
+      ].join('\n'),
+      out,
+    );
+    parseProcNetTcp(
+      [
+        '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+        '   0: 0000000000000000FFFF00000100007F:1F90 0000000000000000FFFF00000300007F:9C41 01 00000010:00000000 00:00000000 00000000     0        0 3 1 0 20 4 30 10 -1',
+        '   1: 00000000000000000000000001000000:1F90 00000000000000000000000001000000:9C42 08 00000000:00000000 00:00000000 00000000     0        0 4 1 0 20 4 30 10 -1',
+        '   2: 000080FE00000000FF000002FE01A8C0:0050 B80D0120000000000000000001000000:C350 01 00000001:00000000 00:00000000 00000000     0        0 5 1 0 20 4 30 10 -1',
+      ].join('\n'),
+      out,
+    );
+    expect(out).toEqual(
+      new Map([
+        [connectionKey({ localAddress: '127.0.0.1', localPort: 8080, remoteAddress: '127.0.0.2', remotePort: 40000 }), 0x3c0000],
+        [connectionKey({ localAddress: '::ffff:127.0.0.1', localPort: 8080, remoteAddress: '::ffff:127.0.0.3', remotePort: 40001 }), 0x10],
+        [connectionKey({ localAddress: '::1', localPort: 8080, remoteAddress: '::1', remotePort: 40002 }), 0],
+        [connectionKey({ localAddress: 'fe80::200:ff:c0a8:1fe', localPort: 80, remoteAddress: '2001:db8::1', remotePort: 50000 }), 1],
+      ]),
+    );
+  });
+
+  describe.runIf(linux)('on this kernel', () => {
+    let server: Server;
+    const accepted: Socket[] = [];
+    const clients: Socket[] = [];
+    beforeAll(async () => {
+      server = createServer((s) => {
+        accepted.push(s);
+        // More than a loopback connection takes when its client doesn't read.
+        s.write(Buffer.alloc(16 * 1024 * 1024));
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    });
+    afterAll(async () => {
+      for (const s of [...clients, ...accepted]) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    });
+
+    it("finds a connection by node's endpoints, with the bytes its peer has not acknowledged", async () => {
+      const port = (server.address() as { port: number }).port;
+      const client = connect({ host: '127.0.0.1', port });
+      clients.push(client);
+      client.pause();
+      await eventually(() => accepted.length === 1, 'the connection is accepted');
+      const served = accepted[0];
+      if (!served) throw new Error('unreachable');
+      await eventually(async () => ((await procTcpMemory.sendQueues()).get(connectionKey(served) ?? '') ?? 0) > 1024 * 1024, 'the kernel holds what the client does not read');
+      const queues = await procTcpMemory.sendQueues();
+      expect(queues.get(connectionKey(client) ?? '')).toBe(0);
+      expect(procTcpMemory.pages()).toBeGreaterThan(0);
+      expect(procTcpMemory.pressurePages()).toBeGreaterThan(0);
+      expect(procTcpMemory.sendBufferMax()).toBeGreaterThan(0);
+    });
+  });
+});
+
+/** A stream as the guard sees it; its fields are set by the test. */
+class FakeStream implements GuardedStream {
+  closed = false;
+  paused = false;
+  caughtUp = false;
+  pausedAt = 0;
+  lastWriteAt = performance.now();
+  handed = 0;
+  drained = false;
+  woken = 0;
+  constructor(readonly connectionKey: string) {}
+  wake(): void {
+    this.woken++;
+  }
+}
+
+const PRESSURE = 1000;
+const LIMIT = PRESSURE / 2;
+const BUFFER_MAX = 40 * PAGE_BYTES;
+
+function fakeKernel(): TcpMemorySource & { now: number; queues: Map<string, number> } {
+  return {
+    now: 0,
+    queues: new Map(),
+    pages() {
+      return this.now;
+    },
+    pressurePages: () => PRESSURE,
+    sendBufferMax: () => BUFFER_MAX,
+    async sendQueues() {
+      return new Map(this.queues);
+    },
+  };
+}
+
+function guarded(n: number, source = fakeKernel()) {
+  const streams = Array.from({ length: n }, (_, i) => new FakeStream(`s${i}`));
+  const shed: FakeStream[] = [];
+  const guard = new KernelMemoryGuard<FakeStream>({
+    source,
+    minHeld: () => 4 * PAGE_BYTES,
+    watchers: () => streams.filter((s) => !s.closed),
+    count: () => streams.filter((s) => !s.closed).length,
+    shed: (s) => {
+      s.closed = true;
+      shed.push(s);
+    },
+    logger: pino({ level: 'silent' }),
+  });
+  return { guard, source, streams, shed };
+}
+
+/** Lets the guard's read of the send queues (started by `check`) finish. */
+const settle = () => new Promise((r) => setTimeout(r, 10));
+const longAgo = () => performance.now() - 2 * STALL_GRACE_MS;
+
+describe('KernelMemoryGuard', () => {
+  it('under its share of the kernel pressure threshold lets everything go; past it, holds lists back, lets readers and streams that drained go on, and wakes the held once there is room', async () => {
+    const { guard, source, streams, shed } = guarded(10);
+    const [list, reader, stalled] = streams;
+    if (!list || !reader || !stalled) throw new Error('unreachable');
+    reader.caughtUp = true;
+    // What is past the share is the streams': one holds a lot in the kernel (and wrote just now: not closed yet).
+    stalled.caughtUp = true;
+    source.queues.set(stalled.connectionKey, 50 * PAGE_BYTES);
+    source.queues.set(reader.connectionKey, 0);
+    source.now = LIMIT - 5;
+    expect(guard.admit(list, 1000)).toBe(true);
+    expect(guard.admit(reader, 1000)).toBe(true);
+    source.now = LIMIT + 1;
+    // The guard reads the kernel's figures again once they are a few milliseconds old.
+    await settle();
+    // Past the share, streams at the head wait too until a look at the send queues shows they read.
+    expect(guard.admit(reader, 1000)).toBe(false);
+    await guard.check();
+    await settle();
+    expect(reader.woken).toBe(1);
+    expect(guard.admit(list, 1000)).toBe(false);
+    expect(guard.admit(reader, 1000)).toBe(true);
+    expect(guard.admit(stalled, 1000)).toBe(false);
+    // A stream whose client drained a full send buffer reads: what it is handed replaces what it took.
+    const reading = streams[3];
+    if (!reading) throw new Error('unreachable');
+    reading.drained = true;
+    expect(guard.admit(reading, 1000)).toBe(true);
+    await guard.check();
+    expect(list.woken).toBe(0);
+    source.now = LIMIT - 10;
+    await guard.check();
+    expect(list.woken).toBe(1);
+    expect(guard.waitingCount).toBe(0);
+    expect(shed).toEqual([]);
+  });
+
+  it('counts what it admitted since it last read the kernel: a burst stops at the limit', () => {
+    const { guard, source, streams } = guarded(10);
+    source.now = LIMIT - 10;
+    const admitted = streams.filter((s) => guard.admit(s, 4 * PAGE_BYTES)).length;
+    // 10 pages left: two streams of 4 pages, then the third crosses the limit, and the rest wait.
+    expect(admitted).toBe(3);
+  });
+
+  it('closes streams paused past the grace, those paused longest first, until the excess is covered', async () => {
+    const { guard, source, streams, shed } = guarded(10);
+    const [old, older, recent] = streams;
+    if (!old || !older || !recent) throw new Error('unreachable');
+    for (const s of [old, older, recent]) {
+      s.paused = true;
+      s.handed = 100 * PAGE_BYTES;
+    }
+    old.pausedAt = longAgo();
+    older.pausedAt = old.pausedAt - 1000;
+    recent.pausedAt = performance.now();
+    // 50 pages over: one paused stream holds up to a whole send buffer (40 pages), so two are closed.
+    source.now = LIMIT + 50;
+    await guard.check();
+    expect(shed).toEqual([older, old]);
+    expect(recent.closed).toBe(false);
+  });
+
+  it('past its share, reads the send queues: streams holding more than their limit wait, and those stalled past the grace are closed, the heaviest first', async () => {
+    const { guard, source, streams, shed } = guarded(10);
+    const [light, heavy, heavier, busy, reader] = streams;
+    if (!light || !heavy || !heavier || !busy || !reader) throw new Error('unreachable');
+    for (const s of streams) {
+      s.caughtUp = true;
+      s.lastWriteAt = longAgo();
+    }
+    busy.lastWriteAt = performance.now();
+    source.queues = new Map([
+      [reader.connectionKey, 0],
+      [light.connectionKey, 3 * PAGE_BYTES],
+      [heavy.connectionKey, 20 * PAGE_BYTES],
+      [heavier.connectionKey, 30 * PAGE_BYTES],
+      [busy.connectionKey, 90 * PAGE_BYTES],
+    ]);
+    source.now = LIMIT + 25;
+    await guard.check();
+    await settle();
+    // 25 pages over: the heavier (30) covers it; the busy one wrote within the grace.
+    expect(shed).toEqual([heavier]);
+    // Streams at the head holding more than their limit in the kernel are held back; readers go on.
+    expect(guard.admit(heavy, 1)).toBe(false);
+    expect(guard.admit(busy, 1)).toBe(false);
+    expect(guard.admit(light, 1)).toBe(true);
+    expect(guard.admit(reader, 1)).toBe(true);
+  });
+
+  it('when the streams hold none of what is past the share, they all go on', async () => {
+    const { guard, source, streams, shed } = guarded(10);
+    const [list] = streams;
+    if (!list) throw new Error('unreachable');
+    source.now = LIMIT + 100;
+    expect(guard.admit(list, 1)).toBe(false);
+    await guard.check();
+    await settle();
+    expect(shed).toEqual([]);
+    expect(list.woken).toBe(1);
+    expect(guard.admit(list, 1)).toBe(true);
+  });
+
+  it('does nothing with streams too few to hold a tenth of its share, or without the kernel figures', async () => {
+    // 1 stream × 40 pages < 0.1 × 500 pages.
+    const few = guarded(1);
+    few.source.now = PRESSURE;
+    const [only] = few.streams;
+    if (!only) throw new Error('unreachable');
+    expect(few.guard.admit(only, 1)).toBe(true);
+    const blind = guarded(10, { ...fakeKernel(), pages: () => undefined });
+    const [any] = blind.streams;
+    if (!any) throw new Error('unreachable');
+    expect(blind.guard.limitPages).toBeUndefined();
+    expect(blind.guard.admit(any, 1)).toBe(true);
+    expect(await blind.guard.check()).toBe(0);
+  });
+});
+
+describe.runIf(linux)('a watcher closed with slow_consumer', () => {
+  let ws: WatchServer;
+  beforeAll(async () => {
+    ws = await startWatchServer('pglite', { watchBufferLimit: 64 * 1024, slowConsumerTimeout: 0.3 });
+  });
+  afterAll(async () => {
+    await ws.close();
+  });
+
+  it('has its connection reset: the kernel keeps nothing of it (an orphan would go on holding its send buffer)', async () => {
+    const org = (await ws.h.createOrg()).id;
+    // About 7 MB: more than a loopback connection takes when its client doesn't read.
+    for (let i = 0; i < 20; i++) await createBigGroup(ws, org, i);
+    const { stream, watcher } = await openTracked(ws, org, { paused: true, watches: WATCH_KINDS.map((kind) => ({ kind })) });
+    const served = watcher.connectionKey;
+    const client = connectionKey(stream.socket);
+    if (served === undefined || client === undefined) throw new Error('no connection key');
+    await eventually(() => watcher.closed, 'the stalled watcher is closed');
+    expect(await ws.metric('fleetplane_watch_streams_ended_total', { reason: 'slow_consumer' })).toBe(1);
+    // Twice: a read of the table while connections come and go may skip one.
+    for (let i = 0; i < 2; i++) {
+      const queues = await procTcpMemory.sendQueues();
+      expect(queues.has(served)).toBe(false);
+      expect(queues.has(client)).toBe(false);
+    }
+    stream.destroy();
+  });
+
+  it('at the head, with everything in the kernel, is reset too, and its descriptor closed (a reset during a shutdown would leave it open)', async () => {
+    const org = (await ws.h.createOrg()).id;
+    await createBigGroup(ws, org, 0);
+    const { stream, watcher } = await openTracked(ws, org, { paused: true, watches: WATCH_KINDS.map((kind) => ({ kind })) });
+    await eventually(() => watcher.caughtUp, 'the watcher sent everything');
+    expect(watcher.paused).toBe(false);
+    const served = watcher.connectionKey;
+    if (served === undefined) throw new Error('no connection key');
+    const endedBefore = await ws.metric('fleetplane_watch_streams_ended_total', { reason: 'slow_consumer' });
+    watcher.close('slow_consumer', 'closed by the test');
+    expect(await ws.metric('fleetplane_watch_streams_ended_total', { reason: 'slow_consumer' })).toBe(endedBefore + 1);
+    await eventually(async () => !(await procTcpMemory.sendQueues()).has(served), 'the connection is gone from the kernel');
+    stream.destroy();
+  });
+});
