@@ -42,7 +42,9 @@ describe('fleetplane serve as a real process', () => {
       for (const p of [wide, local]) await p.waitFor(/admin token: fpa_\S+\n/);
       for (const p of [wide, local]) {
         p.child.kill('SIGTERM');
-        expect((await p.exit).code).toBe(0);
+        const { code, signal } = await p.exit;
+        // A signal here means the process died rather than drained: its last log lines say why.
+        expect({ code, signal }, p.out.stderr.split('\n').slice(-5).join('\n')).toEqual({ code: 0, signal: null });
         // The banner (and nothing else) on stdout, whole lines, no log record among them.
         expect(p.out.stdout).toMatch(/^fleetplane is listening on http:\/\/127\.0\.0\.1:\d+\nadmin token: fpa_\S+\ntry: curl [^\n]+\n$/);
         // stderr is not a terminal here: pino's JSON, one object per line.
