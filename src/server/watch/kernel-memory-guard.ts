@@ -14,8 +14,14 @@ export const KERNEL_SHARE = 0.5;
  * took the host there, and another process's load must not cut them.
  */
 export const OWN_SHARE = 0.1;
-/** A stream that made no progress (no drain, no write) for this long while the host is past its share may be closed: a reader's pauses end sooner. */
-export const STALL_GRACE_MS = 1000;
+/**
+ * A stream that made no progress (no drain, no write) for this long while
+ * the host is past its share may be closed. Holding streams back already
+ * stops the growth; closing is for memory a client never takes. A herd of
+ * joiners whose clients are busy pauses for seconds at a time (1 s closed 77
+ * of 2,000 in the fleet bench's all-at-once join), and a reader's pauses end sooner.
+ */
+export const STALL_GRACE_MS = 10_000;
 /** Figures this old are read again before a stream is admitted (one read of /proc/net/sockstat). */
 const FRESH_MS = 5;
 /** Least time between two reads of every connection's send queue... */
