@@ -81,7 +81,8 @@ class FakeStream implements GuardedStream {
   closed = false;
   paused = false;
   caughtUp = false;
-  pausedAt = 0;
+  /** When it last paused (performance.now()); never: -Infinity. */
+  pausedAt = Number.NEGATIVE_INFINITY;
   lastWriteAt = performance.now();
   handed = 0;
   drained = false;
@@ -114,13 +115,15 @@ function fakeKernel(): TcpMemorySource & { now: number; queues: Map<string, numb
 function guarded(n: number, source = fakeKernel()) {
   const streams = Array.from({ length: n }, (_, i) => new FakeStream(`s${i}`));
   const shed: FakeStream[] = [];
+  // As the watch engine keeps them: a closed stream leaves the set.
+  const open = new Set(streams);
   const guard = new KernelMemoryGuard<FakeStream>({
     source,
-    minHeld: () => 4 * PAGE_BYTES,
-    watchers: () => streams.filter((s) => !s.closed),
-    count: () => streams.filter((s) => !s.closed).length,
+    minHeld: 4 * PAGE_BYTES,
+    watchers: open,
     shed: (s) => {
       s.closed = true;
+      open.delete(s);
       shed.push(s);
     },
     logger: pino({ level: 'silent' }),

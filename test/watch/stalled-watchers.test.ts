@@ -122,6 +122,7 @@ interface Attack {
   health: number[];
   opened: number;
   reopened: number;
+  reopenFailures: number;
   shed: number;
   ended: Record<string, number>;
 }
@@ -233,6 +234,7 @@ describe.runIf(enabled)('1,000 stalled watchers (issue 12)', () => {
         health,
         opened: stalled.opened,
         reopened: stalled.reopened,
+        reopenFailures: stalled.reopenFailures,
         shed: (await metric(url, 'fleetplane_watch_slow_consumer_closes_total')) - shedBefore,
         ended: Object.fromEntries(Object.entries(await endedByReason(url)).map(([k, n]) => [k, n - (endedBefore[k] ?? 0)]).filter(([, n]) => n !== 0)),
       };
@@ -258,6 +260,7 @@ describe.runIf(enabled)('1,000 stalled watchers (issue 12)', () => {
       healthMs: { p50: +percentile(health, 50).toFixed(1), p90: +percentile(health, 90).toFixed(1), max: +percentile(health, 100).toFixed(1) },
       opened: a.opened,
       reopened: a.reopened,
+      reopenFailures: a.reopenFailures,
       shed: a.shed,
       ended: a.ended,
     };

@@ -85,13 +85,9 @@ export class WatchEngine {
     metrics.observeSnapshot(() => budget.used);
     this.kernelGuard = new KernelMemoryGuard({
       source: procTcpMemory,
-      minHeld: () => this.settings.watchBufferLimit,
-      watchers: () => this.watchers,
-      count: () => this.watchers.size,
-      shed: (w) => {
-        this.metrics.slowConsumerCloses.inc();
-        w.close('slow_consumer', 'the server holds too much in its TCP buffers for watchers that do not read; resume from your last revision');
-      },
+      minHeld: settings.watchBufferLimit,
+      watchers: this.watchers,
+      shed: (w) => w.close('slow_consumer', 'the server holds too much in its TCP buffers for watchers that do not read; resume from your last revision'),
       logger,
     });
   }
@@ -310,26 +306,25 @@ export class WatchEngine {
     if (!force && now - this.lastQueueCheck < QUEUE_CHECK_SPACING_MS) return;
     this.lastQueueCheck = now;
     let total = 0;
-    const held = new Map<Watcher, number>();
+    const held: [Watcher, number][] = [];
     for (const w of this.watchers) {
       const bytes = w.held;
       total += bytes;
-      if (bytes > 0) held.set(w, bytes);
+      if (bytes > 0) held.push([w, bytes]);
     }
     this.metrics.queuedBytes.set(total);
     const limit = this.settings.watchQueueLimit;
     if (total <= limit) return;
-    const heaviest = [...held.keys()].sort((a, b) => (held.get(b) ?? 0) - (held.get(a) ?? 0));
+    held.sort((a, b) => b[1] - a[1]);
     const before = total;
     let closed = 0;
-    for (const w of heaviest) {
+    for (const [w, bytes] of held) {
       if (total <= limit) break;
       closed++;
-      total -= held.get(w) ?? 0;
-      this.metrics.slowConsumerCloses.inc();
+      total -= bytes;
       w.close('slow_consumer', 'the server has too much queued for slow watchers; resume from your last revision');
     }
-    this.logger.warn({ limit, held: before, closed, heaviest: heaviest[0] ? held.get(heaviest[0]) : 0 }, 'watch queue over its limit: closed the watchers holding the most');
+    this.logger.warn({ limit, held: before, closed, heaviest: held[0]?.[1] ?? 0 }, 'watch queue over its limit: closed the watchers holding the most');
   }
 
   private async checkKernel(): Promise<void> {

@@ -54,10 +54,9 @@ export interface GuardedStream {
 export interface KernelGuardOptions<W extends GuardedStream> {
   source: TcpMemorySource;
   /** A stream with at most this many bytes in its kernel send queue is never closed by the guard. */
-  minHeld: () => number;
-  watchers: () => Iterable<W>;
-  /** How many streams there are. */
-  count: () => number;
+  minHeld: number;
+  /** The open streams (the set the guard's owner keeps: read, never changed, by the guard). */
+  watchers: ReadonlySet<W>;
   /** Closes a stream (with `slow_consumer`, resetting its connection, which frees its kernel buffers). */
   shed: (w: W) => void;
   logger: Logger;
@@ -119,7 +118,7 @@ export class KernelMemoryGuard<W extends GuardedStream> {
   /** Past the limit, with streams enough to matter. */
   private over(): boolean {
     const limit = this.limitPages;
-    if (limit === undefined || this.o.count() * this.sendBufferMax < OWN_SHARE * limit * PAGE_BYTES) return false;
+    if (limit === undefined || this.o.watchers.size * this.sendBufferMax < OWN_SHARE * limit * PAGE_BYTES) return false;
     return this.refresh() > limit;
   }
 
@@ -159,7 +158,7 @@ export class KernelMemoryGuard<W extends GuardedStream> {
     const now = performance.now();
     const excess = (this.refresh(now) - limit) * PAGE_BYTES;
     // A paused stream's send buffer is full: it holds what it was handed, up to the buffer's size.
-    const paused = [...this.o.watchers()].filter((w) => !w.closed && w.paused && now - w.pausedAt >= STALL_GRACE_MS);
+    const paused = [...this.o.watchers].filter((w) => !w.closed && w.paused && now - w.pausedAt >= STALL_GRACE_MS);
     paused.sort((a, b) => a.pausedAt - b.pausedAt);
     let freed = 0;
     let closed = 0;
@@ -190,14 +189,13 @@ export class KernelMemoryGuard<W extends GuardedStream> {
     const excess = (this.refresh() - limit) * PAGE_BYTES;
     if (excess <= 0) return;
     const after = performance.now() - STALL_GRACE_MS;
-    const minHeld = this.o.minHeld();
     const held: [W, number][] = [];
     const cleared = new Set<W>();
     let ours = 0;
-    for (const w of this.o.watchers()) {
+    for (const w of this.o.watchers) {
       const bytes = w.closed || w.connectionKey === undefined ? undefined : queues.get(w.connectionKey);
       if (bytes === undefined) continue;
-      if (bytes <= minHeld) {
+      if (bytes <= this.o.minHeld) {
         cleared.add(w);
         continue;
       }

@@ -76,7 +76,8 @@ export class Watcher implements FeedListener {
   paused = false;
   closed = false;
   lastWriteAt = performance.now();
-  pausedAt = 0;
+  /** When it last paused (performance.now()); never: -Infinity. */
+  pausedAt = Number.NEGATIVE_INFINITY;
   /** Its client took what filled its send buffer, at least once: it reads. */
   drained = false;
   /** The connection's key in the kernel's send-queue figures (see KernelMemoryGuard). */
@@ -353,10 +354,7 @@ export class Watcher implements FeedListener {
     this.pausedAt = performance.now();
     this.o.onPaused?.();
     this.o.socket.once('drain', () => this.resume());
-    this.slowTimer = setTimeout(() => {
-      this.o.metrics.slowConsumerCloses.inc();
-      this.close('slow_consumer', 'the watcher could not keep up; resume from your last revision');
-    }, this.o.slowConsumerTimeoutMs);
+    this.slowTimer = setTimeout(() => this.close('slow_consumer', 'the watcher could not keep up; resume from your last revision'), this.o.slowConsumerTimeoutMs);
     this.slowTimer.unref();
   }
 
@@ -374,6 +372,7 @@ export class Watcher implements FeedListener {
     if (this.closed) return;
     const socket = this.o.socket;
     if (code === 'slow_consumer') {
+      this.o.metrics.slowConsumerCloses.inc();
       // Reset, without the error line: it would wait behind what the kernel holds (up to 4 MiB) for a client
       // that doesn't take it, and so would the kernel's memory, for minutes (see resetConnection).
       resetConnection(socket);

@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net';
-import { HEADERS, MEDIA, paths } from '../../../src/protocol/index.js';
+import { bearerAuthorization, HEADERS, MEDIA, paths } from '../../../src/protocol/index.js';
 import { connectionKey, procTcpMemory } from '../../../src/server/watch/proc-tcp.js';
 import type { WatchTarget, WatchSpec } from './watch-client.js';
 
@@ -18,7 +18,7 @@ export function openStalled(target: WatchTarget, watches: readonly WatchSpec[]):
     `host: ${u.host}\r\n` +
     `${HEADERS.contentType}: ${MEDIA.json}\r\n` +
     `content-length: ${body.length}\r\n` +
-    (target.token !== undefined ? `${HEADERS.authorization}: Bearer ${target.token}\r\n` : '') +
+    (target.token !== undefined ? `${HEADERS.authorization}: ${bearerAuthorization(target.token)}\r\n` : '') +
     '\r\n';
   return new Promise((resolve, reject) => {
     const socket = connect({ host: u.hostname, port: Number(u.port) });
@@ -48,6 +48,8 @@ export class StalledStreams {
   /** Streams opened in all, reopened ones included. */
   opened = 0;
   reopened = 0;
+  /** Reopens that failed (the server refusing connections is what the test measures, not an error of the test). */
+  reopenFailures = 0;
   private readonly open = new Set<Socket>();
   /** Sockets the last `reap` didn't find. */
   private missing = new Set<Socket>();
@@ -86,7 +88,9 @@ export class StalledStreams {
     if (!this.open.delete(socket) || this.stopped) return;
     socket.destroy();
     this.reopened++;
-    this.openOne().catch(() => undefined);
+    this.openOne().catch(() => {
+      this.reopenFailures++;
+    });
   }
 
   /** Replaces the streams whose connection the server reset; resolves with how many. */
