@@ -1,7 +1,8 @@
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
 import pino, { type Logger } from 'pino';
-import { instrument, migrate, openPglite, openPostgres, startEmbeddedPostgres, type Database } from './db/index.js';
+import { instrument, migrate, openEmbedded, openPglite, openPostgres, type Database } from './db/index.js';
 import { createBus, type BusStats, type ReliabilityOptions, type SignalBus } from './bus/index.js';
 import { ReplicaRegistry } from './replicas/index.js';
 import { replicaRoutes } from './http/routes/replicas.js';
@@ -73,15 +74,8 @@ async function openDatabase(settings: Settings, logger: Logger): Promise<OpenedD
   const onNotice = (message: string): void => logger.debug({ message }, 'postgres notice');
   if (settings.databaseUrl) return { db: await openPostgres(settings.databaseUrl, { onNotice }) };
   if (settings.memory) return { db: await openPglite(undefined) };
-  const embedded = await startEmbeddedPostgres({ dataDir: settings.dataDir, logger });
-  let db: Database;
-  try {
-    db = await openPostgres(embedded.url, { onNotice });
-  } catch (err) {
-    await embedded.stop();
-    throw err;
-  }
-  return { db: { ...db, close: () => db.close().finally(() => embedded.stop()) }, embeddedExit: embedded.exited };
+  const embedded = await openEmbedded({ dataDir: settings.dataDir, logger }, { onNotice });
+  return { db: embedded.db, embeddedExit: embedded.exited };
 }
 
 /** Builds and (by default) starts a server from settings. */
@@ -224,7 +218,11 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   const certificate = tlsFiles ? new ReloadableCertificate(tlsFiles, app.server, logger) : undefined;
   if (opts.listen !== false) {
     try {
-      await app.listen({ host: settings.host, port: settings.port });
+      // Fastify opens a second, internal server for `localhost` (127.0.0.1 and ::1). Connection limits,
+      // certificate reloads and the client-error handler hold app.server only, so bind one address, as
+      // Node's own listen does for a name.
+      const host = settings.host === 'localhost' ? (await lookup('localhost')).address : settings.host;
+      await app.listen({ host, port: settings.port });
     } catch (err) {
       // A port in use: what started must stop, or its timers and connections keep the process alive.
       await close().catch((closeErr: unknown) => logger.warn({ err: closeErr }, 'closing after a failed listen failed'));

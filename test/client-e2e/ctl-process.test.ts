@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { FleetplaneClient, type CreatedOrgToken, type CreatedRegistrationKey, type Device, type Organization } from '../../src/client/index.js';
 import { packageVersion } from '../../src/cli/version.js';
-import { buildDist, fleetplane, type Run } from './support/ctl-process.js';
+import { buildDist, fleetplane, type Run } from '../support/fleetplane-process.js';
 import { ADMIN_TOKEN, startRealServer, uniqueName, until, wgKey, type RealServer } from './support/real-server.js';
 
 let rs: RealServer;

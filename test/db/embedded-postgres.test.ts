@@ -1,16 +1,18 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openPostgres, startEmbeddedPostgres, DataDirInUseError, CannotRunAsRootError, type EmbeddedPostgres } from '../../src/server/db/index.js';
 import { decideRunAs } from '../../src/server/db/embedded/run-as.js';
+import { postgresPids } from '../support/embedded-postgres-pids.js';
 
 const logger = pino({ level: 'silent' });
 /** initdb on a busy 2-core machine; this bounds a hang, not speed. */
 const START_TIMEOUT = 120_000;
 const isRoot = typeof process.geteuid === 'function' && process.geteuid() === 0;
+const nobodyUid = (): number => Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim());
 
 const dirs: string[] = [];
 const running: EmbeddedPostgres[] = [];
@@ -31,14 +33,18 @@ async function start(dataDir: string, namespaces?: boolean): Promise<EmbeddedPos
   return pg;
 }
 
-function postmasterPids(dataDir: string): number[] {
+async function stop(pg: EmbeddedPostgres): Promise<void> {
+  await pg.stop();
+  running.splice(running.indexOf(pg), 1);
+}
+
+/** Runs one statement on its own connection. */
+async function query<R extends Record<string, unknown>>(url: string, text: string): Promise<R[]> {
+  const db = await openPostgres(url, { max: 1 });
   try {
-    return execFileSync('pgrep', ['-f', `postgres -D ${join(dataDir, 'postgres')}`], { encoding: 'utf8' })
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
+    return await db.query<R>(text);
+  } finally {
+    await db.close();
   }
 }
 
@@ -48,26 +54,13 @@ describe('embedded PostgreSQL', () => {
     async () => {
       const dir = freshDir();
       const pg = await start(dir);
-      const db = await openPostgres(pg.url, { max: 1 });
-      try {
-        await db.query(`ALTER SYSTEM SET fsync = off`);
-        await db.query(`ALTER SYSTEM SET synchronous_commit = off`);
-      } finally {
-        await db.close();
-      }
-      await pg.stop();
-      running.splice(running.indexOf(pg), 1);
+      await query(pg.url, `ALTER SYSTEM SET fsync = off`);
+      await query(pg.url, `ALTER SYSTEM SET synchronous_commit = off`);
+      await stop(pg);
       // postgresql.auto.conf now turns durability off; the server's own start flags must win.
       const again = await start(dir);
-      const db2 = await openPostgres(again.url, { max: 1 });
-      try {
-        const [row] = await db2.query<{ fsync: string; sc: string; fpw: string }>(
-          `SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS sc, current_setting('full_page_writes') AS fpw`,
-        );
-        expect(row).toEqual({ fsync: 'on', sc: 'on', fpw: 'on' });
-      } finally {
-        await db2.close();
-      }
+      const settings = `SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS sc, current_setting('full_page_writes') AS fpw`;
+      expect(await query(again.url, settings)).toEqual([{ fsync: 'on', sc: 'on', fpw: 'on' }]);
     },
     START_TIMEOUT,
   );
@@ -81,16 +74,10 @@ describe('embedded PostgreSQL', () => {
       await expect(startEmbeddedPostgres({ dataDir: dir, logger })).rejects.toThrow(/^data directory .* is in use by another fleetplane server \(pid \d+\)$/);
       // The refused start left the first one's lock in place.
       await expect(startEmbeddedPostgres({ dataDir: dir, logger })).rejects.toBeInstanceOf(DataDirInUseError);
-      await first.stop();
-      running.splice(running.indexOf(first), 1);
-      expect(postmasterPids(dir)).toEqual([]);
+      await stop(first);
+      expect(postgresPids(dir)).toEqual([]);
       const second = await start(dir);
-      const db = await openPostgres(second.url, { max: 1 });
-      try {
-        expect(await db.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
-      } finally {
-        await db.close();
-      }
+      expect(await query(second.url, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
     },
     START_TIMEOUT,
   );
@@ -103,13 +90,7 @@ describe('embedded PostgreSQL', () => {
       const socketDir = url.searchParams.get('host') ?? '';
       expect(socketDir.startsWith('/')).toBe(true);
       expect(statSync(socketDir).mode & 0o077).toBe(0);
-      const db = await openPostgres(pg.url, { max: 1 });
-      try {
-        const [row] = await db.query<{ listen: string }>(`SELECT current_setting('listen_addresses') AS listen`);
-        expect(row?.listen).toBe('');
-      } finally {
-        await db.close();
-      }
+      expect(await query(pg.url, `SELECT current_setting('listen_addresses') AS listen`)).toEqual([{ listen: '' }]);
     },
     START_TIMEOUT,
   );
@@ -125,14 +106,8 @@ describe('embedded PostgreSQL', () => {
       const pg = await start(deep);
       const socketDir = new URL(pg.url).searchParams.get('host') ?? '';
       expect(socketDir.startsWith(deep)).toBe(false);
-      const db = await openPostgres(pg.url, { max: 1 });
-      try {
-        expect(await db.query('SELECT 2 AS two')).toEqual([{ two: 2 }]);
-      } finally {
-        await db.close();
-      }
-      await pg.stop();
-      running.splice(running.indexOf(pg), 1);
+      expect(await query(pg.url, 'SELECT 2 AS two')).toEqual([{ two: 2 }]);
+      await stop(pg);
       expect(() => statSync(socketDir)).toThrow();
     },
     START_TIMEOUT,
@@ -155,19 +130,15 @@ describe.runIf(isRoot)('embedded PostgreSQL started by root (PostgreSQL itself r
     'falls back to nobody without namespaces, and refuses with a clear error where nobody can\'t reach the data',
     async () => {
       const open = freshDir();
-      execFileSync('chmod', ['0755', open]);
+      chmodSync(open, 0o755);
       const pg = await start(join(open, 'data'), false);
       expect(pg.runAs).toBe('user');
-      const db = await openPostgres(pg.url, { max: 1 });
-      try {
-        const [row] = await db.query<{ user: string }>('SELECT current_user AS user');
-        expect(row?.user).toBe('fleetplane');
-      } finally {
-        await db.close();
-      }
+      // The cluster's files are nobody's: PostgreSQL runs as nobody.
+      expect(statSync(join(open, 'data', 'postgres')).uid).toBe(nobodyUid());
+      expect(await query(pg.url, 'SELECT current_user AS user')).toEqual([{ user: 'fleetplane' }]);
 
       const closed = freshDir();
-      execFileSync('chmod', ['0700', closed]);
+      chmodSync(closed, 0o700);
       expect(() => decideRunAs([join(closed, 'data')], { namespaces: false })).toThrow(CannotRunAsRootError);
       await expect(startEmbeddedPostgres({ dataDir: join(closed, 'data'), logger, namespaces: false })).rejects.toThrow(/nobody can't reach/);
     },

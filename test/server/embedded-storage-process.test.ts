@@ -1,29 +1,19 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paths } from '../../src/protocol/index.js';
-import { ensureBuilt, serve } from './support/serve-process.js';
+import { postgresPids } from '../support/embedded-postgres-pids.js';
+import { buildDist } from '../support/fleetplane-process.js';
+import { serve } from './support/serve-process.js';
 
 /** Starting a fresh process and its PostgreSQL is slow on a busy machine; this bounds a hang, not speed. */
 const PROCESS_TIMEOUT = 240_000;
 const TOKEN = 'fpa_embedded_storage_process_test_token';
 
-function postgresPids(dataDir: string): number[] {
-  try {
-    return execFileSync('pgrep', ['-f', `postgres -D ${join(dataDir, 'postgres')}`], { encoding: 'utf8' })
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
-}
-
 describe('the default storage of fleetplane serve (embedded PostgreSQL), as real processes', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'fp-serve-data-'));
-  beforeAll(ensureBuilt, 120_000);
+  beforeAll(buildDist, 120_000);
   afterAll(() => {
     for (const pid of postgresPids(dataDir)) process.kill(pid, 'SIGQUIT');
     rmSync(dataDir, { recursive: true, force: true });

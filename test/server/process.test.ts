@@ -1,13 +1,14 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { paths, ROUTES } from '../../src/protocol/index.js';
-import { ensureBuilt, serve } from './support/serve-process.js';
+import { buildDist } from '../support/fleetplane-process.js';
+import { serve } from './support/serve-process.js';
 
 /** Starting a fresh process is slow on a busy machine; this bounds a hang, not speed. */
 const PROCESS_TIMEOUT = 180_000;
 
 describe('fleetplane serve as a real process', () => {
-  beforeAll(ensureBuilt, 120_000);
+  beforeAll(buildDist, 120_000);
 
   it.concurrent('prints its URL and admin token, answers, and exits 0 on SIGTERM', async () => {
     const p = serve(['--memory', '--port', '0', '--host', '127.0.0.1']);

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-export const ROOT = join(import.meta.dirname, '..', '..', '..');
+export const ROOT = join(import.meta.dirname, '..', '..');
 export const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
 
 export interface Exit {

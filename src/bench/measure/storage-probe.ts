@@ -11,7 +11,7 @@
  */
 import { createInterface } from 'node:readline';
 import pino from 'pino';
-import { migrate, openPglite, openPostgres, startEmbeddedPostgres, type Database } from '../../server/db/index.js';
+import { migrate, openEmbedded, openPglite, type Database } from '../../server/db/index.js';
 import { MemoryBus } from '../../server/bus/index.js';
 import { Store } from '../../server/store/index.js';
 import { concurrentWrites, createTarget, sequentialWrites, writeOnce, type WriteTarget } from './storage-writes.js';
@@ -38,15 +38,7 @@ function parseJob(arg: string | undefined): ProbeJob {
 /** Opens the engine as src/server/server.ts does; `close` also stops an embedded PostgreSQL. */
 async function open(engine: StorageEngine, dataDir: string): Promise<Database> {
   if (engine === 'pglite-files') return openPglite(dataDir);
-  const embedded = await startEmbeddedPostgres({ dataDir, logger });
-  let db: Database;
-  try {
-    db = await openPostgres(embedded.url);
-  } catch (err) {
-    await embedded.stop();
-    throw err;
-  }
-  return { ...db, close: () => db.close().finally(() => embedded.stop()) };
+  return (await openEmbedded({ dataDir, logger })).db;
 }
 
 let opened: Database | undefined;

@@ -3,4 +3,4 @@ export { openPglite } from './pglite.js';
 export { openPostgres, socketAware, type PostgresOptions } from './postgres.js';
 export { instrument } from './instrumented.js';
 export { migrate, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
-export { startEmbeddedPostgres, DataDirInUseError, CannotRunAsRootError, NoEmbeddedBinariesError, type EmbeddedPostgres } from './embedded/index.js';
+export { openEmbedded, startEmbeddedPostgres, DataDirInUseError, CannotRunAsRootError, NoEmbeddedBinariesError, type EmbeddedPostgres } from './embedded/index.js';

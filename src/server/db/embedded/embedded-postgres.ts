@@ -10,6 +10,7 @@ import { postgresBinaries } from './postgres-binaries.js';
 import { decideRunAs, type RunAs } from './run-as.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { processAlive } from './process-alive.js';
+import { sleep } from '../../../util/periodic.js';
 import { postgresLogSink } from './postgres-log.js';
 
 /** The cluster lives in `<data dir>/postgres`; the server uses its `postgres` database as role `fleetplane`. */
@@ -18,6 +19,8 @@ const NAME = 'fleetplane';
 const PORT = 5432;
 /** sun_path is 108 bytes on Linux, 104 on macOS. */
 const SOCKET_PATH_MAX = 100;
+/** Each server process pools 10 connections plus its LISTEN session: room for --workers well past the cores of one machine. */
+const MAX_CONNECTIONS = 200;
 const READY_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 60_000;
 
@@ -36,8 +39,6 @@ export interface EmbeddedPostgres {
 export interface EmbeddedOptions {
   dataDir: string;
   logger: Logger;
-  /** Connections PostgreSQL accepts (the server's pools and LISTEN sessions). */
-  maxConnections?: number;
   /**
    * Whether a root server may run PostgreSQL in a user namespace (default:
    * when the system allows one); false goes straight to the `nobody` fallback.
@@ -51,14 +52,14 @@ function socketDir(clusterDir: string): string {
   return join(tmpdir(), `fleetplane-pg-${id}`);
 }
 
-function run(argv: readonly string[], runAs: RunAs, stdio: 'pipe' | 'ignore'): ChildProcess {
+function run(argv: readonly string[], runAs: RunAs): ChildProcess {
   const [file, ...args] = runAs.kind === 'namespace' ? [...runAs.wrapper, ...argv] : argv;
   if (file === undefined) throw new Error('nothing to run');
   const ids = runAs.kind === 'user' ? { uid: runAs.uid, gid: runAs.gid } : {};
   // LC_ALL=C: PostgreSQL's messages and the cluster's collation don't depend on the host's locale.
   // Detached: a terminal's Ctrl-C reaches the whole foreground group, and PostgreSQL must outlive the
   // server's drain (its last status batch); the server stops it last.
-  return spawn(file, args, { ...ids, detached: true, stdio: ['ignore', stdio, 'pipe'], env: { ...process.env, LC_ALL: 'C', TZ: 'UTC' } });
+  return spawn(file, args, { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C', TZ: 'UTC' } });
 }
 
 function finished(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
@@ -82,7 +83,7 @@ async function stopOrphan(clusterDir: string, logger: Logger): Promise<void> {
       process.kill(pid, 'SIGQUIT');
       throw new Error(`embedded PostgreSQL ${pid} from a previous server did not stop within ${STOP_TIMEOUT_MS / 1000} s`);
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 }
 
@@ -94,7 +95,7 @@ async function initCluster(clusterDir: string, initdb: string, runAs: RunAs, log
   mkdirSync(scratch, { mode: 0o700 });
   if (runAs.kind === 'user') chownSync(scratch, runAs.uid, runAs.gid);
   const started = Date.now();
-  const child = run([initdb, '-D', scratch, '-U', NAME, '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-instructions'], runAs, 'ignore');
+  const child = run([initdb, '-D', scratch, '-U', NAME, '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-instructions'], runAs);
   const stderr: string[] = [];
   child.stderr?.setEncoding('utf8').on('data', (s: string) => {
     if (stderr.length < 64) stderr.push(s);
@@ -109,8 +110,8 @@ async function waitReady(url: string, child: ChildProcess, exited: Promise<unkno
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let gone = false;
   void exited.then(() => (gone = true));
+  const target = socketAware(url);
   for (;;) {
-    const target = socketAware(url);
     const sql = postgres(target.url, { host: target.host, max: 1, connect_timeout: 5, onnotice: () => undefined });
     try {
       await sql`select 1`;
@@ -121,7 +122,7 @@ async function waitReady(url: string, child: ChildProcess, exited: Promise<unkno
     } finally {
       await sql.end({ timeout: 1 });
     }
-    await new Promise((r) => setTimeout(r, 25));
+    await sleep(25);
   }
 }
 
@@ -159,7 +160,7 @@ export async function startEmbeddedPostgres(o: EmbeddedOptions): Promise<Embedde
         '-c', 'listen_addresses=',
         '-c', `unix_socket_directories=${sockets}`,
         '-c', 'unix_socket_permissions=0700',
-        '-c', `max_connections=${o.maxConnections ?? 200}`,
+        '-c', `max_connections=${MAX_CONNECTIONS}`,
         // Durability is the point of this engine: never let a config file turn it off.
         '-c', 'fsync=on',
         '-c', 'synchronous_commit=on',
@@ -168,7 +169,6 @@ export async function startEmbeddedPostgres(o: EmbeddedOptions): Promise<Embedde
         '-c', 'log_min_error_statement=panic',
       ],
       runAs,
-      'ignore',
     );
     let stopping = false;
     // A server that exits without stop() (process.exit, an uncaught error) must not leave PostgreSQL

@@ -1,0 +1,22 @@
+import type { Database } from '../database.js';
+import { openPostgres, type PostgresOptions } from '../postgres.js';
+import { startEmbeddedPostgres, type EmbeddedOptions, type EmbeddedPostgres } from './embedded-postgres.js';
+
+/** The embedded PostgreSQL with a pool on it; closing the database also stops PostgreSQL. */
+export interface EmbeddedDatabase {
+  readonly db: Database;
+  readonly exited: EmbeddedPostgres['exited'];
+}
+
+/** Starts the data directory's PostgreSQL and opens a pool on it; a pool that can't open stops it again. */
+export async function openEmbedded(o: EmbeddedOptions, pool: PostgresOptions = {}): Promise<EmbeddedDatabase> {
+  const embedded = await startEmbeddedPostgres(o);
+  let db: Database;
+  try {
+    db = await openPostgres(embedded.url, pool);
+  } catch (err) {
+    await embedded.stop();
+    throw err;
+  }
+  return { db: { ...db, close: () => db.close().finally(() => embedded.stop()) }, exited: embedded.exited };
+}
