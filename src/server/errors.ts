@@ -21,6 +21,11 @@ export class ApiError extends Error {
     this.retryAfterS = options?.retryAfterS;
   }
 
+  /** `retryAfterS` as the `Retry-After` header carries it: whole seconds, at least 1. */
+  retryAfterHeader(): string | undefined {
+    return this.retryAfterS === undefined ? undefined : String(Math.max(1, Math.ceil(this.retryAfterS)));
+  }
+
   toBody(): ErrorBody {
     return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
   }

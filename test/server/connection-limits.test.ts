@@ -15,7 +15,7 @@ import { HEADERS } from '../../src/protocol/index.js';
 import { startServer, type FleetServer, type Settings } from '../../src/server/index.js';
 import { REFUSED_RETRY_AFTER_S, connectionCeiling } from '../../src/server/http/connection-limits.js';
 import { openFilesLimit } from '../../src/util/open-files-limit.js';
-import { RawConnection, codeOf, type RawResponse } from './support/raw-connection.js';
+import { RawConnection, codeOf } from './support/raw-connection.js';
 import { requireBinary, which } from '../support/binaries.js';
 import { issueServerCert, makeTestCa } from '../support/test-ca.js';
 
@@ -39,11 +39,23 @@ async function openCount(server: FleetServer, n: number): Promise<void> {
   throw new Error(`the server never counted ${n} open connections (it counts ${await metric(server, 'fleetplane_connections_open')})`);
 }
 
-/** What a connection past a limit gets without sending anything: the refusal, then the close. */
-async function refusal(c: RawConnection): Promise<RawResponse> {
+/** What a connection past a limit gets without sending anything: 503 `too_many_connections` with Retry-After, then the close. */
+async function expectRefused(c: RawConnection): Promise<void> {
   const res = await c.response();
+  expect(res.status).toBe(503);
+  expect(codeOf(res)).toBe('too_many_connections');
+  expect(res.headers[HEADERS.retryAfter]).toBe(String(REFUSED_RETRY_AFTER_S));
+  expect(res.headers[HEADERS.connection]).toBe('close');
   await c.closed;
-  return res;
+}
+
+/** Opens `n` connections, each served a /healthz, into `held` (which the caller destroys). */
+async function holdServed(held: RawConnection[], url: string, n: number, opts: { localAddress?: string } = {}): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const c = await RawConnection.open(url, opts);
+    held.push(c);
+    expect((await c.healthz()).status).toBe(200);
+  }
 }
 
 function start(overrides: Partial<Settings>): Promise<FleetServer> {
@@ -67,29 +79,17 @@ describe('--max-connections (PGlite)', () => {
   it('the connection past the limit gets 503 too_many_connections with Retry-After and is closed; closing some makes room', async () => {
     const held: RawConnection[] = [];
     try {
-      for (let i = 0; i < MAX; i++) {
-        const c = await RawConnection.open(url);
-        held.push(c);
-        expect((await c.healthz()).status).toBe(200);
-      }
+      await holdServed(held, url, MAX);
       const over = await RawConnection.open(url);
       held.push(over);
-      const res = await refusal(over);
-      expect(res.status).toBe(503);
-      expect(codeOf(res)).toBe('too_many_connections');
-      expect(res.headers[HEADERS.retryAfter]).toBe(String(REFUSED_RETRY_AFTER_S));
-      expect(res.headers[HEADERS.connection]).toBe('close');
+      await expectRefused(over);
       expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'total' })).toBe(1);
       // The ones already held are served as before.
       expect((await held[0]?.healthz())?.status).toBe(200);
 
       held.splice(0, 2).forEach((c) => c.destroy());
       await openCount(server, MAX - 2);
-      for (let i = 0; i < 2; i++) {
-        const c = await RawConnection.open(url);
-        held.push(c);
-        expect((await c.healthz()).status).toBe(200);
-      }
+      await holdServed(held, url, 2);
       expect(await metric(server, 'fleetplane_connections_refused_total')).toBe(1);
     } finally {
       for (const c of held) c.destroy();
@@ -108,10 +108,10 @@ describe('--max-connections (PGlite)', () => {
       await openCount(server, MAX);
       const overPrivate = await RawConnection.open(privateUrl);
       held.push(overPrivate);
-      expect(codeOf(await refusal(overPrivate))).toBe('too_many_connections');
+      await expectRefused(overPrivate);
       const overApi = await RawConnection.open(url);
       held.push(overApi);
-      expect(codeOf(await refusal(overApi))).toBe('too_many_connections');
+      await expectRefused(overApi);
       expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'private', reason: 'total' })).toBe(1);
     } finally {
       for (const c of held) c.destroy();
@@ -137,29 +137,18 @@ describe('--max-connections-per-source (PGlite)', () => {
   it('one address past its limit is refused, another address (and /healthz from it) is served, and closing makes room', async () => {
     const held: RawConnection[] = [];
     try {
-      for (let i = 0; i < PER_SOURCE; i++) {
-        const c = await RawConnection.open(url, { localAddress: '127.0.0.1' });
-        held.push(c);
-        expect((await c.healthz()).status).toBe(200);
-      }
+      await holdServed(held, url, PER_SOURCE, { localAddress: '127.0.0.1' });
       const over = await RawConnection.open(url, { localAddress: '127.0.0.1' });
       held.push(over);
-      const res = await refusal(over);
-      expect(res.status).toBe(503);
-      expect(codeOf(res)).toBe('too_many_connections');
-      expect(res.headers[HEADERS.retryAfter]).toBe(String(REFUSED_RETRY_AFTER_S));
+      await expectRefused(over);
       expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'per_source' })).toBe(1);
 
-      const other = await RawConnection.open(url, { localAddress: '127.0.0.2' });
-      held.push(other);
-      expect((await other.healthz()).status).toBe(200);
+      await holdServed(held, url, 1, { localAddress: '127.0.0.2' });
 
       held.shift()?.destroy();
       // Open now: two of 127.0.0.1's three, and 127.0.0.2's one.
       await openCount(server, PER_SOURCE);
-      const again = await RawConnection.open(url, { localAddress: '127.0.0.1' });
-      held.push(again);
-      expect((await again.healthz()).status).toBe(200);
+      await holdServed(held, url, 1, { localAddress: '127.0.0.1' });
     } finally {
       for (const c of held) c.destroy();
     }

@@ -7,7 +7,7 @@
  * /healthz failed 20 of 20 times.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HEADERS, MEDIA, paths } from '../../src/protocol/index.js';
 import { startServer, type FleetServer } from '../../src/server/index.js';
 import { privateKey, signPrivateToken } from '../../src/server/access/index.js';
@@ -78,6 +78,32 @@ describe('slow and unauthenticated request bodies (PGlite)', () => {
     }
   });
 
+  // body-timeout.ts: most bodies (an agent's status PUT) arrive with their headers, and those cost no timer.
+  it('a body sent with its headers gets no body timer; one still arriving when it is read gets one', async () => {
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    const bodyTimers = (): number => timers.mock.calls.filter((call) => call[1] === BODY_TIMEOUT_S * 1000).length;
+    const whole = await RawConnection.open(url);
+    const inPieces = await RawConnection.open(url);
+    try {
+      const body = JSON.stringify({ name: 'whole' });
+      whole.write(post(body.length, admin) + body);
+      expect((await whole.response()).status).toBe(201);
+      expect(bodyTimers()).toBe(0);
+
+      const later = JSON.stringify({ name: 'later' });
+      inPieces.write(post(later.length, admin) + later.slice(0, 4));
+      // The rest only once the server reads the body (and is waiting for it): well within --body-timeout.
+      for (let i = 0; i < 100 && bodyTimers() === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      inPieces.write(later.slice(4));
+      expect((await inPieces.response()).status).toBe(201);
+      expect(bodyTimers()).toBe(1);
+    } finally {
+      timers.mockRestore();
+      whole.destroy();
+      inPieces.destroy();
+    }
+  });
+
   // Fix: connection-close.ts; authentication already ran before the body (each route's guard, src/server/access/route-guard.ts).
   for (const who of ['no token', 'an unknown token'] as const) {
     it(`${who} with a large declared body gets 401 before sending any of it, and the server closes the connection`, async () => {
@@ -96,6 +122,22 @@ describe('slow and unauthenticated request bodies (PGlite)', () => {
       }
     });
   }
+
+  // Fix: connection-close.ts. A 408 or 413 closes the connection in Fastify itself; a reply made before the body
+  // is read (here a 415, the body's media type being refused) is the case Node would keep the connection for.
+  it('a body refused before it is read gets its answer at once, and the server closes the connection', async () => {
+    const c = await RawConnection.open(url);
+    try {
+      c.write(requestHead('POST', paths.organizations(), { [HEADERS.contentType]: 'text/plain', [HEADERS.contentLength]: 900_000, [HEADERS.authorization]: `Bearer ${admin}` }));
+      const res = await c.response();
+      expect(res.status).toBe(415);
+      expect(codeOf(res)).toBe('unsupported_media_type');
+      expect(res.headers[HEADERS.connection]).toBe('close');
+      expect(await c.dribble(50, 100)).toBe(true);
+    } finally {
+      c.destroy();
+    }
+  });
 
   it('a 401 without a body closes the connection too: a client without a valid token holds none', async () => {
     const c = await RawConnection.open(url);

@@ -108,21 +108,24 @@ export class ConnectionLimiter {
     }
     this.#openGauge.set({ listener: opts.listener }, 0);
     const answer = !(server instanceof TlsServer);
+    // Off by default (agents behind one NAT share an address): then no source is counted at all.
+    const perSource = opts.perSource && this.maxPerSource > 0;
     // After the server's own listener: a refused socket is then one that closed at once, which every server handles.
     server.on('connection', (socket: Socket) => {
-      const source = sourceOf(socket);
-      const reason = this.#refusal(opts.perSource ? source : undefined);
+      const source = perSource ? sourceOf(socket) : undefined;
+      const reason = this.#refusal(source);
       if (reason) {
-        this.#refuse(socket, reason, answer, opts.listener, opts.logger, source);
+        this.#refuse(socket, reason, answer, opts.listener, opts.logger);
         return;
       }
-      this.#admit(socket, opts.perSource ? source : undefined, opts.listener);
+      this.#admit(socket, source, opts.listener);
     });
   }
 
+  /** `source`: the connection's address, when its listener counts per source. */
   #refusal(source: string | undefined): RefusalReason | undefined {
     if (this.#open >= this.maxTotal) return 'total';
-    if (source !== undefined && this.maxPerSource > 0 && (this.#bySource.get(source) ?? 0) >= this.maxPerSource) return 'per_source';
+    if (source !== undefined && (this.#bySource.get(source) ?? 0) >= this.maxPerSource) return 'per_source';
     return undefined;
   }
 
@@ -140,13 +143,13 @@ export class ConnectionLimiter {
     });
   }
 
-  #refuse(socket: Socket, reason: RefusalReason, answer: boolean, listener: ListenerName, logger: Logger, source: string): void {
+  #refuse(socket: Socket, reason: RefusalReason, answer: boolean, listener: ListenerName, logger: Logger): void {
     this.#refused.inc({ listener, reason });
     const now = Date.now();
     if (now - this.#refusalLog.at >= REFUSAL_LOG_INTERVAL_MS) {
       const limits = { maxConnections: this.maxTotal, maxConnectionsPerSource: this.maxPerSource };
       logger.warn(
-        { listener, reason, source, open: this.#open, ...limits, refusedSinceLastLine: this.#refusalLog.suppressed },
+        { listener, reason, source: sourceOf(socket), open: this.#open, ...limits, refusedSinceLastLine: this.#refusalLog.suppressed },
         'connection refused: connection limit reached',
       );
       this.#refusalLog = { at: now, suppressed: 0 };

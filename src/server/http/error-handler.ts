@@ -57,6 +57,7 @@ export function errorHandler(err: FastifyError, req: FastifyRequest, reply: Fast
   const api = toApiError(err);
   if (api.code === 'internal') req.log.error({ err }, 'request failed');
   else req.log.debug({ code: api.code, msg: api.message }, 'request rejected');
-  if (api.retryAfterS !== undefined) void reply.header(HEADERS.retryAfter, String(Math.max(1, Math.ceil(api.retryAfterS))));
+  const retryAfter = api.retryAfterHeader();
+  if (retryAfter !== undefined) void reply.header(HEADERS.retryAfter, retryAfter);
   void reply.status(api.status).type('application/json').send(api.toBody());
 }

@@ -9,10 +9,11 @@ import type { ApiError } from '../errors.js';
  */
 export function rawErrorResponse(api: ApiError): string {
   const body = JSON.stringify(api.toBody());
-  const retryAfter = api.retryAfterS === undefined ? '' : `${HEADERS.retryAfter}: ${Math.max(1, Math.ceil(api.retryAfterS))}\r\n`;
+  const retryAfter = api.retryAfterHeader();
   return (
     `HTTP/1.1 ${api.status} ${STATUS_CODES[api.status] ?? ''}\r\n` +
     `${HEADERS.contentType}: ${MEDIA.json}\r\n${HEADERS.contentLength}: ${Buffer.byteLength(body)}\r\n` +
-    `${retryAfter}${HEADERS.connection}: close\r\n\r\n${body}`
+    (retryAfter === undefined ? '' : `${HEADERS.retryAfter}: ${retryAfter}\r\n`) +
+    `${HEADERS.connection}: close\r\n\r\n${body}`
   );
 }
