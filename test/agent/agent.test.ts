@@ -10,7 +10,7 @@ import { AgentFatalError, StateDir, type AgentOptions, type AgentStatusView } fr
 import { RenderDataplane, WIREGUARD_CONF_FILE, DataplaneError, generateKeyPair, type ApplyResult, type Dataplane, type DesiredDataplane } from '../../src/agent/dataplane/index.js';
 import type { FetchLike } from '../../src/client/index.js';
 import { AGENT_LOCAL_ROUTES, type Convergence } from '../../src/protocol/index.js';
-import { agentOptions, localJson, orgWithKey, runAgent, tempDir, useAgentServer, until } from './support/harness.js';
+import { agentOptions, localJson, orgWithKey, runAgent, useAgentServer, until } from './support/harness.js';
 import { ensureBuilt, spawnFleetplane } from './support/processes.js';
 
 const env = useAgentServer('fp-agent-', ensureBuilt);
@@ -286,18 +286,17 @@ describe('fleetplane agent (process)', () => {
 
   it('exits 1 with a clear message when its token was revoked', async () => {
     const { org, key } = await orgWithKey(env.admin, 'cli');
-    const dir = await tempDir('fp-agent-cli-');
-    env.onCleanup(dir.remove);
+    const dir = await env.stateDir();
     // A first start enrolls; stop it, delete the device (which revokes its token), start again.
-    const first = spawnFleetplane('agent', ['--server', env.url, '--org', org, '--registration-key', key, '--state-dir', dir.path, '--local-port', '0', '--log-level', 'warn']);
-    const sd = new StateDir(dir.path);
+    const first = spawnFleetplane('agent', ['--server', env.url, '--org', org, '--registration-key', key, '--state-dir', dir, '--local-port', '0', '--log-level', 'warn']);
+    const sd = new StateDir(dir);
     let identity;
     for (let i = 0; i < 600 && !(identity = await sd.loadIdentity().catch(() => undefined)); i++) await new Promise((r) => setTimeout(r, 50));
     expect(identity).toBeDefined();
     expect((await first.stop()).code).toBe(0);
     await env.admin.devices.delete(org, identity!.device_id);
 
-    const again = spawnFleetplane('agent', ['--state-dir', dir.path, '--local-port', '0', '--log-level', 'silent']);
+    const again = spawnFleetplane('agent', ['--state-dir', dir, '--local-port', '0', '--log-level', 'silent']);
     const exit = await again.exit;
     expect(exit.code).toBe(1);
     expect(again.output()).toMatch(/fatal \(token_refused\): the server refused this device's token/);

@@ -1,22 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import {
   HEADERS,
   MEDIA,
   QUERY,
-  ROUTES,
   WATCH_KINDS,
   bearerAuthorization,
-  decodeTunnelFrame,
   paths,
   type Convergence,
   type ConvergenceEvent,
   type Device,
   type DeviceStatusInput,
   type EnrolledDevice,
-  type TunnelStatusAck,
 } from '../../src/protocol/index.js';
 import { backends } from '../server/fixtures.js';
+import { StatusTunnel } from './support/status-tunnel.js';
 import { openWatch } from '../watch/support/watch-client.js';
 import { delay, eventually, startWatchServer, type WatchServer } from '../watch/support/watch-server.js';
 import { LineSplitter } from '../watch/support/ndjson.js';
@@ -28,40 +25,6 @@ const report = (applied: number | null, error: string | null = null): DeviceStat
   os: 'linux',
   agent_version: 'test',
 });
-
-/** A device's tunnel that sends status frames and collects their acks. */
-class Tunnel {
-  readonly acks = new Map<number, TunnelStatusAck>();
-  #seq = 0;
-  private constructor(readonly ws: WebSocket) {
-    ws.on('message', (data: WebSocket.RawData) => {
-      const frame = decodeTunnelFrame(data.toString());
-      if (frame && 'type' in frame && frame.type === 'status_ack') this.acks.set(frame.seq, frame);
-    });
-  }
-
-  static open(url: string, token: string): Promise<Tunnel> {
-    const ws = new WebSocket(`${url.replace('http', 'ws')}${ROUTES.agentTunnel}`, { headers: { [HEADERS.authorization]: bearerAuthorization(token) } });
-    return new Promise((resolve, reject) => {
-      ws.once('open', () => resolve(new Tunnel(ws)));
-      ws.once('error', reject);
-    });
-  }
-
-  async status(status: unknown): Promise<TunnelStatusAck> {
-    const seq = ++this.#seq;
-    this.ws.send(JSON.stringify({ type: 'status', seq, status }));
-    await eventually(() => this.acks.has(seq), `the ack of status ${seq}`);
-    return this.acks.get(seq)!;
-  }
-
-  close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.ws.once('close', () => resolve());
-      this.ws.close();
-    });
-  }
-}
 
 /** Write statements (status batches, presence) the server has run: INSERT, UPDATE, DELETE. */
 async function writes(ws: WatchServer): Promise<number> {
@@ -108,7 +71,7 @@ describe.each(backends())('device statuses, presence and convergence on $name', 
     it('status frames on the tunnel are acknowledged once written, and the device counts as online while connected', async () => {
       const { org, devices } = await fleet(20);
       const head = await ws.h.head(org);
-      const tunnels = await Promise.all(devices.map((d) => Tunnel.open(ws.url, d.device_token)));
+      const tunnels = await Promise.all(devices.map((d) => StatusTunnel.open(ws.url, d.device_token)));
       await eventually(async () => (await ws.h.ok<Convergence>(200, 'GET', paths.convergence(org))).online === 20, 'every device is online');
       const batches = await ws.metric('fleetplane_status_batches_total');
       const acks = await Promise.all(tunnels.map((t) => t.status(report(head))));
@@ -146,7 +109,7 @@ describe.each(backends())('device statuses, presence and convergence on $name', 
       const [a, b] = devices as [EnrolledDevice, EnrolledDevice];
       const stream = await openWatch(ws.target(org, a.device_token), WATCH_KINDS.map((kind) => ({ kind })));
       await eventually(async () => (await ws.h.ok<Device>(200, 'GET', paths.device(org, a.id))).status.online, 'the watching device is online');
-      const t = await Tunnel.open(ws.url, b.device_token);
+      const t = await StatusTunnel.open(ws.url, b.device_token);
       await ws.h.ok(204, 'DELETE', paths.device(org, b.id));
       const ack = await t.status(report(1));
       expect(ack.error?.code).toBe('not_found');
@@ -158,7 +121,7 @@ describe.each(backends())('device statuses, presence and convergence on $name', 
     it('a device on a replica whose lease expired is not online, and stale when not seen for long', async () => {
       const { org, devices } = await fleet(1);
       const d = devices[0]!;
-      const t = await Tunnel.open(ws.url, d.device_token);
+      const t = await StatusTunnel.open(ws.url, d.device_token);
       await t.status(report(await ws.h.head(org)));
       await eventually(async () => (await ws.h.ok<Device>(200, 'GET', paths.device(org, d.id))).status.online, 'online');
       // The replica "dies": its lease runs out while the tunnel stays (as a frozen process would leave it).
@@ -198,7 +161,7 @@ describe.each(backends())('device statuses, presence and convergence on $name', 
       await eventually(() => lines.every((l) => l.length === 1), 'the first line of every stream');
       expect(lines[0]![0]).toMatchObject({ devices: 10, at_head: 0 });
       const queries = await ws.metric('fleetplane_convergence_stream_queries_total');
-      const tunnels = await Promise.all(devices.map((d) => Tunnel.open(ws.url, d.device_token)));
+      const tunnels = await Promise.all(devices.map((d) => StatusTunnel.open(ws.url, d.device_token)));
       await Promise.all(tunnels.map((t) => t.status(report(head))));
       await eventually(() => lines.every((l) => l.at(-1)?.at_head === 10), 'every stream sees all at head');
       const used = (await ws.metric('fleetplane_convergence_stream_queries_total')) - queries;

@@ -6,20 +6,10 @@
  * other devices' statuses share.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import {
-  HEADERS,
-  ROUTES,
-  bearerAuthorization,
-  decodeTunnelFrame,
-  paths,
-  type Device,
-  type DeviceStatusInput,
-  type EnrolledDevice,
-  type TunnelStatusAck,
-} from '../../src/protocol/index.js';
+import { paths, type Device, type DeviceStatusInput, type EnrolledDevice } from '../../src/protocol/index.js';
 import { backends, errorCode } from '../server/fixtures.js';
-import { eventually, startWatchServer, type WatchServer } from '../watch/support/watch-server.js';
+import { startWatchServer, type WatchServer } from '../watch/support/watch-server.js';
+import { StatusTunnel } from './support/status-tunnel.js';
 
 const report = (over: Partial<DeviceStatusInput> = {}): DeviceStatusInput => ({
   applied_revision: 1,
@@ -29,30 +19,6 @@ const report = (over: Partial<DeviceStatusInput> = {}): DeviceStatusInput => ({
   agent_version: 'test',
   ...over,
 });
-
-/** Opens a device's tunnel; `status` sends one frame and resolves with its ack. */
-async function openTunnel(url: string, token: string): Promise<{ ws: WebSocket; status: (s: unknown) => Promise<TunnelStatusAck> }> {
-  const ws = new WebSocket(`${url.replace('http', 'ws')}${ROUTES.agentTunnel}`, { headers: { [HEADERS.authorization]: bearerAuthorization(token) } });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  const acks = new Map<number, TunnelStatusAck>();
-  ws.on('message', (data: WebSocket.RawData) => {
-    const frame = decodeTunnelFrame(data.toString());
-    if (frame && 'type' in frame && frame.type === 'status_ack') acks.set(frame.seq, frame);
-  });
-  let seq = 0;
-  return {
-    ws,
-    async status(status) {
-      const n = ++seq;
-      ws.send(JSON.stringify({ type: 'status', seq: n, status }));
-      await eventually(() => acks.has(n), `the ack of status ${n}`);
-      return acks.get(n)!;
-    },
-  };
-}
 
 describe.each(backends())('ill-formed strings in tunnel status frames on $name', ({ name, available }) => {
   describe.runIf(available)('', () => {
@@ -74,7 +40,7 @@ describe.each(backends())('ill-formed strings in tunnel status frames on $name',
     it.each(BAD)('%s is answered validation_failed, not stored, and fails no other device', async (_, bad, path) => {
       const org = (await ws.h.createOrg()).id;
       const [a, b] = [await ws.h.createDevice(org), await ws.h.createDevice(org)] as [EnrolledDevice, EnrolledDevice];
-      const [ta, tb] = [await openTunnel(ws.url, a.device_token), await openTunnel(ws.url, b.device_token)];
+      const [ta, tb] = [await StatusTunnel.open(ws.url, a.device_token), await StatusTunnel.open(ws.url, b.device_token)];
       try {
         expect((await ta.status(report({ agent_version: 'before' }))).error).toBeUndefined();
         // Sent together, so both wait for the same batch: a bad row there would fail the good one too.

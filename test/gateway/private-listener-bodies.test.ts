@@ -7,24 +7,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SignJWT } from 'jose';
+import { privateKey, signPrivateToken } from '../../src/server/access/index.js';
 import { startServer, type FleetServer } from '../../src/server/index.js';
-import { HEADERS, MEDIA, PRIVATE_JWT_AUDIENCE, PRIVATE_JWT_CLAIMS, bearerAuthorization, paths } from '../../src/protocol/index.js';
+import { HEADERS, MEDIA, bearerAuthorization, paths } from '../../src/protocol/index.js';
 
 const SECRET = 'private-listener-bodies-secret-0123456789';
-
-/** A private token as another replica signs it (docs/protocol.md "Replica to replica"). */
-async function privateToken(deviceId: string, method: string): Promise<string> {
-  const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ [PRIVATE_JWT_CLAIMS.method]: method, [PRIVATE_JWT_CLAIMS.deadlineMs]: 1_000 })
-    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-    .setIssuer('test-replica')
-    .setSubject(deviceId)
-    .setAudience(PRIVATE_JWT_AUDIENCE)
-    .setIssuedAt(now)
-    .setExpirationTime(now + 10)
-    .sign(new TextEncoder().encode(SECRET));
-}
 
 describe('the private listener refuses the bodies the public one refuses', () => {
   let server: FleetServer;
@@ -46,7 +33,10 @@ describe('the private listener refuses the bodies the public one refuses', () =>
     const device = randomUUID();
     const res = await fetch(`${base}${paths.privateAgentRpc(device, 'ping')}`, {
       method: 'POST',
-      headers: { [HEADERS.authorization]: bearerAuthorization(await privateToken(device, 'ping')), [HEADERS.contentType]: MEDIA.json },
+      headers: {
+        [HEADERS.authorization]: bearerAuthorization(await signPrivateToken(privateKey(SECRET), 'test-replica', { deviceId: device, method: 'ping', deadlineMs: 1_000 })),
+        [HEADERS.contentType]: MEDIA.json,
+      },
       body,
     });
     return { status: res.status, body: await res.json() };

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { SignJWT } from 'jose';
 import { PRIVATE_JWT_AUDIENCE, PRIVATE_JWT_CLAIMS, REDIS_KEYS, paths, type Replica as ReplicaRow } from '../../src/protocol/index.js';
-import { privateKey, signPrivateToken } from '../../src/server/gateway/index.js';
+import { privateKey, signPrivateToken } from '../../src/server/access/index.js';
 import { hasRedis, requireBinary } from '../support/binaries.js';
 import { createDatabase, freePort } from '../support/postgres-server.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';

@@ -157,6 +157,21 @@ describe('the access table is the server (PGlite)', () => {
     });
   }
 
+  it('HEAD is guarded as its GET: a caller the GET refuses gets the same status', async () => {
+    const want: Record<string, number> = {};
+    const got: Record<string, number> = {};
+    for (const rule of restRules) {
+      if (rule.method !== 'GET' || rule.allow === 'anyone') continue;
+      for (const caller of CALLERS.filter((c) => !allows(rule, c))) {
+        const res = await h.call('HEAD', pathFor(rule, w, caller, w.orgA.id), { token: w.tokens[caller] });
+        want[`${caller} HEAD ${rule.route}`] = caller === 'none' ? 401 : 403;
+        got[`${caller} HEAD ${rule.route}`] = res.statusCode;
+      }
+    }
+    expect(Object.keys(got).length).toBeGreaterThan(10);
+    expect(got).toEqual(want);
+  });
+
   it('where a grant has a condition (its own device, read-only agent methods), a call outside it is 403', async () => {
     const conditional = restRules.flatMap((rule) =>
       TOKEN_KINDS.filter((kind) => rule.allow !== 'anyone' && typeof rule.allow[kind] === 'object').map((kind) => ({ rule, kind })),

@@ -6,7 +6,7 @@ import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors.js';
 import type { Principal as TokenPrincipal, Store } from '../store/index.js';
 import { bearerSecret } from './bearer.js';
-import { decide, ruleFor, type Target } from './decide.js';
+import { decide, requiredRule, type Target } from './decide.js';
 import { RevocationFollower } from './revocation-follower.js';
 import type { AccessRule } from './rules.js';
 
@@ -27,7 +27,7 @@ export interface TunnelPrincipal {
   tokenId: string;
 }
 
-const TUNNEL_RULE = ruleFor('tunnel', 'GET', ROUTES.agentTunnel);
+const TUNNEL_RULE = requiredRule('tunnel', 'GET', ROUTES.agentTunnel);
 
 /**
  * The server's one access module: resolves who makes a call at every entry
@@ -50,7 +50,7 @@ export class Access {
   }
 
   /** Resolves the bearer token of `headers`; 401 when it is missing, unknown, expired or revoked. */
-  async resolve(headers: IncomingHttpHeaders): Promise<TokenPrincipal> {
+  async #resolve(headers: IncomingHttpHeaders): Promise<TokenPrincipal> {
     const secret = bearerSecret(headers);
     if (!secret) throw new ApiError('unauthorized', 'missing bearer token');
     const principal = await this.#store.authenticate(secret, this.#adminHash);
@@ -62,7 +62,7 @@ export class Access {
   principalOf(req: FastifyRequest): Promise<TokenPrincipal> {
     let principal = this.#principals.get(req);
     if (principal === undefined) {
-      principal = this.resolve(req.headers);
+      principal = this.#resolve(req.headers);
       this.#principals.set(req, principal);
     }
     return principal;
@@ -75,8 +75,7 @@ export class Access {
 
   /** The agent tunnel's upgrade: only a device token opens one (401 without a valid token, 403 for others). */
   async authorizeTunnel(headers: IncomingHttpHeaders): Promise<TunnelPrincipal> {
-    if (!TUNNEL_RULE) throw new Error('the access table has no rule for the agent tunnel');
-    const p = await this.resolve(headers);
+    const p = await this.#resolve(headers);
     decide(TUNNEL_RULE, p, {});
     if (p.type !== 'device') throw new Error('the tunnel rule admits only device tokens');
     return { deviceId: p.deviceId, orgId: p.orgId, tokenId: p.tokenId };

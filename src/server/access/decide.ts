@@ -17,6 +17,13 @@ export function ruleFor(entry: Entry, method: string, route: string): AccessRule
   return byKey.get(key(entry, method, route));
 }
 
+/** The rule of an entry point outside the router (the tunnel, the private listener), looked up once, at load. */
+export function requiredRule(entry: Entry, method: string, route: string): AccessRule {
+  const rule = ruleFor(entry, method, route);
+  if (!rule) throw new Error(`${entry} ${method} ${route} has no access rule (src/server/access/rules.ts)`);
+  return rule;
+}
+
 /**
  * Decides whether `p` may make a call under `rule` to `target`; throws the
  * ApiError its caller gets otherwise: 404 for another organization (as if it

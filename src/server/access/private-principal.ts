@@ -2,11 +2,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ROUTES } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import { bearerSecret } from './bearer.js';
-import { decide, ruleFor } from './decide.js';
+import { decide, requiredRule } from './decide.js';
 import type { ReplicaPrincipal } from './principal.js';
 import { PrivateTokenError, verifyPrivateToken } from './private-token.js';
 
-const RULE = ruleFor('private', 'POST', ROUTES.privateAgentRpc);
+const RULE = requiredRule('private', 'POST', ROUTES.privateAgentRpc);
 
 /**
  * The private listener's entry point: resolves the forwarding replica from
@@ -14,7 +14,6 @@ const RULE = ruleFor('private', 'POST', ROUTES.privateAgentRpc);
  * device and method. Throws 401 (`unauthorized`) otherwise.
  */
 export async function authorizePrivate(headers: IncomingHttpHeaders, key: Uint8Array, target: { deviceId: string; method: string }): Promise<ReplicaPrincipal> {
-  if (!RULE) throw new Error('the access table has no rule for the private listener');
   const token = bearerSecret(headers);
   if (!token) throw new ApiError('unauthorized', 'missing private token');
   let deadlineMs: number;

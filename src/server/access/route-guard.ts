@@ -3,9 +3,6 @@ import type { Access } from './access.js';
 import { ruleFor } from './decide.js';
 import type { AccessRule } from './rules.js';
 
-type Guard = (req: FastifyRequest) => Promise<void>;
-const guards = new WeakSet<Guard>();
-
 /**
  * An `onRoute` hook: gives every route the guard of its rule (rules.ts) as
  * its first `onRequest` hook, so a caller is authenticated and authorized
@@ -20,9 +17,7 @@ export function guardRoutes(access: Access): (route: RouteOptions) => void {
     if (!rule) throw new Error(`${route.method} ${route.url} has no access rule (src/server/access/rules.ts)`);
     if (rule.allow === 'anyone') return;
     const existing = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
-    if (existing.some((h) => guards.has(h as Guard))) return;
-    const guard: Guard = (req) => access.authorizeRequest(req, rule);
-    guards.add(guard);
-    route.onRequest = [guard, ...existing];
+    // Fastify derives a GET's HEAD route from the options as registered, before this hook ran: it gets its own guard here.
+    route.onRequest = [(req: FastifyRequest) => access.authorizeRequest(req, rule), ...existing];
   };
 }

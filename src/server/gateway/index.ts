@@ -1,3 +1,2 @@
 /** The agent gateway: tunnels, agent registry, request routing, private replica listener. */
 export { AgentGateway, type AgentGatewayOptions, type GatewayStats, type GatewayTuning } from './agent-gateway.js';
-export { signPrivateToken, privateKey, PRIVATE_TOKEN_LIFETIME_S, type PrivateGrant } from '../access/index.js';

@@ -1,11 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { AGENT_METHOD_PATTERN, ERRORS, HEADERS, MEDIA, ROUTES, RPC_ANSWER_TIMEOUT_MS } from '../../protocol/index.js';
+import { AGENT_METHOD_PATTERN, HEADERS, MEDIA, ROUTES, RPC_ANSWER_TIMEOUT_MS } from '../../protocol/index.js';
 import { authorizePrivate } from '../access/index.js';
 import { ApiError, validationFailed } from '../errors.js';
 import type { ConnectionLimiter } from '../http/connection-limits.js';
 import { bodyPending } from '../http/pending-body.js';
+import { closesConnection } from '../http/connection-close.js';
 import { findIllFormed } from '../http/well-formed.js';
 import { agentError, type Delivery } from './delivery.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
@@ -37,9 +38,9 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   if (res.headersSent || res.destroyed) return;
   const text = JSON.stringify(body);
   const headers: Record<string, string | number> = { [HEADERS.contentType]: MEDIA.json, [HEADERS.contentLength]: Buffer.byteLength(text) };
-  // As on the public listener (connection-close.ts): no connection kept for a caller without a valid
-  // token, nor for reading and discarding a body still on its way.
-  if (status === ERRORS.unauthorized.status || bodyPending(res.req)) headers[HEADERS.connection] = 'close';
+  // As on the public listener: no connection kept for a caller without a valid token, nor for reading
+  // and discarding a body still on its way.
+  if (closesConnection(status, res.req)) headers[HEADERS.connection] = 'close';
   res.writeHead(status, headers);
   res.end(text);
 }
@@ -50,10 +51,13 @@ function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promi
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const timer = setTimeout(() => {
-      req.pause();
-      reject(new ApiError('request_timeout', `the request body did not arrive within ${timeoutMs / 1000} s`));
-    }, timeoutMs);
+    // A body that arrived with its headers needs no timer (most do: one replica's request to another).
+    const timer = bodyPending(req)
+      ? setTimeout(() => {
+          req.pause();
+          reject(new ApiError('request_timeout', `the request body did not arrive within ${timeoutMs / 1000} s`));
+        }, timeoutMs)
+      : undefined;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {

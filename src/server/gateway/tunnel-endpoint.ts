@@ -2,9 +2,10 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { HEADERS, MEDIA, ROUTES } from '../../protocol/index.js';
+import { ROUTES } from '../../protocol/index.js';
 import type { TunnelPrincipal } from '../access/index.js';
 import { ApiError, shuttingDown } from '../errors.js';
+import { rawErrorResponse } from '../http/raw-error-response.js';
 
 export interface TunnelEndpointOptions {
   /** Resolves and authorizes the upgrade's device (the access module's `authorizeTunnel`): throws its 401 or 403. */
@@ -17,13 +18,7 @@ export interface TunnelEndpointOptions {
 }
 
 function refuse(socket: Duplex, err: ApiError): void {
-  const body = JSON.stringify(err.toBody());
-  const reason = err.status === 401 ? 'Unauthorized' : err.status === 403 ? 'Forbidden' : err.status === 503 ? 'Service Unavailable' : 'Error';
-  socket.end(
-    `HTTP/1.1 ${err.status} ${reason}\r\nConnection: close\r\n${HEADERS.contentType}: ${MEDIA.json}\r\n` +
-      (err.retryAfterS === undefined ? '' : `${HEADERS.retryAfter}: ${Math.max(1, Math.ceil(err.retryAfterS))}\r\n`) +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  socket.end(rawErrorResponse(err));
 }
 
 /**

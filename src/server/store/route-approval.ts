@@ -63,38 +63,53 @@ export function nextApprovedCidrs(
   return approved;
 }
 
-/**
- * Refuses (409 `conflict`) a network-wide route (`network.routes`) that is a
- * default route or overlaps the tunnel pool. Every agent applies it as a
- * kernel route into the tunnel: one inside the pool outranks the interface's
- * own route to those devices' tunnel IPs, and a default route carries the
- * tunnel's own packets. Only routes new to the list are checked, unless the
- * pool itself changes, so an unrelated change never fails on stored routes.
- * Covering a device's approved route is what a network route is for (it
- * sends the traffic into the tunnel; the approval picks the peer), so that
- * overlap is allowed.
- */
-export function checkNetworkRoutes(before: Network | undefined, after: Network): void {
-  const pool = prefixOf(after.ipv4_cidr);
-  const samePool = before !== undefined && before.ipv4_cidr === after.ipv4_cidr;
-  const old = samePool ? prefixes(before.routes.map((r) => r.destination)) : [];
-  after.routes.forEach((route, i) => {
-    const cidr = route.destination;
+/** The routes of `after` that `before` does not hold, however either writes them; unparsable ones are the schema's. */
+function addedRoutes(before: readonly string[], after: readonly string[]): { cidr: string; p: Prefix; index: number }[] {
+  const old = prefixes(before);
+  return after.flatMap((cidr, index) => {
     const p = prefixOf(cidr);
-    if (!p || old.some((o) => same(o, p))) return;
-    const path = `/network/routes/${i}/destination`;
-    if (p.length === 0) throw new ApiError('conflict', `${cidr} is a default route: exit nodes are not supported`, { path, cidr });
-    if (pool && overlaps(p, pool)) {
-      throw new ApiError('conflict', `${cidr} overlaps the organization's tunnel pool ${after.ipv4_cidr}`, { path, cidr, tunnel_pool: after.ipv4_cidr });
-    }
+    return p && !old.some((o) => same(o, p)) ? [{ cidr, p, index }] : [];
   });
 }
 
 /**
- * Refuses (409 `conflict`) a newly approved route that is a default route,
- * overlaps the organization's tunnel pool, or overlaps a route approved for
- * another device, naming that device. Routes approved before are not checked
- * again, so an unrelated change to a device never fails on old approvals.
+ * Refuses (409 `conflict`) a route no agent may apply as a kernel route into
+ * the tunnel: a default route (exit nodes are not supported: it overlaps every
+ * route and the pool, and would carry the tunnel's own packets), or one
+ * overlapping the tunnel pool (it would outrank the interface's own route to
+ * the devices' tunnel IPs).
+ */
+function refuseOutsideTunnel(cidr: string, p: Prefix, network: Network, path: string): void {
+  if (p.length === 0) throw new ApiError('conflict', `${cidr} is a default route: exit nodes are not supported`, { path, cidr });
+  const pool = prefixOf(network.ipv4_cidr);
+  if (pool && overlaps(p, pool)) {
+    throw new ApiError('conflict', `${cidr} overlaps the organization's tunnel pool ${network.ipv4_cidr}`, { path, cidr, tunnel_pool: network.ipv4_cidr });
+  }
+}
+
+/**
+ * Refuses (409 `conflict`) a network-wide route (`network.routes`) that is a
+ * default route or overlaps the tunnel pool (refuseOutsideTunnel): every
+ * agent applies it as a kernel route into the tunnel. Only routes new to the
+ * list are checked, unless the pool itself changes, so an unrelated change
+ * never fails on stored routes. Covering a device's approved route is what a
+ * network route is for (it sends the traffic into the tunnel; the approval
+ * picks the peer), so that overlap is allowed.
+ */
+export function checkNetworkRoutes(before: Network | undefined, after: Network): void {
+  const samePool = before !== undefined && before.ipv4_cidr === after.ipv4_cidr;
+  const destinations = (n: Network): string[] => n.routes.map((r) => r.destination);
+  for (const { cidr, p, index } of addedRoutes(samePool ? destinations(before) : [], destinations(after))) {
+    refuseOutsideTunnel(cidr, p, after, `/network/routes/${index}/destination`);
+  }
+}
+
+/**
+ * Refuses (409 `conflict`) a newly approved route that is a default route or
+ * overlaps the organization's tunnel pool (refuseOutsideTunnel), or that
+ * overlaps a route approved for another device, naming that device. Routes
+ * approved before are not checked again, so an unrelated change to a device
+ * never fails on old approvals.
  * Runs after the organization's revision is taken: writes of one organization
  * are serialized, so two approvals can't both pass this check.
  */
@@ -107,20 +122,9 @@ export async function checkNewApprovals(
   after: readonly string[],
   path: string,
 ): Promise<void> {
-  const old = prefixes(before);
-  const added = after.flatMap((cidr) => {
-    const p = prefixOf(cidr);
-    return p && !old.some((o) => same(o, p)) ? [{ cidr, p }] : [];
-  });
+  const added = addedRoutes(before, after);
   if (added.length === 0) return;
-  const pool = prefixOf(network.ipv4_cidr);
-  for (const { cidr, p } of added) {
-    // Exit nodes are not supported: a default route overlaps every route and the pool, and a kernel default route via the tunnel would carry the tunnel's own packets.
-    if (p.length === 0) throw new ApiError('conflict', `${cidr} is a default route: exit nodes are not supported`, { path, cidr });
-    if (pool && overlaps(p, pool)) {
-      throw new ApiError('conflict', `${cidr} overlaps the organization's tunnel pool ${network.ipv4_cidr}`, { path, cidr, tunnel_pool: network.ipv4_cidr });
-    }
-  }
+  for (const { cidr, p } of added) refuseOutsideTunnel(cidr, p, network, path);
   const others = await tx.query<{ id: string; hostname: string; approved: string[] }>(
     `SELECT id, value->>'hostname' AS hostname, value->'approved_cidrs' AS approved FROM objects
       WHERE org_id = $1 AND kind = 'device' AND NOT deleted AND id <> $2

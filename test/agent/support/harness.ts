@@ -31,16 +31,13 @@ export async function startListeningServer(overrides: Partial<Settings> = {}): P
 
 /** A listening server shared by a test file, and state directories removed after it. */
 export interface AgentTestServer {
-  readonly server: FleetServer;
   readonly url: string;
   readonly admin: FleetplaneClient;
   /** A fresh directory, removed when the file's tests end. */
   stateDir(): Promise<string>;
-  /** Runs `fn` when the file's tests end (before the server closes), newest first. */
-  onCleanup(fn: () => Promise<void>): void;
 }
 
-/** Starts the server before the file's tests (`setup` first) and stops it, with every cleanup, after them. */
+/** Starts the server before the file's tests (`setup` first); after them, removes the state directories and stops it. */
 export function useAgentServer(dirPrefix: string, setup: () => void = () => undefined): AgentTestServer {
   let started: { server: FleetServer; url: string; admin: FleetplaneClient } | undefined;
   const cleanups: Array<() => Promise<void>> = [];
@@ -57,9 +54,6 @@ export function useAgentServer(dirPrefix: string, setup: () => void = () => unde
     await started?.server.close();
   });
   return {
-    get server() {
-      return get().server;
-    },
     get url() {
       return get().url;
     },
@@ -70,9 +64,6 @@ export function useAgentServer(dirPrefix: string, setup: () => void = () => unde
       const d = await tempDir(dirPrefix);
       cleanups.push(d.remove);
       return d.path;
-    },
-    onCleanup(fn) {
-      cleanups.push(fn);
     },
   };
 }

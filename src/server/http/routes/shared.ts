@@ -9,7 +9,7 @@ export function ifMatchOf(req: FastifyRequest): string | undefined {
 }
 
 /** True (and the 304 sent) when the client's If-None-Match names `revision`. */
-export function notModified(req: FastifyRequest, reply: FastifyReply, revision: number): boolean {
+function notModified(req: FastifyRequest, reply: FastifyReply, revision: number): boolean {
   const header = req.headers[HEADERS.ifNoneMatch];
   if (typeof header !== 'string') return false;
   const matches = header.split(',').some((part) => parseEtag(part) === revision || part.trim() === '*');
@@ -35,7 +35,7 @@ export async function answeredNotModified(
   return head !== undefined && notModified(req, reply, head.head);
 }
 
-export type TombstoneItem = { id: string; revision: number; deleted: true };
+type TombstoneItem = { id: string; revision: number; deleted: true };
 
 /** The list envelope with the revision headers (docs/protocol.md "Lists"). */
 export function sendList<T, R extends FastifyReply>(reply: R, page: ListPage, live: (row: ChangeRow) => T): R {
@@ -51,6 +51,3 @@ export function withEtag<T extends { revision: number }>(reply: FastifyReply, va
   void reply.header(HEADERS.etag, formatEtag(value.revision));
   return value;
 }
-
-/** Standard error responses for the OpenAPI document. */
-export { ErrorResponse } from '../../../protocol/index.js';
