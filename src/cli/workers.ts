@@ -3,6 +3,7 @@ import { migrate, openPostgres, startEmbeddedPostgres, type EmbeddedPostgres } f
 import { resolveAdminToken } from '../server/store/index.js';
 import { serveClusterMetrics, type Settings } from '../server/index.js';
 import { cliLogger } from './cli-logger.js';
+import { fullJitterDelay } from '../util/backoff.js';
 
 /** Message a worker sends the primary once it listens. */
 export interface WorkerReady {
@@ -107,7 +108,7 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
         return;
       }
       restarts++;
-      const delay = Math.random() * Math.min(RESTART_CAP_MS, RESTART_BASE_MS * 2 ** Math.min(restarts, 16));
+      const delay = fullJitterDelay(restarts, RESTART_BASE_MS, RESTART_CAP_MS);
       logger.error({ pid: worker.process.pid, code, signal, restartInMs: Math.round(delay) }, 'worker died; restarting');
       setTimeout(() => {
         if (!stopping) spawn();

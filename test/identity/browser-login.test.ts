@@ -5,9 +5,9 @@
  */
 import { decodeProtectedHeader } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { IdentityError, verifyIdToken, type OidcLogin, type PendingAuthorization, type SignedIn } from '../../src/server/identity/index.js';
+import { verifyIdToken, type OidcLogin, type PendingAuthorization, type SignedIn } from '../../src/server/identity/index.js';
 import { Browser } from './support/browser.js';
-import { ACCOUNTS, CLIENTS, loginFor, REDIRECT_URI, useTestProvider } from './support/fixtures.js';
+import { ACCOUNTS, CLIENTS, loginFor, REDIRECT_URI, refusal, useTestProvider } from './support/fixtures.js';
 import { loginInBrowser } from './support/scripted-user.js';
 
 const provider = useTestProvider();
@@ -26,15 +26,6 @@ async function callbackFor(login: OidcLogin, username: string): Promise<{ callba
 async function signIn(login: OidcLogin, username: string): Promise<SignedIn> {
   const { callback, pending } = await callbackFor(login, username);
   return login.finishBrowserLogin(callback, pending);
-}
-
-async function refusal(promise: Promise<unknown>): Promise<IdentityError> {
-  const err: unknown = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof IdentityError)) throw new Error(`expected an IdentityError, got ${String(err)}`, { cause: err });
-  return err;
 }
 
 describe('browser login: authorization code with PKCE', () => {

@@ -3,21 +3,12 @@
  * plays the user in a browser (opens the verification URI, enters the code, signs in, confirms).
  */
 import { describe, expect, it } from 'vitest';
-import { IdentityError, type FetchLike } from '../../src/server/identity/index.js';
+import type { FetchLike } from '../../src/server/identity/index.js';
 import { Browser, textById } from './support/browser.js';
-import { ACCOUNTS, loginFor, RecordingLogger, useTestProvider } from './support/fixtures.js';
+import { ACCOUNTS, loginFor, RecordingLogger, refusal, useTestProvider } from './support/fixtures.js';
 import { approveDevice } from './support/scripted-user.js';
 
 const provider = useTestProvider();
-
-async function refusal(promise: Promise<unknown>): Promise<IdentityError> {
-  const err: unknown = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof IdentityError)) throw new Error(`expected an IdentityError, got ${String(err)}`, { cause: err });
-  return err;
-}
 
 /** Resolves once the provider has answered `count` device polls after `since`. */
 async function polled(count: number, since: number): Promise<void> {
@@ -125,11 +116,11 @@ describe('device login (RFC 8628)', () => {
   it('retries a poll lost in transit after the interval plus a backoff, and says so', async () => {
     const p = provider.get();
     await p.setKnobs({ deviceIntervalS: 1, slowDownPolls: 0 });
-    let lost = 0;
+    let lostAt: number | undefined;
     const logger = new RecordingLogger();
     const flaky: FetchLike = (url, init) => {
-      if (url.endsWith('/token') && lost === 0) {
-        lost += 1;
+      if (url.endsWith('/token') && lostAt === undefined) {
+        lostAt = Date.now();
         return Promise.reject(new TypeError('fetch failed (connection reset)'));
       }
       return fetch(url, init);
@@ -139,9 +130,31 @@ describe('device login (RFC 8628)', () => {
     const signedIn = login.finishDeviceLogin(authorization, { signal: AbortSignal.timeout(30_000) });
     await approveDevice(new Browser(), authorization.verificationUri, authorization.userCode, 'alice');
     await expect(signedIn).resolves.toMatchObject({ identity: { subject: ACCOUNTS.alice.sub } });
-    expect(lost).toBe(1);
+    const lost = lostAt;
+    if (lost === undefined) throw new Error('no poll was lost');
     expect(logger.warnings).toHaveLength(1);
     expect(logger.warnings[0]?.obj).toMatchObject({ err: { code: 'http_failed' }, failures: 1 });
+    // The interval (1 s) plus a full-jitter backoff whose first ceiling is the interval.
+    const { retryInMs } = logger.warnings[0]?.obj as { retryInMs: number };
+    expect(retryInMs).toBeGreaterThanOrEqual(1_000);
+    expect(retryInMs).toBeLessThan(2_000);
+    const retried = (await p.stats()).tokenRequests.find((r) => r.at >= lost);
+    expect((retried?.at ?? 0) - lost).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it('polls once per call for a caller that paces itself, and applies the policy once approved', async () => {
+    const p = provider.get();
+    await p.setKnobs({ deviceIntervalS: 1, slowDownPolls: 1 });
+    const login = loginFor(p, { policy: { emails: ['alice@example.com'] } });
+    const alice = await login.startDeviceLogin();
+    await expect(login.pollDeviceLogin(alice)).resolves.toEqual({ status: 'slow_down' });
+    await expect(login.pollDeviceLogin(alice)).resolves.toEqual({ status: 'pending' });
+    await approveDevice(new Browser(), alice.verificationUri, alice.userCode, 'alice');
+    await expect(login.pollDeviceLogin(alice)).resolves.toMatchObject({ status: 'approved', result: { matchedBy: 'email', identity: { subject: ACCOUNTS.alice.sub } } });
+
+    const mallory = await login.startDeviceLogin();
+    await approveDevice(new Browser(), mallory.verificationUri, mallory.userCode, 'mallory');
+    expect(await refusal(login.pollDeviceLogin(mallory))).toMatchObject({ code: 'sign_in_refused', refusal: { reason: 'email_not_allowed' } });
   });
 
   it('applies the sign-in policy to the device login', async () => {

@@ -82,19 +82,20 @@ describe('discovery document', () => {
     expect(w.logger.warnings).toHaveLength(1);
     expect(w.logger.warnings[0]?.obj).toMatchObject({ err: { code: 'discovery_failed' } });
 
-    // Within the backoff (after the first failure: 0.5–1 s) nothing is fetched, and nothing more logged.
-    await w.cache.get();
-    w.advance(400);
-    await w.cache.get();
-    expect(w.attempts()).toBe(2);
-    expect(w.logger.warnings).toHaveLength(1);
-
-    // The ceilings double: the k-th failed read in a row waits less than 2^(k-1) s.
-    for (let failures = 1; failures <= 3; failures += 1) {
-      w.advance(1_000 * 2 ** failures);
-      await w.cache.get();
-      expect(w.attempts()).toBe(2 + failures);
+    // Each failed read in a row doubles the backoff's ceiling c (1 s, 2 s, 4 s, then the 8 s cap)
+    // and waits in [c/2, c): before c/2 callers get the stale document without a read (nor a
+    // warning), by c the issuer is asked again.
+    let attempts = 2;
+    for (const c of [1_000, 2_000, 4_000, 8_000, 8_000]) {
+      w.advance(c / 2 - 1);
+      await expect(w.cache.get()).resolves.toBe(first);
+      expect(w.attempts()).toBe(attempts);
+      w.advance(c / 2 + 1);
+      await expect(w.cache.get()).resolves.toBe(first);
+      attempts += 1;
+      expect(w.attempts()).toBe(attempts);
     }
+    expect(w.logger.warnings).toHaveLength(attempts - 1);
 
     // Past TTL + max stale the failure is the caller's.
     w.advance(600_000);

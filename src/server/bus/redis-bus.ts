@@ -1,6 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { BUS } from '../../protocol/index.js';
-import { fullJitterDelay } from './backoff.js';
+import { fullJitterDelay } from '../../util/backoff.js';
 import { ReliableBus } from './reliable-bus.js';
 import type { ReliabilityOptions } from './reliability-options.js';
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { REDIS_KEYS } from '../../protocol/index.js';
-import { fullJitterDelay } from '../bus/index.js';
+import { fullJitterDelay } from '../../util/backoff.js';
 import type { AgentRegistry } from './agent-registry.js';
 
 // Expiries use Redis's clock, so the replicas' clocks needn't agree.

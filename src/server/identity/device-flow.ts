@@ -1,10 +1,10 @@
+import { fullJitterDelay } from '../../util/backoff.js';
 import { sleep } from '../../util/periodic.js';
 import { stringField } from './http-json.js';
 import { abortedError, IdentityError } from './identity-error.js';
 import { identityFromTokens, type OidcLoginResult } from './login-result.js';
 import type { OidcIssuer } from './oidc-issuer.js';
 import { isAcceptableIssuerUrl } from './oidc-settings.js';
-import { fullJitterDelay } from './retry-delay.js';
 import { oauthFailure, postAsClient, requestTokens, type TokenSet } from './token-endpoint.js';
 
 /** RFC 8628 §3.5: the polling interval when the issuer names none, and what `slow_down` adds. */
@@ -73,10 +73,10 @@ export async function requestDeviceAuthorization(issuer: OidcIssuer, signal?: Ab
 }
 
 /** What one poll found; `slow_down` means: add 5 s to the interval, for good. */
-export type DevicePollStep =
+export type DevicePollStep<R extends OidcLoginResult = OidcLoginResult> =
   | { readonly status: 'pending' }
   | { readonly status: 'slow_down' }
-  | { readonly status: 'approved'; readonly result: OidcLoginResult };
+  | { readonly status: 'approved'; readonly result: R };
 
 /**
  * One poll of the token endpoint (RFC 8628 §3.4), for callers that pace the polls themselves

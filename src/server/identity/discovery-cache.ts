@@ -1,8 +1,8 @@
+import { equalJitterDelay } from '../../util/backoff.js';
 import { requestJson } from './http-json.js';
 import { IdentityError } from './identity-error.js';
 import { discoveryUrl, parseIssuerMetadata, type IssuerMetadata } from './issuer-metadata.js';
 import type { OidcSettings } from './oidc-settings.js';
-import { equalJitterDelay } from './retry-delay.js';
 
 const MAX_DISCOVERY_BYTES = 256 * 1024;
 
@@ -22,9 +22,10 @@ interface Held {
 export class DiscoveryCache {
   #held: Held | undefined;
   #inflight: Promise<IssuerMetadata> | undefined;
+  /** Failed reads in a row. */
   #failures = 0;
-  #retryAt = 0;
-  #lastError: IdentityError | undefined;
+  /** Set by a failed read: until `until`, callers get `error` (or the stale document) without a read. */
+  #backoff: { readonly until: number; readonly error: IdentityError } | undefined;
 
   constructor(private readonly settings: OidcSettings) {}
 
@@ -33,16 +34,12 @@ export class DiscoveryCache {
     const now = this.settings.now();
     const held = this.#held;
     if (held && now - held.fetchedAt < this.settings.discoveryTtlMs) return held.metadata;
-    if (now < this.#retryAt) return this.#staleOr(this.#lastError, now, false);
+    const backoff = this.#backoff;
+    if (backoff && now < backoff.until) return this.#staleOr(backoff.error, now, false);
     this.#inflight ??= this.#read().finally(() => {
       this.#inflight = undefined;
     });
     return this.#inflight;
-  }
-
-  /** Forgets the held document, so that the next `get` reads it again (unless backing off). */
-  invalidate(): void {
-    this.#held = undefined;
   }
 
   async #read(): Promise<IssuerMetadata> {
@@ -55,8 +52,7 @@ export class DiscoveryCache {
       const metadata = parseIssuerMetadata(answer.body, this.settings.issuer);
       this.#held = { metadata, fetchedAt: this.settings.now() };
       this.#failures = 0;
-      this.#retryAt = 0;
-      this.#lastError = undefined;
+      this.#backoff = undefined;
       return metadata;
     } catch (err) {
       const failure =
@@ -64,15 +60,14 @@ export class DiscoveryCache {
           ? err
           : new IdentityError('discovery_failed', `the discovery document ${url} could not be read: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
       const now = this.settings.now();
-      this.#retryAt = now + equalJitterDelay(this.#failures, this.settings.retryBaseMs, this.settings.retryCapMs);
+      this.#backoff = { until: now + equalJitterDelay(this.#failures, this.settings.retryBaseMs, this.settings.retryCapMs), error: failure };
       this.#failures += 1;
-      this.#lastError = failure;
       return this.#staleOr(failure, now, true);
     }
   }
 
   /** The held document if within its stale bound, else throws `failure`; `log`: once per failed read, not per caller. */
-  #staleOr(failure: IdentityError | undefined, now: number, log: boolean): IssuerMetadata {
+  #staleOr(failure: IdentityError, now: number, log: boolean): IssuerMetadata {
     const held = this.#held;
     if (held && now - held.fetchedAt < this.settings.discoveryTtlMs + this.settings.discoveryMaxStaleMs) {
       if (log) this.settings.logger.warn(
@@ -81,6 +76,6 @@ export class DiscoveryCache {
       );
       return held.metadata;
     }
-    throw failure ?? new IdentityError('discovery_failed', 'the discovery document is not available');
+    throw failure;
   }
 }

@@ -4,7 +4,6 @@ import type { OidcSettings } from './oidc-settings.js';
 /** A JSON object answered by one of the issuer's endpoints, with its HTTP status. */
 export interface JsonAnswer {
   readonly status: number;
-  readonly headers: Headers;
   readonly body: Readonly<Record<string, unknown>>;
 }
 
@@ -74,7 +73,7 @@ export async function requestJson(settings: OidcSettings, url: string, request: 
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new IdentityError('http_failed', `the ${request.what} answered HTTP ${status} with JSON that is not an object`, { status });
     }
-    return { status, headers: response.headers, body: body as Record<string, unknown> };
+    return { status, body: body as Record<string, unknown> };
   } catch (err) {
     const abort = abortedError(request.signal);
     if (abort) throw abort;

@@ -1,5 +1,12 @@
 import { completeAuthorization, startAuthorization, type AuthorizationOptions, type AuthorizationStart, type PendingAuthorization } from './authorization-code-flow.js';
-import { pollDeviceAuthorization, requestDeviceAuthorization, type DeviceAuthorization, type DevicePollOptions } from './device-flow.js';
+import {
+  pollDeviceAuthorization,
+  pollDeviceTokenOnce,
+  requestDeviceAuthorization,
+  type DeviceAuthorization,
+  type DevicePollOptions,
+  type DevicePollStep,
+} from './device-flow.js';
 import { IdentityError } from './identity-error.js';
 import type { OidcLoginResult } from './login-result.js';
 import { OidcIssuer } from './oidc-issuer.js';
@@ -44,6 +51,15 @@ export class OidcLogin {
   /** The device login's first step: the codes to show the user. */
   startDeviceLogin(signal?: AbortSignal): Promise<DeviceAuthorization> {
     return requestDeviceAuthorization(this.issuer, signal);
+  }
+
+  /**
+   * One poll of the device login, for a caller that paces the polls itself (see
+   * pollDeviceTokenOnce); once approved, the policy.
+   */
+  async pollDeviceLogin(authorization: DeviceAuthorization, signal?: AbortSignal): Promise<DevicePollStep<SignedIn>> {
+    const step = await pollDeviceTokenOnce(this.issuer, authorization, signal);
+    return step.status === 'approved' ? { status: 'approved', result: this.#admit(step.result) } : step;
   }
 
   /** Waits for the user to approve the device login (see pollDeviceAuthorization); then the policy. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/index.js';
-import { fullJitterDelay } from '../bus/index.js';
+import { fullJitterDelay } from '../../util/backoff.js';
 import { sleep } from '../../util/periodic.js';
 
 /** A row of the `replicas` table. */

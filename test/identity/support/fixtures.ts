@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from 'vitest';
-import { OidcLogin, type IdentityLogger, type OidcLoginOptions } from '../../../src/server/identity/index.js';
+import { IdentityError, OidcLogin, type IdentityLogger, type OidcLoginOptions } from '../../../src/server/identity/index.js';
 import type { TestAccount, TestClient } from './provider-config.js';
 import { startTestProvider, type TestProvider } from './provider-process.js';
 
@@ -55,4 +55,14 @@ export function loginFor(provider: TestProvider, overrides: Partial<OidcLoginOpt
     httpTimeoutMs: 5_000,
     ...overrides,
   });
+}
+
+/** The IdentityError `promise` rejects with; fails the test when it resolves or rejects otherwise. */
+export async function refusal(promise: Promise<unknown>): Promise<IdentityError> {
+  const err: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof IdentityError)) throw new Error(`expected an IdentityError, got ${String(err)}`, { cause: err });
+  return err;
 }

@@ -124,13 +124,14 @@ function buildProvider(issuer: string): Provider {
   return provider;
 }
 
-async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+/** The request body as text, at most 64 KiB. */
+async function readBody(req: IncomingMessage): Promise<string> {
   let body = '';
   for await (const chunk of req) {
     body += String(chunk);
-    if (body.length > 64 * 1024) throw new Error('form too large');
+    if (body.length > 64 * 1024) throw new Error('request body too large');
   }
-  return new URLSearchParams(body);
+  return body;
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string): void {
@@ -152,7 +153,7 @@ async function interaction(provider: Provider, req: IncomingMessage, res: Server
   }
   if (req.method !== 'POST') return send(res, 405, 'text/plain', 'method not allowed');
   if (action === 'login') {
-    const username = (await readForm(req)).get('username') ?? '';
+    const username = new URLSearchParams(await readBody(req)).get('username') ?? '';
     const account = config.accounts.find((a) => a.username === username);
     if (!account) {
       return send(res, 401, 'text/html', page('login', `<p id="error">unknown user</p><form id="login" method="post" action="${base}/login"><input type="text" name="username" value=""></form>`));
@@ -193,9 +194,7 @@ async function admin(req: IncomingMessage, res: ServerResponse, path: string, re
     return send(res, 200, 'application/json', JSON.stringify({ kid: keys[0]?.kid }));
   }
   if (req.method === 'POST' && path === '/__test/knobs') {
-    let body = '';
-    for await (const chunk of req) body += String(chunk);
-    Object.assign(knobs, JSON.parse(body) as Partial<ProviderKnobs>);
+    Object.assign(knobs, JSON.parse(await readBody(req)) as Partial<ProviderKnobs>);
     return send(res, 200, 'application/json', JSON.stringify(knobs));
   }
   send(res, 404, 'text/plain', 'not found');
