@@ -23,6 +23,16 @@ export function track(child: ChildProcess, opts: { group?: boolean } = {}): void
   });
 }
 
+/** Signals the process group a detached child leads (a no-op once it is gone). */
+export function killGroup(child: ChildProcess, sig: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, sig);
+  } catch {
+    // The group is already gone: nothing left to signal.
+  }
+}
+
 /** Registers a synchronous cleanup; returns a function that unregisters it. */
 export function onCleanup(fn: () => void): () => void {
   installHandlers();

@@ -145,7 +145,7 @@ describe('bench agent watch on a connection that dies silently', () => {
     const d = watch.diagnose(nowMs());
     expect(d).toMatchObject({ state: 'open', ready: false, socketHeld: true, retryArmed: false, silenceMs: null, tailed: [], revisions: [5, 0, 0] });
     expect(d.trace.map((t) => t.replace(/^-\d+ms /, ''))).toEqual(['POST [{"kind":"device"},{"kind":"security-group"},{"kind":"organization"}]', 'HTTP 200']);
-    const line = describeStuck({ byState: { 'open, socket held': 1 }, examples: [{ index: 0, deviceId: 'dev-1', running: true, ...d }] });
+    const line = describeStuck({ byState: { 'open, socket held': 1 }, examples: [{ deviceId: 'dev-1', ...d }] });
     expect(line).toContain('1 open, socket held');
     expect(line).toContain('device dev-1: open, tails [], revisions [5,0,0]');
     expect(line).toContain('HTTP 200');

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SilenceWatchdog } from '../../src/bench/load/silence-watchdog.js';
 
 const dogs: SilenceWatchdog[] = [];
@@ -37,6 +37,18 @@ describe('bench silence watchdog', () => {
     await sleep(400);
     expect(fired).toHaveLength(1);
     expect((fired[0] ?? 0) - lastHeard).toBeGreaterThanOrEqual(140);
+  });
+
+  it('arms no timer per read: hearing only notes the time', () => {
+    const { dog } = watchdog(60_000);
+    dog.start();
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    try {
+      for (let i = 0; i < 1_000; i++) dog.heard();
+      expect(timers).not.toHaveBeenCalled();
+    } finally {
+      timers.mockRestore();
+    }
   });
 
   it('never fires once stopped, and starts afresh', async () => {

@@ -81,10 +81,7 @@ export interface AwaitResult {
 
 /** Where one agent's watch is: for the report of agents not at their tails when a wait times out. */
 export interface WatchDiagnosis {
-  index: number;
   deviceId: string;
-  /** The agent runs (started and not stopped). */
-  running: boolean;
   /** The watch's own state: idle, connecting, answered, open, ended. */
   state: string;
   ready: boolean;

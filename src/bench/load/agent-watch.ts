@@ -99,7 +99,7 @@ export class AgentWatch {
   }
 
   /** Where this watch is (see WatchDiagnosis); `now` is nowMs() of the caller. */
-  diagnose(now: number): Omit<WatchDiagnosis, 'index' | 'deviceId' | 'running'> {
+  diagnose(now: number): Omit<WatchDiagnosis, 'deviceId'> {
     return {
       state: this.state,
       ready: this.ready,

@@ -173,11 +173,12 @@ function stuck(args: { examples: number }): StuckReport {
   const now = nowMs();
   const report: StuckReport = { byState: {}, examples: [] };
   for (const a of agents) {
-    if (!a.running || a.watchReady) continue;
+    // Undefined for a stopped agent.
     const d = a.diagnose(now);
-    const key = d ? `${d.state}${d.retryArmed ? ', retry armed' : ''}${d.socketHeld ? ', socket held' : ''}` : 'never started';
+    if (!d || d.ready) continue;
+    const key = `${d.state}${d.retryArmed ? ', retry armed' : ''}${d.socketHeld ? ', socket held' : ''}`;
     report.byState[key] = (report.byState[key] ?? 0) + 1;
-    if (d && report.examples.length < args.examples) report.examples.push(d);
+    if (report.examples.length < args.examples) report.examples.push(d);
   }
   return report;
 }

@@ -84,10 +84,10 @@ export class SimAgent {
     return this.tunnel?.isOpen ?? false;
   }
 
-  /** Where the watch is (undefined before the first start). */
+  /** Where the watch is (undefined while the agent is stopped). */
   diagnose(now: number): WatchDiagnosis | undefined {
     if (!this.watch) return undefined;
-    return { index: this.index, deviceId: this.identity.deviceId, running: this.running, ...this.watch.diagnose(now) };
+    return { deviceId: this.identity.deviceId, ...this.watch.diagnose(now) };
   }
 
   value(field: ProgressField): number {

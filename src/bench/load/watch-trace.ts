@@ -21,13 +21,7 @@ export class WatchTrace {
     this.count = Math.min(this.count + 1, CAPACITY);
   }
 
-  clear(): void {
-    this.next = 0;
-    this.count = 0;
-    this.what.length = 0;
-  }
-
-  /** Oldest first, each as "+<ms before now> <what>" so entries from another process's clock still read. */
+  /** Oldest first, each as "-<ms before now>ms <what>" so entries from another process's clock still read. */
   lines(now: number): string[] {
     const out: string[] = [];
     for (let i = 0; i < this.count; i++) {

@@ -1,3 +1,4 @@
+import { STREAM_SILENCE_MS } from '../load/agent-watch.js';
 import { CHANGES, ackTimeoutMs } from './change-loop.js';
 import { POLL_INTERVAL_MS } from './convergence-follower.js';
 import { PACED_CONCURRENCY } from './join-run.js';
@@ -8,7 +9,7 @@ export function fleetMethod(idleSeconds: number): string[] {
     'method, agents: each simulated agent (load worker processes, not the server\'s) holds, with its own device token, a watch stream ' +
       '(POST /events [device, security-group, organization], raw HTTP/1.1, per-kind tails and revisions, bookmarks; resumes with per-kind ' +
       'gt_revision and at_tail: true after the SDK\'s backoff, or a 429/503\'s Retry-After + jitter; like the SDK, it gives up a fleetplane ' +
-      'stream silent for 3 bookmark intervals, 45 s, counted as watch.silent: a connection can die with no FIN or reset reaching the agent) ' +
+      `stream silent for 3 bookmark intervals, ${STREAM_SILENCE_MS / 1000} s, counted as watch.silent: a connection can die with no FIN or reset reaching the agent) ` +
       'and a tunnel (ws: answers ping frames ' +
       'and the ping request). When its seen revision rises it ACKs {applied_revision: R, apply_error: null, …} by a tunnel status frame ' +
       '(confirmed by status_ack) or by PUT .../status (confirmed by its 200; PUTs share 32 keep-alive sockets per load worker). ' +

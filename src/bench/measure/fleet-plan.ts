@@ -7,10 +7,10 @@ export const SERVER_FILE_RESERVE = 500;
 /** `--workers` spreads connections round-robin, not exactly evenly: leave this share of each budget free. */
 const WORKER_HEADROOM = 0.85;
 
-/** How one (storage, N) is run here, or why it can't be. */
-export type FleetPlan =
-  | { storage: StorageName; n: number; runnable: true; serverWorkers: number; serverSockets: number; reason: string }
-  | { storage: StorageName; n: number; runnable: false; serverSockets: number; reason: string };
+/** How one (storage, N) is run here. */
+export type RunnablePlan = { storage: StorageName; n: number; runnable: true; serverWorkers: number; serverSockets: number; reason: string };
+/** A plan, or a (storage, N) not run and why (its storage is missing here). */
+export type FleetPlan = RunnablePlan | { storage: StorageName; n: number; runnable: false; serverSockets: number; reason: string };
 
 /**
  * N agents hold 2N sockets on the server (watch stream and tunnel), plus the
@@ -18,7 +18,7 @@ export type FleetPlan =
  * that, the server runs `serve --workers W` (on either storage: the embedded
  * PostgreSQL serves several processes too).
  */
-export function planFleet(storage: StorageName, n: number, openFiles: number, socketsPerWorker: number): FleetPlan {
+export function planFleet(storage: StorageName, n: number, openFiles: number, socketsPerWorker: number): RunnablePlan {
   const serverSockets = n * SOCKETS_PER_AGENT + agentWorkersFor(n, socketsPerWorker) * PUT_CONNECTIONS_PER_WORKER;
   const budget = openFiles - SERVER_FILE_RESERVE;
   const need = `${n.toLocaleString('en-US')} agents hold ${serverSockets.toLocaleString('en-US')} sockets on the server (watch + tunnel each, plus the PUT pools)`;

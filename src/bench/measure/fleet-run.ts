@@ -11,7 +11,7 @@ import { maxOf } from '../stats.js';
 import { sleep } from '../../util/periodic.js';
 import { ackTimeoutMs, changeLoop, SILENT_ACK_TIMEOUT_MS, type ChangeLoopResult } from './change-loop.js';
 import { ConvergenceFollower } from './convergence-follower.js';
-import type { FleetPlan } from './fleet-plan.js';
+import type { RunnablePlan } from './fleet-plan.js';
 import { seedFleet } from './fleet-seed.js';
 import { measureIdle, type IdleFigures } from './idle-run.js';
 import { measureJoin, type JoinFigures, type JoinMode } from './join-run.js';
@@ -93,7 +93,7 @@ async function ackCatchUp(pool: AgentPool, ack: AckCatchUp['ack'], revision: num
  * at the first phase that throws, keeping what was measured.
  */
 export async function fleetRun(o: {
-  plan: FleetPlan & { runnable: true };
+  plan: RunnablePlan;
   pg: BenchPostgres | undefined;
   idleSeconds: number;
   /** ACK modes, in order: the join and the first change loop use the first. */

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { track } from '../children.js';
+import { killGroup, track } from '../children.js';
 import { nowMs } from '../clock.js';
 import { EVENT_PREFIX, type ProbeEvent, type ProbeJob, type WriteSeries } from './storage-probe-messages.js';
 import { straceArgs } from './strace-window.js';
@@ -42,7 +43,7 @@ export function probeCommand(job: ProbeJob, straceOut?: string): string[] {
  * (tracked: it dies with the harness). Rejects when it fails, times out or
  * `signal` aborts; then the process group is killed — an embedded
  * PostgreSQL (a session of its own) is the caller's to stop, see
- * storage-data-dir.ts.
+ * server/data-dir.ts.
  */
 export function runProbe(o: ProbeRunOptions): Promise<ProbeOutcome> {
   const [file = '', ...args] = probeCommand(o.job, o.straceOut);
@@ -57,13 +58,6 @@ export function runProbe(o: ProbeRunOptions): Promise<ProbeOutcome> {
     stderrTail = (stderrTail + s).slice(-8192);
     for (const line of s.split('\n')) if (line.trim() !== '') process.stderr.write(`${tag} ${line}\n`);
   });
-  const killGroup = (): void => {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  };
   return new Promise<ProbeOutcome>((resolve, reject) => {
     const got: Partial<ProbeOutcome> = {};
     let failed = false;
@@ -72,7 +66,7 @@ export function runProbe(o: ProbeRunOptions): Promise<ProbeOutcome> {
       failed = true;
       clearTimeout(timer);
       o.signal.removeEventListener('abort', onAbort);
-      killGroup();
+      killGroup(child, 'SIGKILL');
       reject(err);
     };
     const onAbort = (): void => fail(o.signal.reason instanceof Error ? o.signal.reason : new Error(String(o.signal.reason)));
@@ -105,28 +99,23 @@ export function runProbe(o: ProbeRunOptions): Promise<ProbeOutcome> {
           break;
       }
     };
-    let partial = '';
-    child.stdout?.setEncoding('utf8').on('data', (s: string) => {
-      const lines = (partial + s).split('\n');
-      partial = lines.pop() ?? '';
-      for (const line of lines) {
+    if (child.stdout) {
+      createInterface({ input: child.stdout }).on('line', (line) => {
         if (line.startsWith(EVENT_PREFIX)) onEvent(JSON.parse(line.slice(EVENT_PREFIX.length)) as ProbeEvent);
-      }
-    });
+      });
+    }
     child.once('error', (err) => fail(err));
-    child.once('exit', (code, sig) => {
-      // Give stderr a moment to deliver the reason.
-      setTimeout(() => {
-        if (failed) return;
-        if (code !== 0 || got.ready === undefined || got.closeMs === undefined) {
-          fail(new Error(`${tag} exited with ${sig ?? code} before finishing: ${stderrTail.trim().slice(-600)}`));
-          return;
-        }
-        clearTimeout(timer);
-        o.signal.removeEventListener('abort', onAbort);
-        child.stdin?.end();
-        resolve(got as ProbeOutcome);
-      }, 50);
+    // `close`, not `exit`: the last event and the reason on stderr are read by then.
+    child.once('close', (code, sig) => {
+      if (failed) return;
+      if (code !== 0 || got.ready === undefined || got.closeMs === undefined) {
+        fail(new Error(`${tag} exited with ${sig ?? code} before finishing: ${stderrTail.trim().slice(-600)}`));
+        return;
+      }
+      clearTimeout(timer);
+      o.signal.removeEventListener('abort', onAbort);
+      child.stdin?.end();
+      resolve(got as ProbeOutcome);
     });
   });
 }

@@ -1,6 +1,6 @@
 import { sleep } from '../../util/periodic.js';
 import { log } from '../log.js';
-import { storageDataDir } from './storage-data-dir.js';
+import { benchDataDir } from '../server/data-dir.js';
 import type { ProbeJob, StorageEngine } from './storage-probe-messages.js';
 import { probeCommand, runProbe } from './storage-probe-run.js';
 import { countSyncCalls, total, type SyncCounts } from './strace-window.js';
@@ -82,7 +82,7 @@ function job(engine: StorageEngine, dataDir: string, writes: Partial<ProbeJob>):
  * the run ends.
  */
 export async function storageRun(engine: StorageEngine, run: number, withStrace: boolean, signal: AbortSignal): Promise<StorageRun> {
-  const dir = storageDataDir(engine);
+  const dir = benchDataDir(`storage-${engine}`);
   try {
     const idleAfter = (into: { mem?: TreeMemory }) => async (ready: { pid: number }) => {
       await sleep(STORAGE_SIZES.settleMs, signal);

@@ -15,7 +15,7 @@ export function describeStuck(r: StuckReport): string {
     .join('; ');
   const examples = r.examples.map(
     (e) =>
-      `device ${e.deviceId}: ${e.state}${e.running ? '' : ' (stopped)'}, tails [${e.tailed.join(',')}], revisions [${e.revisions.join(',')}], bookmark ${e.bookmark}` +
+      `device ${e.deviceId}: ${e.state}, tails [${e.tailed.join(',')}], revisions [${e.revisions.join(',')}], bookmark ${e.bookmark}` +
       `${e.retryArmed ? ', retry armed' : ''}${e.socketHeld ? ', socket held' : ''}${e.silenceMs === null ? ', no silence limit' : ''}; last: ${e.trace.join(' | ') || 'nothing'}`,
   );
   return [`not at their tails: ${states || 'none'}`, ...examples].join(' || ');

@@ -15,8 +15,8 @@ export interface TreeMemory {
   commands: string[];
 }
 
-function field(text: string, name: string): number {
-  const m = new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, 'm').exec(text);
+function pss(smapsRollup: string): number {
+  const m = /^Pss:\s+(\d+)\s+kB/m.exec(smapsRollup);
   return m ? Number(m[1]) * 1024 : 0;
 }
 
@@ -24,19 +24,18 @@ function read(path: string): string {
   try {
     return readFileSync(path, 'latin1');
   } catch {
+    // The process ended since the walk: it holds nothing any more.
     return '';
   }
 }
 
-/** RSS and PSS of `pid` and all its descendants, read from /proc. */
+/** RSS (procTreeStats) and PSS of `pid` and all its descendants, read from /proc. */
 export function treeMemory(pid: number): TreeMemory {
-  const { pids } = procTreeStats(pid);
-  let rssBytes = 0;
+  const { pids, rssBytes } = procTreeStats(pid);
   let pssBytes = 0;
   const commands: string[] = [];
   for (const p of pids) {
-    rssBytes += field(read(`/proc/${p}/status`), 'VmRSS');
-    pssBytes += field(read(`/proc/${p}/smaps_rollup`), 'Pss');
+    pssBytes += pss(read(`/proc/${p}/smaps_rollup`));
     commands.push(read(`/proc/${p}/comm`).trim());
   }
   return { rssBytes, pssBytes, processes: pids.length, commands };

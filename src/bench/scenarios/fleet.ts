@@ -5,7 +5,7 @@ import { openFilesLimit } from '../server/open-files-limit.js';
 import { ackTimeoutMs, CHANGES } from '../measure/change-loop.js';
 import { fleetMethod } from '../measure/fleet-method.js';
 import { fleetOptions, FLEET_FLAGS } from '../measure/fleet-options.js';
-import { planFleet, type FleetPlan } from '../measure/fleet-plan.js';
+import { planFleet, type FleetPlan, type RunnablePlan } from '../measure/fleet-plan.js';
 import { fleetRun, joinTimeoutMs, type FleetRunFigures } from '../measure/fleet-run.js';
 import { changeTable, detailTable, joinTable } from '../measure/fleet-tables.js';
 import { FLEET_TARGETS, notRunRow, runTargets, TARGET_COLUMNS } from '../measure/fleet-targets.js';
@@ -41,11 +41,11 @@ export const fleet: Scenario = {
     const f = fleetOptions(opts.flags);
     const openFiles = openFilesLimit();
     const notes: string[] = [...fleetMethod(f.idleSeconds)];
-    const plans: FleetPlan[] = f.storages.flatMap((s) => f.agents.map((n) => planFleet(s, n, openFiles, opts.socketsPerWorker)));
-    const notRun: FleetPlan[] = plans.filter((p) => !p.runnable);
+    const plans: RunnablePlan[] = f.storages.flatMap((s) => f.agents.map((n) => planFleet(s, n, openFiles, opts.socketsPerWorker)));
+    const notRun: FleetPlan[] = [];
     const runs: FleetRunFigures[] = [];
     for (const storage of f.storages) {
-      const mine = plans.filter((p): p is FleetPlan & { runnable: true } => p.storage === storage && p.runnable);
+      const mine = plans.filter((p) => p.storage === storage);
       if (mine.length === 0) continue;
       if (storage === 'postgresql' && !hasPostgres()) {
         for (const p of mine) notRun.push({ storage, n: p.n, runnable: false, serverSockets: p.serverSockets, reason: 'not run: PostgreSQL is not installed (/usr/lib/postgresql/15/bin)' });

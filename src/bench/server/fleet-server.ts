@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { track } from '../children.js';
+import { killGroup, track } from '../children.js';
 import { FleetApi } from '../http-api.js';
 import { log } from '../log.js';
 import { procTreeStats, type ProcStats } from '../proc-stats.js';
@@ -150,15 +150,6 @@ export class FleetServer {
     clearTimeout(timer);
     // Workers of a multi-process server may outlive the primary briefly.
     killGroup(this.child, 'SIGKILL');
-  }
-}
-
-function killGroup(child: ChildProcess, sig: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, sig);
-  } catch {
-    // Already gone.
   }
 }
 

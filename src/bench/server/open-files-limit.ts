@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { openFilesLimit as processLimit } from '../../util/open-files-limit.js';
 
 /** Used when /proc can't be read (the limit NOTES.md gives for these machines). */
 const FALLBACK = 20_000;
@@ -8,10 +8,5 @@ const FALLBACK = 20_000;
  * processes the harness starts inherit: one process can't hold more sockets.
  */
 export function openFilesLimit(): number {
-  try {
-    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'latin1'));
-    return m?.[1] ? Number(m[1]) : FALLBACK;
-  } catch {
-    return FALLBACK;
-  }
+  return processLimit() ?? FALLBACK;
 }

@@ -1,8 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { onCleanup } from '../children.js';
 import { nowMs } from '../clock.js';
+import { benchDataDir } from './data-dir.js';
 import { FleetServer, type FleetServerOptions } from './fleet-server.js';
 import type { BenchPostgres } from './postgres.js';
 
@@ -27,7 +24,8 @@ const START_TIMEOUT_MS = 120_000;
  * restarted on the same data and the same port: the embedded PostgreSQL in
  * a temporary directory (the default storage, not `--memory`), or a fresh
  * database on a throwaway PostgreSQL cluster (the caller owns the cluster).
- * The data directory is removed when the server stops or the harness exits.
+ * The data directory is removed, and a PostgreSQL a killed server left on
+ * it ended, when the server stops or the harness exits.
  */
 export class RestartableServer {
   private constructor(
@@ -38,20 +36,13 @@ export class RestartableServer {
   ) {}
 
   static async start(storage: StorageName, flags: readonly string[], pg: BenchPostgres | undefined, database: string): Promise<RestartableServer> {
-    let dataDir: string | undefined;
-    let unregister: () => void = () => undefined;
-    const removeData = (): void => {
-      unregister();
-      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    };
-    if (storage === 'embedded') {
-      dataDir = mkdtempSync(join(tmpdir(), 'fleetplane-bench-embedded-'));
-      unregister = onCleanup(removeData);
-    } else if (!pg) throw new Error('postgresql storage needs a cluster');
+    if (storage === 'postgresql' && !pg) throw new Error('postgresql storage needs a cluster');
+    const dir = storage === 'embedded' ? benchDataDir('embedded') : undefined;
+    const removeData = (): void => dir?.dispose();
     const options: FleetServerOptions = {
       flags,
       startTimeoutMs: START_TIMEOUT_MS,
-      ...(dataDir ? { dataDir } : { databaseUrl: await (pg as BenchPostgres).createDatabase(database) }),
+      ...(dir ? { dataDir: dir.path } : { databaseUrl: await (pg as BenchPostgres).createDatabase(database) }),
     };
     try {
       const server = await FleetServer.start(options);
