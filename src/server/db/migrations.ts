@@ -148,6 +148,73 @@ UPDATE objects SET value = jsonb_set(value, '{network,auto_approve_cidrs}', '[]'
  WHERE kind = 'organization' AND NOT deleted AND value->'network' IS NOT NULL AND value->'network'->'auto_approve_cidrs' IS NULL;
 `,
   },
+  {
+    version: 6,
+    name: 'users-members-keys',
+    sql: `
+-- People (issue 13), identified by (issuer, subject): email is an attribute, never the identity.
+CREATE TABLE users (
+  id uuid PRIMARY KEY,
+  issuer text NOT NULL,
+  subject text NOT NULL,
+  email text,
+  name text,
+  server_admin boolean NOT NULL DEFAULT false,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  last_login_at timestamptz,
+  UNIQUE (issuer, subject)
+);
+CREATE INDEX users_email ON users (lower(email)) WHERE email IS NOT NULL;
+
+-- Sessions and personal API keys are tokens of a user: one credential table, one token index,
+-- one revocation follower for every credential that opens streams and tunnels.
+ALTER TABLE tokens DROP CONSTRAINT tokens_kind_check;
+ALTER TABLE tokens ADD CONSTRAINT tokens_kind_check CHECK (kind IN ('org', 'device', 'session', 'api_key'));
+ALTER TABLE tokens DROP CONSTRAINT tokens_role_check;
+ALTER TABLE tokens ADD CONSTRAINT tokens_role_check CHECK (role IN ('owner', 'admin', 'read', 'device', 'user'));
+ALTER TABLE tokens ALTER COLUMN org_id DROP NOT NULL;
+ALTER TABLE tokens ADD COLUMN user_id uuid REFERENCES users(id) ON DELETE CASCADE;
+-- An API key's organizations (NULL for every other kind).
+ALTER TABLE tokens ADD COLUMN org_ids uuid[];
+-- A session's absolute end: a refresh moves expires_at, never past it.
+ALTER TABLE tokens ADD COLUMN max_expires_at timestamptz;
+ALTER TABLE tokens ADD COLUMN last_used_at timestamptz;
+ALTER TABLE tokens ADD COLUMN source text;
+ALTER TABLE tokens ADD COLUMN user_agent text;
+ALTER TABLE tokens ADD CONSTRAINT tokens_holder CHECK (
+  (kind IN ('org', 'device')) = (org_id IS NOT NULL) AND (kind IN ('session', 'api_key')) = (user_id IS NOT NULL)
+);
+CREATE INDEX tokens_user ON tokens (user_id) WHERE user_id IS NOT NULL;
+
+CREATE TABLE memberships (
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  user_id uuid NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  role text NOT NULL CHECK (role IN ('owner', 'admin', 'read')),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (org_id, user_id)
+);
+CREATE INDEX memberships_user ON memberships (user_id);
+
+-- Accepted at the invitee's next login when its email (case-insensitive) or subject matches.
+CREATE TABLE invitations (
+  id uuid PRIMARY KEY,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  email text,
+  subject text,
+  role text NOT NULL CHECK (role IN ('owner', 'admin', 'read')),
+  created_by text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL,
+  accepted_at timestamptz,
+  accepted_by uuid REFERENCES users(id) ON DELETE SET NULL,
+  revoked_at timestamptz,
+  CHECK ((email IS NULL) <> (subject IS NULL))
+);
+CREATE INDEX invitations_org ON invitations (org_id);
+CREATE INDEX invitations_open_email ON invitations (lower(email)) WHERE accepted_at IS NULL AND revoked_at IS NULL AND email IS NOT NULL;
+CREATE INDEX invitations_open_subject ON invitations (subject) WHERE accepted_at IS NULL AND revoked_at IS NULL AND subject IS NOT NULL;
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */
