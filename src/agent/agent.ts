@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { ClientOptions as WsOptions } from 'ws';
-import { AuthError, FleetplaneClient, NotFoundError, type FetchLike } from '../client/index.js';
+import { AuthError, deviceLoginPrompt, FleetplaneClient, NotFoundError, type FetchLike } from '../client/index.js';
 import { AGENT_METHODS } from '../protocol/index.js';
 import { AgentMethodError, TunnelClient } from './tunnel/index.js';
 import { createExecRunner, LinuxDataplane, RenderDataplane, type Dataplane, type DataplaneDescription } from './dataplane/index.js';
@@ -14,6 +14,7 @@ import type { AgentStatusView, TunnelStateType } from './agent-status.js';
 import { EndpointPublisher } from './endpoint-publisher.js';
 import { publishedEndpoints, interfaceEndpoints, type InterfaceTable } from './endpoints.js';
 import { ensureEnrolled, type Enrolled } from './enrollment.js';
+import type { DeviceLogin } from '../protocol/index.js';
 import { AgentFatalError, errorMessage } from './errors.js';
 import { forceSync, ForceSyncError, type ForceSyncResult } from './force-sync.js';
 import { InformerStateFile } from './informer-state-file.js';
@@ -25,6 +26,7 @@ import { Reconciler } from './reconciler.js';
 import { StateDir } from './state-dir.js';
 import { StateDirLock, StateDirLockedError } from './state-lock.js';
 import { StatusReporter } from './status-reporter.js';
+import { DeviceCredential, expiredError } from './token-renewal.js';
 import { logRetry } from './transient.js';
 import { trustedFetch } from './trusted-fetch.js';
 import { agentVersion, osDescription } from './version.js';
@@ -40,6 +42,8 @@ export interface AgentDeps {
   interfaces?: () => InterfaceTable;
   /** Called once the local API listens (with its port) and the device is known. */
   onReady?: (info: { device_id: string; local_port: number }) => void;
+  /** Where `--login` shows the user the URL and code (default: stderr). */
+  loginPrompt?: (text: string) => void;
 }
 
 /** How long shutdown waits for the final offline report. */
@@ -63,6 +67,8 @@ interface Running {
   watch: OrgWatch;
   publisher: EndpointPublisher;
   loop: ReconcileLoop;
+  /** The device token in use, renewed before it expires. */
+  credential: DeviceCredential;
 }
 
 /**
@@ -85,6 +91,7 @@ export class Agent {
   #lock: StateDirLock | undefined;
   #fetch: FetchLike | undefined;
   #wsOptions: WsOptions | undefined;
+  #tunnelClient: TunnelClient | undefined;
 
   constructor(options: AgentOptions, deps: AgentDeps) {
     this.#options = options;
@@ -105,10 +112,11 @@ export class Agent {
     try {
       const running = await this.#start(stop.signal);
       if (!running) return;
-      const { watch, reporter, loop } = running;
+      const { watch, reporter, loop, credential } = running;
       const tunnel = this.#tunnel(running);
       watch.start(stop.signal);
       tasks.push(this.#guard('tunnel', tunnel.run(stop.signal)));
+      tasks.push(this.#guard('token renewal', credential.run(stop.signal)));
       tasks.push(this.#guard('reconcile loop', loop.run(stop.signal)));
       tasks.push(this.#guard('status reporter', reporter.run(stop.signal)));
       try {
@@ -182,7 +190,17 @@ export class Agent {
     let enrolled: Enrolled;
     try {
       enrolled = await ensureEnrolled(
-        { stateDir, server: o.server, org: o.org, registrationKey: o.registrationKey, hostname: o.hostname, endpoints: enrollEndpoints, logger: this.#log, fetch: this.#fetch },
+        {
+          stateDir,
+          server: o.server,
+          org: o.org,
+          registrationKey: o.registrationKey,
+          ...(o.login ? { login: { show: (l: DeviceLogin) => (this.#deps.loginPrompt ?? ((t: string) => process.stderr.write(t)))(deviceLoginPrompt(l)) } } : {}),
+          hostname: o.hostname,
+          endpoints: enrollEndpoints,
+          logger: this.#log,
+          fetch: this.#fetch,
+        },
         signal,
       );
     } catch (err) {
@@ -192,7 +210,20 @@ export class Agent {
     const { identity } = enrolled;
     const log = this.#log;
     log.info({ device_id: identity.device_id, organization_id: identity.organization_id, server: enrolled.server, dataplane: o.dataplane }, 'agent starting');
-    const client = new FleetplaneClient({ baseUrl: enrolled.server, token: identity.device_token, fetch: this.#fetch });
+    // Read at every request: a renewed token is used from the next one on.
+    const client = new FleetplaneClient({ baseUrl: enrolled.server, token: () => credential.token, fetch: this.#fetch });
+    const credential: DeviceCredential = new DeviceCredential({
+      client,
+      stateDir,
+      identity,
+      logger: log.child({ component: 'token' }),
+      onRenewed: () => {
+        // The stream and the tunnel opened with the old token would end when its overlap does.
+        this.#running?.watch.shared.reconnect();
+        this.#tunnelClient?.replace();
+      },
+      onFatal: (error) => this.#die(error instanceof NotFoundError ? deletedError(identity.device_id) : this.#refusal(error)),
+    });
     const dataplane = (this.#deps.createDataplane ?? defaultDataplane)(o, log.child({ component: 'dataplane' }));
     const publisher = new EndpointPublisher({
       client,
@@ -238,7 +269,7 @@ export class Agent {
     });
     const loop: ReconcileLoop = new ReconcileLoop({ reconciler, source: () => watch.snapshot(), resyncIntervalMs: o.resyncIntervalMs, logger: log });
     await watch.restore();
-    const running: Running = { enrolled, client, dataplane, reconciler, reporter, watch, publisher, loop };
+    const running: Running = { enrolled, client, dataplane, reconciler, reporter, watch, publisher, loop, credential };
     this.#running = running;
     this.#deps.onReady?.({ device_id: identity.device_id, local_port: this.#localApi?.port ?? 0 });
     return running;
@@ -247,7 +278,7 @@ export class Agent {
   #tunnel(running: Running): TunnelClient {
     const tunnel = new TunnelClient({
       url: running.enrolled.server,
-      token: running.enrolled.identity.device_token,
+      token: () => running.credential.token,
       revision: () => running.reconciler.state.applied_revision ?? 0,
       logger: this.#log.child({ component: 'tunnel' }),
       ...(this.#wsOptions ? { wsOptions: this.#wsOptions } : {}),
@@ -255,6 +286,7 @@ export class Agent {
         this.#tunnelState = state.type;
       },
     });
+    this.#tunnelClient = tunnel;
     // Statuses go over the tunnel while it acknowledges them, by PUT otherwise.
     running.reporter.attachTunnel(tunnel);
     tunnel.register(AGENT_METHODS.status, async (_params, ctx) => this.status(ctx.signal));
@@ -332,6 +364,8 @@ export class Agent {
 
   #refusal(err: unknown): AgentFatalError {
     if (err instanceof AgentFatalError) return err;
+    const expiredAt = this.#running?.credential.expiredAt();
+    if (err instanceof AuthError && expiredAt !== undefined) return expiredError(expiredAt, err);
     if (err instanceof AuthError) {
       return new AgentFatalError(
         'token_refused',
@@ -365,7 +399,7 @@ export class Agent {
     if (r) {
       await r.watch.stop().catch((err: unknown) => this.#log.warn({ err }, 'stopping the watch failed'));
       const reason = this.#fatal?.reason;
-      if (reason !== 'token_refused' && reason !== 'device_deleted') await r.reporter.goodbye(GOODBYE_TIMEOUT_MS);
+      if (reason !== 'token_refused' && reason !== 'token_expired' && reason !== 'device_deleted') await r.reporter.goodbye(GOODBYE_TIMEOUT_MS);
       if (this.#options.cleanupOnExit) {
         try {
           await r.dataplane.cleanup();

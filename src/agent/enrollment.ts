@@ -19,6 +19,7 @@ import type { WireGuardKeyPair } from './dataplane/index.js';
 import { AgentFatalError, errorMessage } from './errors.js';
 import { StateDir, StateDirError, type DeviceIdentity } from './state-dir.js';
 import { logRetry } from './transient.js';
+import { endSession, refusedUser, signInToEnroll, type UserLogin } from './user-enrollment.js';
 import { sleep } from './wake.js';
 
 export interface EnrollmentInput {
@@ -27,6 +28,8 @@ export interface EnrollmentInput {
   /** Where to enroll; undefined: the registration key's organization, asked of the server. */
   org: string | undefined;
   registrationKey: string | undefined;
+  /** Without a registration key: sign in as a user and enroll as them (user-enrollment.ts). */
+  login?: UserLogin | undefined;
   hostname: string;
   /** Published at enrollment, so the first endpoint check has nothing to change. */
   endpoints: Endpoint[];
@@ -112,45 +115,57 @@ export async function ensureEnrolled(input: EnrollmentInput, signal: AbortSignal
     return { identity, keys, server: input.server ?? identity.server, enrolled: false };
   }
 
-  const { server, registrationKey } = input;
+  const { server } = input;
   let org = input.org;
-  if (server === undefined || registrationKey === undefined) {
-    throw new AgentFatalError('config', 'the first start enrolls the device: --server and --registration-key are required');
+  let { registrationKey } = input;
+  if (server === undefined || (registrationKey === undefined && input.login === undefined)) {
+    throw new AgentFatalError('config', 'the first start enrolls the device: --server and --registration-key (or --login --org) are required');
   }
   const client = new FleetplaneClient({ baseUrl: server, fetch: input.fetch });
+  // A user's session enrolls as a registration key would (the bearer of the same route); only the device token is kept.
+  const session = registrationKey === undefined && input.login !== undefined ? await signInToEnroll(client, input.login, org, signal) : undefined;
+  registrationKey ??= session?.token;
+  if (registrationKey === undefined) throw new AgentFatalError('config', 'no registration key');
   const backoff = new Backoff(ENROLL_BACKOFF);
-  for (;;) {
-    try {
-      if (org === undefined) {
-        org = await keyOrganization(client, registrationKey, signal);
-        logger.info({ organization_id: org }, "enrolling in the registration key's organization");
+  try {
+    for (;;) {
+      try {
+        if (org === undefined) {
+          org = await keyOrganization(client, registrationKey, signal);
+          logger.info({ organization_id: org }, "enrolling in the registration key's organization");
+        }
+        const device = await client.devices.enroll(
+          org,
+          registrationKey,
+          { hostname: input.hostname, public_key: keys.publicKey, endpoints: input.endpoints },
+          { signal },
+        );
+        identity = {
+          device_id: device.id,
+          organization_id: device.organization_id,
+          device_token: device.device_token,
+          public_key: keys.publicKey,
+          server,
+          enrolled_at: new Date().toISOString(),
+          // An older server sends no expiry: its tokens never expire.
+          device_token_expires_at: device.device_token_expires_at ?? null,
+          device_token_issued_at: device.created_at,
+        };
+        break;
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        if (err instanceof AgentFatalError) throw err;
+        const fatal = session ? refusedUser(err) : refused(err);
+        if (fatal) throw fatal;
+        if (!isRetryable(err)) throw err;
+        const delayMs = backoff.next(0, retryAfterOf(err));
+        logRetry(logger, err, { delayMs: Math.round(delayMs) }, 'enrollment failed; retrying');
+        await sleep(delayMs, signal);
+        if (signal.aborted) throw signal.reason;
       }
-      const device = await client.devices.enroll(
-        org,
-        registrationKey,
-        { hostname: input.hostname, public_key: keys.publicKey, endpoints: input.endpoints },
-        { signal },
-      );
-      identity = {
-        device_id: device.id,
-        organization_id: device.organization_id,
-        device_token: device.device_token,
-        public_key: keys.publicKey,
-        server,
-        enrolled_at: new Date().toISOString(),
-      };
-      break;
-    } catch (err) {
-      if (signal.aborted) throw signal.reason;
-      if (err instanceof AgentFatalError) throw err;
-      const fatal = refused(err);
-      if (fatal) throw fatal;
-      if (!isRetryable(err)) throw err;
-      const delayMs = backoff.next(0, retryAfterOf(err));
-      logRetry(logger, err, { delayMs: Math.round(delayMs) }, 'enrollment failed; retrying');
-      await sleep(delayMs, signal);
-      if (signal.aborted) throw signal.reason;
     }
+  } finally {
+    if (session) await endSession(client, session, logger);
   }
   try {
     await stateDir.saveIdentity(identity);

@@ -16,6 +16,12 @@ export interface AgentOptions {
   org: string | undefined;
   /** Needed only for the first start (enrollment). */
   registrationKey: string | undefined;
+  /**
+   * First start without a registration key: sign in as a user (device
+   * login; the URL and code are printed on stderr) and enroll as that user
+   * (set only when asked).
+   */
+  login?: true;
   /** Keys, identity, rendered files. Created 0700. */
   stateDir: string;
   /** PEM file of the certificates to trust for an https server (a private CA); undefined: the system's. */
@@ -66,6 +72,7 @@ export const AGENT_FLAGS = {
   server: { flag: 'server', env: 'FLEETPLANE_AGENT_SERVER', kind: 'string', help: 'Server base URL, e.g. https://fleet.example.com.' },
   org: { flag: 'org', env: 'FLEETPLANE_AGENT_ORG', kind: 'string', help: "Organization id to enroll in (default: the registration key's)." },
   registrationKey: { flag: 'registration-key', env: 'FLEETPLANE_AGENT_REGISTRATION_KEY', kind: 'string', help: 'Registration key (first start only).' },
+  login: { flag: 'login', env: 'FLEETPLANE_AGENT_LOGIN', kind: 'bool', help: 'First start: sign in as a user instead of a registration key (prints a URL and a code; needs --org).' },
   stateDir: { flag: 'state-dir', env: 'FLEETPLANE_AGENT_STATE_DIR', kind: 'string', help: 'Directory for the key pair, identity and rendered files (required).' },
   caFile: { flag: 'ca-file', env: 'FLEETPLANE_AGENT_CA_FILE', kind: 'string', help: "PEM certificates to trust for an https server, e.g. a private CA (default: the system's)." },
   dataplane: { flag: 'dataplane', env: 'FLEETPLANE_AGENT_DATAPLANE', kind: 'string', help: 'render: write files only (default); linux: apply with ip, wg, nft.' },
@@ -85,7 +92,7 @@ type Raw = Partial<Record<Key, string | string[] | boolean>>;
 
 export function agentHelp(): string {
   const lines = Object.values(AGENT_FLAGS).map((s: Spec) => `  --${s.flag.padEnd(20)} [${s.env}] ${s.help}`);
-  return `Usage: fleetplane agent --server URL --registration-key KEY --state-dir DIR [options]\n\nOptions (flags win over environment variables):\n${lines.join('\n')}\n`;
+  return `Usage: fleetplane agent --server URL (--registration-key KEY | --login --org ORG) --state-dir DIR [options]\n\nOptions (flags win over environment variables):\n${lines.join('\n')}\n`;
 }
 
 const BY_FLAG = new Map<string, Key>(Object.entries(AGENT_FLAGS).map(([k, s]) => [s.flag, k as Key]));
@@ -206,7 +213,11 @@ export function parseAgentOptions(argv: readonly string[], env: Readonly<Record<
   const hostname = str(raw, 'hostname') ?? osHostname();
   if (hostname.length < 1 || hostname.length > 253) throw new AgentOptionsError(`${where('hostname')}: expected 1..253 characters`);
   const cleanup = raw.cleanupOnExit;
+  const login = raw.login === true;
+  if (login && str(raw, 'registrationKey') !== undefined) throw new AgentOptionsError(`${where('login')} and ${where('registrationKey')} exclude each other`);
+  if (login && str(raw, 'org') === undefined) throw new AgentOptionsError(`${where('login')} needs ${where('org')}: a user may be a member of several organizations`);
   return {
+    ...(login ? { login: true as const } : {}),
     server: serverUrl(str(raw, 'server')),
     org: str(raw, 'org'),
     registrationKey: str(raw, 'registrationKey'),

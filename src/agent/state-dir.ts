@@ -25,6 +25,13 @@ export interface DeviceIdentity {
   /** The server it enrolled with (later starts may override it). */
   server: string;
   enrolled_at: string;
+  /**
+   * When `device_token` expires (server's clock; null: never). Absent in
+   * state written before protocol v1.5: the agent then never renews.
+   */
+  device_token_expires_at?: string | null;
+  /** When `device_token` was issued (at enrollment or its last renewal), server's clock. */
+  device_token_issued_at?: string;
 }
 
 /** The state directory can't be used as it is (unreadable, corrupt, mismatched files). */
@@ -35,7 +42,13 @@ export class StateDirError extends Error {
 function isIdentity(v: unknown): v is DeviceIdentity {
   if (typeof v !== 'object' || v === null) return false;
   const r = v as Record<string, unknown>;
-  return ['device_id', 'organization_id', 'device_token', 'public_key', 'server', 'enrolled_at'].every((k) => typeof r[k] === 'string');
+  const expires = r['device_token_expires_at'];
+  const issued = r['device_token_issued_at'];
+  return (
+    ['device_id', 'organization_id', 'device_token', 'public_key', 'server', 'enrolled_at'].every((k) => typeof r[k] === 'string') &&
+    (expires === undefined || expires === null || typeof expires === 'string') &&
+    (issued === undefined || typeof issued === 'string')
+  );
 }
 
 function isMissing(err: unknown): boolean {
@@ -127,6 +140,7 @@ export class StateDir {
     return parsed;
   }
 
+  /** Replaces the identity atomically (a temporary file renamed over it, synced): a crash leaves the old or the new one, whole. */
   async saveIdentity(identity: DeviceIdentity): Promise<void> {
     await writeSecret(this.identityPath, `${JSON.stringify(identity, null, 2)}\n`);
   }

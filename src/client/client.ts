@@ -1,5 +1,9 @@
 import { paths, type Convergence, type Replica, type Watch } from '../protocol/index.js';
 import type { CallOptions } from './collection.js';
+import { AuthApi } from './auth-api.js';
+import { AuditApi } from './audit-api.js';
+import { ApiKeysApi } from './api-keys-api.js';
+import { MembersApi } from './members-api.js';
 import { DevicesApi } from './devices-api.js';
 import { RegistrationKeysApi, TokensApi } from './credentials-api.js';
 import { isRecord, listOf } from './guards.js';
@@ -25,6 +29,14 @@ export class FleetplaneClient {
   readonly securityGroups: SecurityGroupsApi;
   readonly registrationKeys: RegistrationKeysApi;
   readonly tokens: TokensApi;
+  /** Login and sessions. */
+  readonly auth: AuthApi;
+  /** Members of organizations and invitations. */
+  readonly members: MembersApi;
+  /** The caller's (or, for admins, a user's) personal API keys. */
+  readonly apiKeys: ApiKeysApi;
+  /** The audit log: an organization's, and the server's (admin token). */
+  readonly audit: AuditApi;
   readonly #transport: HttpTransport;
 
   constructor(opts: FleetplaneClientOptions) {
@@ -34,6 +46,10 @@ export class FleetplaneClient {
     this.securityGroups = new SecurityGroupsApi(this.#transport);
     this.registrationKeys = new RegistrationKeysApi(this.#transport);
     this.tokens = new TokensApi(this.#transport);
+    this.auth = new AuthApi(this.#transport);
+    this.members = new MembersApi(this.#transport);
+    this.apiKeys = new ApiKeysApi(this.#transport);
+    this.audit = new AuditApi(this.#transport);
   }
 
   get baseUrl(): string {

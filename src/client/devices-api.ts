@@ -6,10 +6,12 @@ import {
   type DevicePatch,
   type DeviceStatus,
   type DeviceStatusInput,
+  type DeviceTokenExpiry,
+  type DeviceTokenRenewal,
   type EnrolledDevice,
 } from '../protocol/index.js';
 import { Collection, type CallOptions, type ListPage, type NotModified, type PageOptions, type WriteOptions } from './collection.js';
-import { isIdentified, isObject, isRecord, type Tombstone } from './guards.js';
+import { isIdentified, isObject, isRecord, listOf, type Tombstone } from './guards.js';
 import type { HttpTransport } from './http-transport.js';
 
 export interface RpcOptions extends CallOptions {
@@ -22,6 +24,15 @@ function isEnrolled(v: unknown): v is EnrolledDevice {
 }
 
 const anyJson = (v: unknown): v is unknown => v !== undefined;
+
+const isExpiry = (v: unknown): v is DeviceTokenExpiry => isRecord(v) && typeof v['device_id'] === 'string';
+const isRenewal = (v: unknown): v is DeviceTokenRenewal =>
+  isRecord(v) && typeof v['device_token'] === 'string' && (v['expires_at'] === null || typeof v['expires_at'] === 'string');
+
+export interface TokenExpiryOptions extends CallOptions {
+  /** Seconds: only devices whose token expires within this from now (expired ones included). */
+  expiringWithin?: number | undefined;
+}
 
 /** `/api/organizations/{org}/devices[/{id}]`, enrollment, status and RPC to agents. */
 export class DevicesApi {
@@ -82,6 +93,41 @@ export class DevicesApi {
       isObject<DeviceStatus>(),
       'the device status',
     );
+  }
+
+  /**
+   * `POST .../devices/{id}/token` with the device's own token: a new device
+   * token (shown once) and its expiry. The token the call was made with
+   * stays valid a few minutes more (DEVICE_TOKEN_OVERLAP_SECONDS); persist
+   * the new one before using it. AuthError when the token is expired or
+   * revoked (the device must enroll again), or is not this device's.
+   */
+  renewToken(org: string, id: string, opts: CallOptions = {}): Promise<DeviceTokenRenewal> {
+    return this.#transport.json({ method: 'POST', path: paths.deviceToken(org, id), signal: opts.signal }, isRenewal, 'the renewed device token');
+  }
+
+  /**
+   * `GET .../device_tokens`: every device of the organization with its token's
+   * expiry (null: never; past: expired), all pages, by device id.
+   */
+  async tokenExpiries(org: string, opts: TokenExpiryOptions = {}): Promise<DeviceTokenExpiry[]> {
+    const out: DeviceTokenExpiry[] = [];
+    let after: string | undefined;
+    do {
+      const page = await this.#transport.json(
+        {
+          method: 'GET',
+          path: paths.deviceTokens(org),
+          query: { [QUERY.expiringWithin]: opts.expiringWithin, [QUERY.after]: after },
+          signal: opts.signal,
+        },
+        listOf(isExpiry),
+        'a list of device token expiries',
+      );
+      out.push(...page.items);
+      after = page.next;
+    } while (after !== undefined);
+    return out;
   }
 
   /**

@@ -5,6 +5,7 @@ import {
   CompactedError,
   ConflictError,
   FleetplaneError,
+  LoginError,
   NotFoundError,
   ProtocolError,
   ServerError,
@@ -40,6 +41,12 @@ const FAMILY: Record<FleetplaneErrorCode, ErrorClass> = {
   agent_error: AgentError,
   agent_not_connected: AgentError,
   internal: ServerError,
+  login_failed: LoginError,
+  sign_in_refused: LoginError,
+  authorization_pending: LoginError,
+  slow_down: LoginError,
+  access_denied: LoginError,
+  expired_token: LoginError,
   network_error: TransportError,
   stream_idle: TransportError,
   invalid_response: ProtocolError,
@@ -158,8 +165,9 @@ export function errorFromStreamEvent(code: ErrorCode, message: string): Fleetpla
 
 /**
  * False for what retrying can't fix without the caller acting: a token that
- * isn't valid or may not do this (401/403), and what doesn't exist (404).
+ * isn't valid or may not do this (401/403), what doesn't exist (404), and a
+ * login's answers (a device login's polling handles its own).
  */
 export function isRetryable(err: unknown): boolean {
-  return !(err instanceof AuthError || err instanceof NotFoundError);
+  return !(err instanceof AuthError || err instanceof NotFoundError || err instanceof LoginError);
 }

@@ -97,6 +97,16 @@ export class TransportError extends FleetplaneError {
   override name = 'TransportError';
 }
 
+/**
+ * A login's answers (docs/protocol.md "Users and login"): `login_failed`,
+ * `sign_in_refused`, `access_denied`, `expired_token`, and the device login's
+ * `authorization_pending` and `slow_down` (which the SDK's device login
+ * handles itself).
+ */
+export class LoginError extends FleetplaneError {
+  override name = 'LoginError';
+}
+
 /** `invalid_response` and `line_too_long`: the server said something the protocol doesn't allow. */
 export class ProtocolError extends FleetplaneError {
   override name = 'ProtocolError';

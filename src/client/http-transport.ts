@@ -8,8 +8,12 @@ export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 export interface TransportOptions {
   /** Server base URL, e.g. `https://fleet.example.com` (a path prefix is kept). */
   baseUrl: string;
-  /** Bearer token sent on every call (admin, organization, device token or registration key). */
-  token?: string | undefined;
+  /**
+   * Bearer token sent on every call (admin, organization, device token or
+   * registration key), or a function returning the current one, read at
+   * every request (an agent renewing its device token swaps it there).
+   */
+  token?: string | (() => string) | undefined;
   /** Defaults to the global `fetch`. */
   fetch?: FetchLike | undefined;
   /** Milliseconds clock an HTTP-date `Retry-After` is counted from (default `Date.now`). */
@@ -42,7 +46,7 @@ function isAbort(err: unknown, signal: AbortSignal | undefined): boolean {
  */
 export class HttpTransport {
   readonly baseUrl: string;
-  readonly #token: string | undefined;
+  readonly #token: string | (() => string) | undefined;
   readonly #fetch: FetchLike;
   readonly #now: () => number;
 
@@ -67,7 +71,7 @@ export class HttpTransport {
    */
   async send(req: HttpRequest): Promise<Response> {
     const headers: Record<string, string> = { accept: req.accept ?? MEDIA.json };
-    const token = req.token ?? this.#token;
+    const token = req.token ?? (typeof this.#token === 'function' ? this.#token() : this.#token);
     if (token !== undefined) headers[HEADERS.authorization] = bearerAuthorization(token);
     for (const [k, v] of Object.entries(req.headers ?? {})) if (v !== undefined) headers[k] = v;
     const init: RequestInit = { method: req.method, headers };

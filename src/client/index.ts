@@ -5,9 +5,13 @@
 export { FleetplaneClient, type FleetplaneClientOptions } from './client.js';
 export type { FetchLike } from './http-transport.js';
 export type { OrganizationsApi } from './organizations-api.js';
-export type { DevicesApi, RpcOptions } from './devices-api.js';
+export type { DevicesApi, RpcOptions, TokenExpiryOptions } from './devices-api.js';
 export type { SecurityGroupsApi } from './security-groups-api.js';
 export type { RegistrationKeysApi, TokensApi } from './credentials-api.js';
+export type { MembersApi } from './members-api.js';
+export type { ApiKeysApi } from './api-keys-api.js';
+export type { AuditApi, AuditFilter, ServerAuditFilter } from './audit-api.js';
+export { deviceLoginPrompt, type AuthApi, type DeviceLoginOptions } from './auth-api.js';
 export { collectList, type CallOptions, type WriteOptions, type PageOptions, type ListPage, type NotModified } from './collection.js';
 export { isTombstone, type Tombstone, type Identified } from './guards.js';
 export {
@@ -22,6 +26,7 @@ export {
   ServerError,
   TransportError,
   ProtocolError,
+  LoginError,
   type FleetplaneErrorCode,
   type ClientErrorCode,
   type FleetplaneErrorInit,
@@ -58,6 +63,8 @@ export type {
   DeviceStatus,
   DeviceStatusInput,
   EnrolledDevice,
+  DeviceTokenRenewal,
+  DeviceTokenExpiry,
   SecurityGroup,
   SecurityGroupCreate,
   SecurityGroupPatch,

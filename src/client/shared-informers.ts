@@ -117,6 +117,19 @@ export class SharedInformers {
     return this;
   }
 
+  /**
+   * Ends the current stream and opens the next one at once, without backoff,
+   * every kind resuming from its revision (`at_tail` where reached): nothing
+   * is missed or repeated. For a client whose credential changed (a renewed
+   * device token), so the stream stops depending on the old one. No-op while
+   * no stream is open.
+   */
+  reconnect(): void {
+    if (!this.#conn) return;
+    this.#restart = true;
+    this.#conn.abort();
+  }
+
   /** Stops the stream and waits for it to end; informers keep their last state. */
   async stop(): Promise<void> {
     this.#stop.abort();

@@ -24,6 +24,12 @@ export const ERRORS = {
   agent_not_connected: { status: 504, message: 'The agent did not connect in time.' },
   slow_consumer: { status: 503, message: 'The watcher could not keep up; resume from your last revision.' },
   too_many_connections: { status: 503, message: 'The server holds as many connections as it accepts; retry later.' },
+  login_failed: { status: 401, message: 'The login could not be completed; start again.' },
+  sign_in_refused: { status: 403, message: 'The identity provider vouched for you, but this server does not let you sign in.' },
+  authorization_pending: { status: 400, message: 'The device login is not approved yet; poll again after the interval.' },
+  slow_down: { status: 400, message: 'Poll less often: add 5 seconds to the interval.' },
+  access_denied: { status: 403, message: 'The user refused the device login.' },
+  expired_token: { status: 410, message: 'The device login expired; start again.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

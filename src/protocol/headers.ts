@@ -9,6 +9,11 @@ export const HEADERS = {
   contentLength: 'content-length',
   transferEncoding: 'transfer-encoding',
   connection: 'connection',
+  cookie: 'cookie',
+  setCookie: 'set-cookie',
+  origin: 'origin',
+  location: 'location',
+  userAgent: 'user-agent',
   /** Seconds to wait before retrying a 429 or 503 (RFC 9110); clients add jitter. */
   retryAfter: 'retry-after',
 } as const;

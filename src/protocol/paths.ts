@@ -16,6 +16,10 @@ export const ROUTES = {
   device: '/api/organizations/:org/devices/:id',
   deviceStatus: '/api/organizations/:org/devices/:id/status',
   deviceRpc: '/api/organizations/:org/devices/:id/rpc/:method',
+  /** A device renews its own token (docs/protocol.md "Device tokens over time"). */
+  deviceToken: '/api/organizations/:org/devices/:id/token',
+  /** When each device's token expires (admins). */
+  deviceTokens: '/api/organizations/:org/device_tokens',
   securityGroups: '/api/organizations/:org/security_groups',
   securityGroup: '/api/organizations/:org/security_groups/:id',
   registrationKeys: '/api/organizations/:org/registration_keys',
@@ -25,7 +29,29 @@ export const ROUTES = {
   tokens: '/api/organizations/:org/tokens',
   token: '/api/organizations/:org/tokens/:id',
   events: '/api/organizations/:org/events',
+  /** Members and invitations (docs/protocol.md "Members and roles"). */
+  members: '/api/organizations/:org/members',
+  member: '/api/organizations/:org/members/:user',
+  invitations: '/api/organizations/:org/invitations',
+  invitation: '/api/organizations/:org/invitations/:id',
+  /** A user's personal API keys; `:user` may be `me` (docs/protocol.md "Personal API keys"). */
+  userApiKeys: '/api/users/:user/api_keys',
+  userApiKey: '/api/users/:user/api_keys/:id',
+  /** Users and login (docs/protocol.md "Users and login"): no credential on the first four. */
+  authOidcLogin: '/api/auth/oidc/login',
+  authOidcCallback: '/api/auth/oidc/callback',
+  authDevice: '/api/auth/device',
+  authDeviceToken: '/api/auth/device/token',
+  authSession: '/api/auth/session',
+  authSessionRefresh: '/api/auth/session/refresh',
+  authLogout: '/api/auth/logout',
+  /** A user's sessions; `:user` may be `me`. */
+  userSessions: '/api/users/:user/sessions',
+  userSession: '/api/users/:user/sessions/:id',
   convergence: '/api/organizations/:org/convergence',
+  /** An organization's audit log; the server's (every organization's and those outside any) for the admin token (docs/protocol.md "Audit log"). */
+  orgAudit: '/api/organizations/:org/audit',
+  audit: '/api/audit',
   agentTunnel: '/api/agent/tunnel',
   privateAgentRpc: '/private/v1/agents/:id/rpc/:method',
 } as const;
@@ -39,6 +65,8 @@ export const paths = {
   device: (org: string, id: string) => `${paths.devices(org)}/${enc(id)}`,
   deviceStatus: (org: string, id: string) => `${paths.device(org, id)}/status`,
   deviceRpc: (org: string, id: string, method: string) => `${paths.device(org, id)}/rpc/${enc(method)}`,
+  deviceToken: (org: string, id: string) => `${paths.device(org, id)}/token`,
+  deviceTokens: (org: string) => `${paths.organization(org)}/device_tokens`,
   securityGroups: (org: string) => `${paths.organization(org)}/security_groups`,
   securityGroup: (org: string, id: string) => `${paths.securityGroups(org)}/${enc(id)}`,
   registrationKeys: (org: string) => `${paths.organization(org)}/registration_keys`,
@@ -47,7 +75,24 @@ export const paths = {
   tokens: (org: string) => `${paths.organization(org)}/tokens`,
   token: (org: string, id: string) => `${paths.tokens(org)}/${enc(id)}`,
   events: (org: string) => `${paths.organization(org)}/events`,
+  members: (org: string) => `${paths.organization(org)}/members`,
+  member: (org: string, user: string) => `${paths.members(org)}/${enc(user)}`,
+  invitations: (org: string) => `${paths.organization(org)}/invitations`,
+  invitation: (org: string, id: string) => `${paths.invitations(org)}/${enc(id)}`,
+  userApiKeys: (user: string) => `/api/users/${enc(user)}/api_keys`,
+  userApiKey: (user: string, id: string) => `${paths.userApiKeys(user)}/${enc(id)}`,
+  authOidcLogin: () => ROUTES.authOidcLogin,
+  authOidcCallback: () => ROUTES.authOidcCallback,
+  authDevice: () => ROUTES.authDevice,
+  authDeviceToken: () => ROUTES.authDeviceToken,
+  authSession: () => ROUTES.authSession,
+  authSessionRefresh: () => ROUTES.authSessionRefresh,
+  authLogout: () => ROUTES.authLogout,
+  userSessions: (user: string) => `/api/users/${enc(user)}/sessions`,
+  userSession: (user: string, id: string) => `${paths.userSessions(user)}/${enc(id)}`,
   convergence: (org: string) => `${paths.organization(org)}/convergence`,
+  orgAudit: (org: string) => `${paths.organization(org)}/audit`,
+  audit: () => ROUTES.audit,
   replicas: () => ROUTES.replicas,
   agentTunnel: () => ROUTES.agentTunnel,
   privateAgentRpc: (deviceId: string, method: string) => `/private/v1/agents/${enc(deviceId)}/rpc/${enc(method)}`,
@@ -63,6 +108,16 @@ export const QUERY = {
   scope: 'scope',
   /** `GET .../convergence?watch=true`: follow the convergence as a stream. */
   watch: 'watch',
+  /** `GET .../device_tokens?expiring_within=<seconds>`: only tokens expiring within this. */
+  expiringWithin: 'expiring_within',
+  /** Audit log pages (docs/protocol.md "Audit log"): a time range, `type[:id]`, an object id, an action, a kind, and (server level) an organization. */
+  since: 'since',
+  until: 'until',
+  actor: 'actor',
+  object: 'object',
+  action: 'action',
+  kind: 'kind',
+  organization: 'organization',
 } as const;
 
 /** Values of `QUERY.scope` on `/metrics`. */

@@ -103,7 +103,7 @@ export const TUNNEL_CLOSE_CODES = {
   pingTimeout: 4002,
   /**
    * The server closes a tunnel whose device token was revoked (deleting the
-   * device revokes it too); reconnecting with that token fails with 401.
+   * device revokes it too) or expired; reconnecting with that token fails with 401.
    */
   revoked: 4003,
 } as const;

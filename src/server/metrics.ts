@@ -40,6 +40,17 @@ export class Metrics {
     help: 'Tombstones removed by compaction.',
     registers: [this.registry],
   });
+  readonly auditDeniedDropped = new Counter({
+    name: 'fleetplane_audit_denied_dropped_total',
+    help: 'Refused write attempts not recorded in the audit log, by the limit that dropped them (source or global).',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+  readonly auditPruned = new Counter({
+    name: 'fleetplane_audit_pruned_total',
+    help: 'Audit entries deleted by retention.',
+    registers: [this.registry],
+  });
   readonly up = new Gauge({ name: 'fleetplane_up', help: '1 while the server runs.', registers: [this.registry], aggregator: 'min' });
 
   /**

@@ -19,7 +19,11 @@ import { makeSettings, type Settings } from './config/settings.js';
 import { runPeriodically } from '../util/periodic.js';
 import { WatchEngine, WatchMetrics, watchRoutes } from './watch/index.js';
 import { AgentGateway } from './gateway/index.js';
-import { Fleet } from './fleet/index.js';
+import { EphemeralCollector, Fleet } from './fleet/index.js';
+import { loginFromSettings } from './login/index.js';
+import { authRoutes } from './http/routes/auth.js';
+import { userSessionRoutes } from './http/routes/user-sessions.js';
+import { pruneAudit } from './audit/index.js';
 
 const CLOSE_GRACE_MS = 5_000;
 
@@ -36,6 +40,8 @@ export interface FleetServer {
   readonly fleet: Fleet;
   /** Follows token revocations (made on any replica) and ends what was opened with them. */
   readonly revocations: RevocationFollower;
+  /** Deletes ephemeral devices offline past `--ephemeral-offline-timeout` (on the oldest replica only). */
+  readonly ephemeral: EphemeralCollector;
   /**
    * Settles if the storage this server started itself (the embedded
    * PostgreSQL) exits while the server runs; never settles otherwise.
@@ -86,6 +92,8 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   // Before the database: unusable certificate files stop the start at once.
   const tlsFiles: TlsFiles | undefined = settings.tlsCert && settings.tlsKey ? { certFile: settings.tlsCert, keyFile: settings.tlsKey } : undefined;
   const tls = tlsFiles ? await readTlsPair(tlsFiles) : undefined;
+  // Unusable login settings (an unreadable secret file, a bad issuer URL) stop the start before the database too.
+  const login = loginFromSettings(settings, logger.child({ component: 'login' }));
   const opened = await openDatabase(settings, logger);
   const db = instrument(opened.db, ({ durationMs, ok, label }) => {
     metrics.dbQueries.inc({ statement: label, ok: ok ? 'true' : 'false' });
@@ -115,6 +123,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     db,
     revocationCheckMs: settings.revocationCheckInterval * 1000,
     logger: logger.child({ component: 'revocations' }),
+    publicUrl: settings.publicUrl,
   });
   const replicaId = randomUUID();
   const watchMetrics = new WatchMetrics(metrics.registry);
@@ -165,13 +174,21 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     },
   };
   const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, fleet.presence);
-  const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...(opts.modules ?? [])], tls);
+  const loginModules = [authRoutes(login), userSessionRoutes()];
+  const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
   watch.start();
   await store.loadTokens();
   const revocations = access.revocations;
   revocations.subscribe((ids) => watch.closeRevoked(ids));
   revocations.subscribe((ids) => gateway.closeRevoked(ids));
   revocations.start();
+  const ephemeral = new EphemeralCollector({
+    store,
+    replicaId,
+    offlineTimeoutSeconds: settings.ephemeralOfflineTimeout,
+    logger: logger.child({ component: 'ephemeral' }),
+  });
+  ephemeral.start();
 
   const compaction = runPeriodically(
     settings.compactionInterval * 1000,
@@ -185,6 +202,22 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     },
     (err) => logger.error({ err }, 'compaction failed'),
   );
+  // Audit retention: one replica at a time (an advisory lock), at most every 5 minutes.
+  const auditPruning =
+    settings.auditRetention > 0
+      ? runPeriodically(
+          Math.min(300, Math.max(1, settings.auditRetention / 2)) * 1000,
+          stop.signal,
+          async () => {
+            const res = await pruneAudit(db, settings.auditRetention, { signal: stop.signal });
+            if (res.deleted > 0) {
+              metrics.auditPruned.inc(res.deleted);
+              logger.info({ deleted: res.deleted }, 'deleted audit entries past retention');
+            }
+          },
+          (err) => logger.error({ err }, 'audit retention failed; retrying at the next round'),
+        )
+      : Promise.resolve();
 
   const close = async (): Promise<void> => {
     if (closing) return;
@@ -194,6 +227,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     if (app.server.listening) app.server.close();
     stop.abort();
     await revocations.stop();
+    await ephemeral.stop();
     // Streams and tunnels first: the HTTP server's close waits for every connection to end.
     await gateway.shutdown();
     await watch.shutdown();
@@ -208,6 +242,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     await app.close();
     clearTimeout(force);
     await compaction;
+    await auditPruning;
     await replica.stop();
     await bus.close();
     await db.close();
@@ -251,6 +286,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     gateway,
     fleet,
     revocations,
+    ephemeral,
     url,
     storageLost: new Promise<Error>((resolveLost) => {
       void opened.embeddedExit?.then(({ expected }) => {

@@ -62,7 +62,7 @@ describe('fleetplane ctl: lists, names, output', () => {
     expect(rows[2]).toMatch(/^dev-c\s+gamma\s+\S+\s+false\s+never\s/);
 
     const wide = await ctl(['devices', 'list', '--org', server.org, '-o', 'wide']);
-    expect(wide.out.split('\n')[0]).toMatch(/REVISION\s+PUBLIC KEY\s+SECURITY GROUP\s+AGENT\s+ENDPOINTS\s+PENDING ROUTES\s+APPLY ERROR$/);
+    expect(wide.out.split('\n')[0]).toMatch(/REVISION\s+PUBLIC KEY\s+SECURITY GROUP\s+AGENT\s+ENDPOINTS\s+PENDING ROUTES\s+APPLY ERROR\s+EPHEMERAL\s+TOKEN EXPIRES$/);
 
     const json = await ctl(['devices', 'list', '--org', server.org, '--output', 'json']);
     expect((JSON.parse(json.out) as unknown[])[0]).toEqual(a);

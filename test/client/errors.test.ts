@@ -7,6 +7,7 @@ import {
   ConflictError,
   FleetplaneClient,
   FleetplaneError,
+  LoginError,
   NotFoundError,
   ProtocolError,
   ServerError,
@@ -46,6 +47,12 @@ const FAMILIES: Record<ErrorCode, new (init: FleetplaneErrorInit) => FleetplaneE
   agent_error: AgentError,
   agent_not_connected: AgentError,
   internal: ServerError,
+  login_failed: LoginError,
+  sign_in_refused: LoginError,
+  authorization_pending: LoginError,
+  slow_down: LoginError,
+  access_denied: LoginError,
+  expired_token: LoginError,
 };
 
 describe('error mapping', () => {
@@ -113,7 +120,7 @@ describe('error mapping', () => {
   it('only 401/403/404 are not retryable', () => {
     for (const code of ERROR_CODES) {
       const err = new FAMILIES[code]({ code, message: '' });
-      expect(isRetryable(err)).toBe(!['unauthorized', 'forbidden', 'not_found'].includes(code));
+      expect(isRetryable(err)).toBe(!['unauthorized', 'forbidden', 'not_found'].includes(code) && !(err instanceof LoginError));
     }
     expect(isRetryable(new TransportError({ code: 'network_error', message: '' }))).toBe(true);
   });

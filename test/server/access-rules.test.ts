@@ -105,7 +105,8 @@ describe('the access table is the server (PGlite)', () => {
     );
     url = h.server.url ?? '';
     privateUrl = h.server.gateway.privateUrl ?? '';
-    const orgA = await h.createOrg();
+    // Its audit log readable by read tokens, so the audit route's org-read grant holds (refused otherwise: test/server/audit/).
+    const orgA = await h.createOrg({ audit_readable_by_read: true });
     const orgB = await h.createOrg();
     const device = await h.createDevice(orgA.id);
     const other = await h.createDevice(orgA.id);
@@ -178,6 +179,7 @@ describe('the access table is the server (PGlite)', () => {
     );
     expect(conditional.map(({ rule, kind }) => `${kind} ${label(rule)}`).sort()).toEqual([
       `device ${label({ method: 'PATCH', route: ROUTES.device })}`,
+      `device ${label({ method: 'POST', route: ROUTES.deviceToken })}`,
       `device ${label({ method: 'PUT', route: ROUTES.deviceStatus })}`,
       `org-read ${label({ method: 'POST', route: ROUTES.deviceRpc })}`,
     ]);

@@ -15,7 +15,7 @@ describe('GET /api/registration_key (PGlite)', () => {
     const res = await s.call('GET', paths.ownRegistrationKey(), { token: key.key });
     expect(res.statusCode).toBe(200);
     const body = res.json<RegistrationKey>();
-    expect(body).toEqual({ id: key.id, organization_id: org.id, description: 'rack 7', single_use: false, expires_at: null, used: false, created_at: key.created_at });
+    expect(body).toEqual({ id: key.id, organization_id: org.id, description: 'rack 7', single_use: false, ephemeral: false, expires_at: null, used: false, created_at: key.created_at });
     expect(res.body).not.toContain(key.key);
   });
 

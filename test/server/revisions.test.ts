@@ -5,6 +5,7 @@ import { MemoryBus } from '../../src/server/bus/index.js';
 import { Store } from '../../src/server/store/index.js';
 import { insertObject } from '../../src/server/store/objects.js';
 import { writeInOrg } from '../../src/server/store/org-write.js';
+import { runAudited, SYSTEM_SCOPE } from '../../src/server/audit/index.js';
 import { createDatabase } from '../support/postgres-server.js';
 import { pgAdminUrl, prng, startTestServer, wgKey } from './fixtures.js';
 
@@ -65,7 +66,7 @@ async function race(
 const missing = (written: number[], seen: Set<number>) => written.filter((r) => !seen.has(r));
 
 describe.runIf(pgAdminUrl() !== '')('revisions become visible in order (PostgreSQL)', () => {
-  it(`a follower of revision > last sees every change of ${WRITERS} concurrent writers`, async () => {
+  it(`a follower of revision > last sees every change of ${WRITERS} concurrent writers`, () => runAudited(SYSTEM_SCOPE, async () => {
     const server = await startTestServer('postgres');
     try {
       const store = server.ctx.store;
@@ -107,7 +108,7 @@ describe.runIf(pgAdminUrl() !== '')('revisions become visible in order (PostgreS
     } finally {
       await server.close();
     }
-  });
+  }));
 
   it('the same follower loses changes with a per-table sequence (the bug class the test must catch)', async () => {
     const db: Database = await openPostgres(await createDatabase(pgAdminUrl()), { max: WRITERS + 2 });
@@ -141,7 +142,7 @@ describe.runIf(pgAdminUrl() !== '')('revisions become visible in order (PostgreS
     }
   });
 
-  it('different organizations write in parallel and keep their own dense counters', async () => {
+  it('different organizations write in parallel and keep their own dense counters', () => runAudited(SYSTEM_SCOPE, async () => {
     const db = await openPostgres(await createDatabase(pgAdminUrl()), { max: 8 });
     try {
       await migrate(db);
@@ -162,5 +163,5 @@ describe.runIf(pgAdminUrl() !== '')('revisions become visible in order (PostgreS
     } finally {
       await db.close();
     }
-  });
+  }));
 });

@@ -279,8 +279,10 @@ describe.each(backends())('validation on $name', ({ name, available }) => {
         resolvers: ['1.1.1.1'],
         routes: [{ destination: '10.0.0.0/8' }],
         status: { online: true },
+        ephemeral: true,
       };
       const owners: Record<string, RegExp> = {
+        ephemeral: /registration key/,
         mtu: /PATCH \/api\/organizations\/[0-9a-f-]{36}/,
         resolvers: /PATCH \/api\/organizations\/[0-9a-f-]{36}/,
         routes: /PATCH \/api\/organizations\/[0-9a-f-]{36}/,

@@ -114,6 +114,8 @@ export class TunnelClient {
   #current: AgentConnection | undefined;
   #waiters: (() => void)[] = [];
   #running = false;
+  /** Set while a connection is being outlived: asks for its replacement now (`replace()`). */
+  #replaceNow: (() => void) | undefined;
 
   constructor(options: TunnelClientOptions) {
     this.#options = options;
@@ -177,6 +179,16 @@ export class TunnelClient {
     return conn.sendStatus(status, opts.timeoutMs ?? DEFAULT_STATUS_ACK_TIMEOUT_MS, opts.signal);
   }
 
+  /**
+   * Replaces the open connection now as an aged one is: the next opens
+   * (reading the token again), then the old one drains. For a renewed
+   * device token, so the tunnel stops depending on the old one. No-op while
+   * no connection is open (the next attempt reads the token anyway).
+   */
+  replace(): void {
+    this.#replaceNow?.();
+  }
+
   /** Keeps the tunnel up until `signal` aborts; resolves once everything is closed. One run at a time. */
   async run(signal: AbortSignal): Promise<void> {
     if (this.#running) throw new Error('the tunnel client is already running');
@@ -201,8 +213,9 @@ export class TunnelClient {
         const ageLimit = maxAge * (0.9 + 0.1 * Math.random());
         const outcome = await this.outlive(conn, ageLimit - (Date.now() - conn.openedAt), signal);
         if (outcome === 'stopped') break;
-        if (outcome === 'aged') {
-          this.#logger.info({ ageMs: Date.now() - conn.openedAt }, 'tunnel reached its maximum age; replacing it');
+        if (outcome === 'aged' || outcome === 'replace') {
+          if (outcome === 'aged') this.#logger.info({ ageMs: Date.now() - conn.openedAt }, 'tunnel reached its maximum age; replacing it');
+          else this.#logger.info('replacing the tunnel (the device token was renewed)');
           current = await this.connect(runner, backoff, signal);
           conn.drain(drainMs);
           continue;
@@ -222,17 +235,22 @@ export class TunnelClient {
     }
   }
 
-  /** Waits until `conn` closes, reaches its age, or the client stops. */
-  private async outlive(conn: AgentConnection, ageLeftMs: number, signal: AbortSignal): Promise<CloseInfo | 'aged' | 'stopped'> {
+  /** Waits until `conn` closes, reaches its age, is to be replaced (`replace()`), or the client stops. */
+  private async outlive(conn: AgentConnection, ageLeftMs: number, signal: AbortSignal): Promise<CloseInfo | 'aged' | 'replace' | 'stopped'> {
     const local = new AbortController();
     const onAbort = (): void => local.abort();
     signal.addEventListener('abort', onAbort, { once: true });
+    const replaced = new Promise<'replace'>((resolve) => {
+      this.#replaceNow = () => resolve('replace');
+    });
     try {
       return await Promise.race([
         conn.closed,
+        replaced,
         sleep(Math.max(0, ageLeftMs), local.signal).then((full) => (full ? ('aged' as const) : ('stopped' as const))),
       ]);
     } finally {
+      this.#replaceNow = undefined;
       signal.removeEventListener('abort', onAbort);
       local.abort();
     }

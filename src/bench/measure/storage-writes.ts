@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../server/store/index.js';
 import { percentile } from '../stats.js';
+import { runAudited, SYSTEM_SCOPE } from '../../server/audit/index.js';
 import type { WriteSeries } from './storage-probe-messages.js';
 
 /** One device to PATCH, in its organization. */
@@ -13,8 +14,11 @@ let serial = 0;
 
 /** A new organization with one device, through the Store (as `POST /organizations` and `POST .../devices` do). */
 export async function createTarget(store: Store, label: string): Promise<WriteTarget> {
-  const org = await store.createOrganization({ name: `storage-${label}-${process.pid}-${serial++}` });
-  const created = await store.createDevice(org.id, { hostname: `${label}-0`, public_key: randomBytes(32).toString('base64') });
+  // Audited as the server's own writes, as every store write must be.
+  const org = await runAudited(SYSTEM_SCOPE, () => store.createOrganization({ name: `storage-${label}-${process.pid}-${serial++}` }));
+  const created = await runAudited(SYSTEM_SCOPE, () =>
+    store.createDevice(org.id, { hostname: `${label}-0`, public_key: randomBytes(32).toString('base64') }),
+  );
   return { orgId: org.id, deviceId: created.device.id };
 }
 
@@ -24,7 +28,7 @@ export async function createTarget(store: Store, label: string): Promise<WriteTa
  * rewrites the device's row, signals the bus, then reads its status.
  */
 export async function writeOnce(store: Store, t: WriteTarget): Promise<void> {
-  await store.patchDevice(t.orgId, t.deviceId, { hostname: `w-${serial++}` });
+  await runAudited(SYSTEM_SCOPE, () => store.patchDevice(t.orgId, t.deviceId, { hostname: `w-${serial++}` }));
 }
 
 function series(latencies: readonly number[], seconds: number): WriteSeries {

@@ -6,7 +6,12 @@ import { organizationsGroup } from './resources/organizations.js';
 import { registrationKeysGroup } from './resources/registration-keys.js';
 import { securityGroupsGroup } from './resources/security-groups.js';
 import { tokensGroup } from './resources/tokens.js';
+import { apiKeysGroup } from './resources/api-keys.js';
+import { invitationsGroup } from './resources/invitations.js';
+import { membersGroup } from './resources/members.js';
 import { statusCommand } from './status.js';
+import { auditCommand } from './audit.js';
+import { loginCommand, logoutCommand, sessionsGroup } from './login-commands.js';
 import { watchCommand } from './watch.js';
 
 /** Everything after `fleetplane ctl`, in the order --help lists it. */
@@ -16,8 +21,15 @@ export const ENTRIES: readonly Entry[] = [
   securityGroupsGroup,
   tokensGroup,
   registrationKeysGroup,
+  membersGroup,
+  invitationsGroup,
+  apiKeysGroup,
   statusCommand,
+  auditCommand,
   watchCommand,
+  loginCommand,
+  logoutCommand,
+  sessionsGroup,
   configGroup,
 ];
 

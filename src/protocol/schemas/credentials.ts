@@ -31,6 +31,7 @@ export const RegistrationKey = Type.Object({
   organization_id: Uuid,
   description: Type.String(),
   single_use: Type.Boolean(),
+  ephemeral: Type.Boolean({ description: 'Devices it enrolls are ephemeral: deleted once offline longer than --ephemeral-offline-timeout.' }),
   expires_at: Type.Union([Timestamp, Type.Null()]),
   used: Type.Boolean(),
   created_at: Timestamp,
@@ -42,6 +43,7 @@ export const RegistrationKeyCreate = Type.Object(
   {
     description: Type.Optional(Type.String({ maxLength: 1024 })),
     single_use: Type.Optional(Type.Boolean()),
+    ephemeral: Type.Optional(Type.Boolean()),
     expires_at: Type.Optional(Type.Union([Timestamp, Type.Null()])),
   },
   { ...strict, $id: 'RegistrationKeyCreate' },
@@ -65,4 +67,8 @@ export const SECRET_PREFIX = {
   orgToken: 'fpt_',
   deviceToken: 'fpd_',
   registrationKey: 'fpr_',
+  /** A user's personal API key. */
+  apiKey: 'fpk_',
+  /** A user's session (a browser login's cookie, `ctl login`). */
+  session: 'fps_',
 } as const;

@@ -55,6 +55,7 @@ export const DeviceObject = Type.Object({
   symmetric_nat: Type.Boolean(),
   security_group_id: SecurityGroupRef,
   tunnel_ip: Type.String(),
+  ephemeral: Type.Boolean({ description: 'Enrolled with an ephemeral registration key: deleted once offline longer than the server\'s --ephemeral-offline-timeout. Set by the server.' }),
   revision: Revision,
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -102,6 +103,7 @@ export const ENROLLMENT_FIELDS = ['advertise_cidrs', 'endpoints', 'hostname', 'p
  */
 export const DEVICE_OWNED_FIELDS: Readonly<Record<string, string>> = {
   tunnel_ip: 'the server (assigned from PATCH /api/organizations/{org} network.ipv4_cidr)',
+  ephemeral: 'the server (from the registration key the device enrolled with)',
   organization_id: 'the server (the organization in the path)',
   revision: 'the server (revisions are assigned on write)',
   mtu: 'PATCH /api/organizations/{org} (network.mtu)',
@@ -111,7 +113,13 @@ export const DEVICE_OWNED_FIELDS: Readonly<Record<string, string>> = {
 };
 
 export const EnrolledDevice = Type.Composite(
-  [Device, Type.Object({ device_token: Type.String({ description: 'Shown once.' }) })],
+  [
+    Device,
+    Type.Object({
+      device_token: Type.String({ description: 'Shown once.' }),
+      device_token_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'When the device token expires (null: never); the agent renews it before.' }),
+    }),
+  ],
   { $id: 'EnrolledDevice' },
 );
 

@@ -24,6 +24,9 @@ export const Organization = Type.Object({
   name: Type.String(),
   description: Type.String(),
   network: Network,
+  audit_readable_by_read: Type.Boolean({
+    description: "Whether the organization's read tokens and read members may read its audit log (docs/protocol.md \"Audit log\"); admins always may.",
+  }),
   revision: Revision,
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -35,12 +38,17 @@ const Name = Type.String({ minLength: 1, maxLength: 128 });
 const Description = Type.String({ maxLength: 1024 });
 
 export const OrganizationCreate = Type.Object(
-  { name: Name, description: Type.Optional(Description), network: Type.Optional(NetworkInput) },
+  { name: Name, description: Type.Optional(Description), network: Type.Optional(NetworkInput), audit_readable_by_read: Type.Optional(Type.Boolean()) },
   { ...strict, $id: 'OrganizationCreate' },
 );
 
 export const OrganizationPatch = Type.Object(
-  { name: Type.Optional(Name), description: Type.Optional(Description), network: Type.Optional(NetworkInput) },
+  {
+    name: Type.Optional(Name),
+    description: Type.Optional(Description),
+    network: Type.Optional(NetworkInput),
+    audit_readable_by_read: Type.Optional(Type.Boolean()),
+  },
   { ...strict, $id: 'OrganizationPatch' },
 );
 

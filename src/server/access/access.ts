@@ -1,12 +1,15 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { ROUTES } from '../../protocol/index.js';
+import { HEADERS, ROUTES } from '../../protocol/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors.js';
 import type { Principal as TokenPrincipal, Store } from '../store/index.js';
 import { bearerSecret } from './bearer.js';
+import { serverOrigin, sessionCookie } from '../login/index.js';
 import { decide, requiredRule, type Target } from './decide.js';
+import type { PrincipalKind } from './principal.js';
+import { effectiveKind } from './user-kind.js';
 import { RevocationFollower } from './revocation-follower.js';
 import type { AccessRule } from './rules.js';
 
@@ -17,6 +20,8 @@ export interface AccessOptions {
   db: Queryable;
   /** How often revocations (made on any replica) are looked up. */
   revocationCheckMs: number;
+  /** `--public-url`: the origin a cookie-authenticated write must come from (else the request's own). */
+  publicUrl?: string | undefined;
   logger: Logger;
 }
 
@@ -41,17 +46,19 @@ export class Access {
   readonly revocations: RevocationFollower;
   readonly #store: Store;
   readonly #adminHash: string;
+  readonly #publicUrl: string | undefined;
   readonly #principals = new WeakMap<FastifyRequest, Promise<TokenPrincipal>>();
+  readonly #kinds = new WeakMap<FastifyRequest, PrincipalKind>();
 
   constructor(o: AccessOptions) {
     this.#store = o.store;
     this.#adminHash = o.adminHash;
+    this.#publicUrl = o.publicUrl;
     this.revocations = new RevocationFollower(o.db, o.store.tokens, o.revocationCheckMs, o.logger);
   }
 
   /** Resolves the bearer token of `headers`; 401 when it is missing, unknown, expired or revoked. */
-  async #resolve(headers: IncomingHttpHeaders): Promise<TokenPrincipal> {
-    const secret = bearerSecret(headers);
+  async #resolve(headers: IncomingHttpHeaders, secret = bearerSecret(headers)): Promise<TokenPrincipal> {
     if (!secret) throw new ApiError('unauthorized', 'missing bearer token');
     const principal = await this.#store.authenticate(secret, this.#adminHash);
     if (!principal) throw new ApiError('unauthorized', 'unknown, expired or revoked token');
@@ -62,15 +69,46 @@ export class Access {
   principalOf(req: FastifyRequest): Promise<TokenPrincipal> {
     let principal = this.#principals.get(req);
     if (principal === undefined) {
-      principal = this.#resolve(req.headers);
+      principal = this.#resolve(req.headers, bearerSecret(req.headers) ?? this.#fromCookie(req));
       this.#principals.set(req, principal);
     }
     return principal;
   }
 
+  /**
+   * A browser's session cookie, on REST routes only (never the tunnel): a
+   * bearer header wins. A cookie-authenticated request other than GET/HEAD
+   * must come from this server's origin (CSRF), else 403.
+   */
+  #fromCookie(req: FastifyRequest): string | undefined {
+    const secret = sessionCookie(req.headers);
+    if (secret !== undefined && req.method !== 'GET' && req.method !== 'HEAD') {
+      const origin = req.headers[HEADERS.origin];
+      if (origin !== serverOrigin(req, this.#publicUrl)) {
+        throw new ApiError('forbidden', 'a request authenticated by the session cookie must come from this server\'s origin (Origin header)');
+      }
+    }
+    return secret;
+  }
+
   /** Authorizes a REST request under its route's rule; throws the 401, 403 or 404 it gets. */
   async authorizeRequest(req: FastifyRequest, rule: AccessRule): Promise<void> {
-    decide(rule, await this.principalOf(req), targetOf(req));
+    const p = await this.principalOf(req);
+    const target = targetOf(req);
+    const kind = await effectiveKind(rule, p, target, this.#store.memberRole);
+    decide(rule, p, target, kind);
+    this.#kinds.set(req, kind);
+  }
+
+  /**
+   * The kind an authorized REST request was let in as (a user's role in the
+   * path's organization, see user-kind.ts); routes refine by it (who may
+   * manage owners). Throws for a request its guard did not authorize.
+   */
+  kindOfRequest(req: FastifyRequest): PrincipalKind {
+    const kind = this.#kinds.get(req);
+    if (kind === undefined) throw new Error(`${req.method} ${req.url}: no authorized kind (the route's guard did not run)`);
+    return kind;
   }
 
   /** The agent tunnel's upgrade: only a device token opens one (401 without a valid token, 403 for others). */
@@ -85,5 +123,5 @@ export class Access {
 /** What a request names in its path (as the router decoded it: not yet validated, so only ever compared). */
 function targetOf(req: FastifyRequest): Target {
   const params = req.params as Partial<Record<string, string>> | undefined;
-  return { org: params?.['org'], id: params?.['id'], method: params?.['method'] };
+  return { org: params?.['org'], id: params?.['id'], method: params?.['method'], user: params?.['user'] };
 }

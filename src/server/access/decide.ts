@@ -1,12 +1,13 @@
 import { ApiError, notFound } from '../errors.js';
-import { kindOf, orgOf, type Principal } from './principal.js';
+import { kindOf, orgOf, type Principal, type PrincipalKind } from './principal.js';
 import { ACCESS_RULES, REFUSALS, type AccessRule, type Entry } from './rules.js';
 
-/** What a call names, from its path: the organization, the object id, the agent method. */
+/** What a call names, from its path: the organization, the object id, the agent method, the user. */
 export interface Target {
   org?: string | undefined;
   id?: string | undefined;
   method?: string | undefined;
+  user?: string | undefined;
 }
 
 const key = (entry: Entry, method: string, route: string): string => `${entry} ${method} ${route}`;
@@ -28,12 +29,12 @@ export function requiredRule(entry: Entry, method: string, route: string): Acces
  * Decides whether `p` may make a call under `rule` to `target`; throws the
  * ApiError its caller gets otherwise: 404 for another organization (as if it
  * did not exist), 403 for a kind or a grant that does not cover the call.
+ * `kind`: the principal's kind for this call (a user's: user-kind.ts).
  */
-export function decide(rule: AccessRule, p: Principal, target: Target): void {
+export function decide(rule: AccessRule, p: Principal, target: Target, kind: PrincipalKind = kindOf(p)): void {
   if (rule.allow === 'anyone') return;
   const confined = orgOf(p);
   if (rule.scope === 'org-in-path' && confined !== undefined && confined !== target.org) throw notFound('organization');
-  const kind = kindOf(p);
   const grant = rule.allow[kind];
   if (grant === undefined) {
     const refusal = typeof rule.refusal === 'string' ? rule.refusal : rule.refusal?.[kind];

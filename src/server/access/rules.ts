@@ -27,9 +27,12 @@ export interface AccessRule {
   readonly allow: 'anyone' | Readonly<Partial<Record<PrincipalKind, Grant>>>;
   /**
    * `org-in-path`: a principal confined to another organization than the
-   * path's `:org` gets 404, as if it did not exist, before anything else.
+   * path's `:org` gets 404, as if it did not exist, before anything else;
+   * a user gets its role there, 404 when not a member (user-kind.ts).
+   * `user-in-path`: the path's `:user` (`me` or an id); a user other than
+   * the caller gets 404, except for a server admin's session (`admin`).
    */
-  readonly scope?: 'org-in-path';
+  readonly scope?: 'org-in-path' | 'user-in-path';
   /** The 403 message for the kinds not allowed; each kind has a default (REFUSALS). */
   readonly refusal?: string | Readonly<Partial<Record<PrincipalKind, string>>>;
 }
@@ -37,20 +40,27 @@ export interface AccessRule {
 /** The 403 message a kind gets where it is not allowed and the rule says nothing else. */
 export const REFUSALS: Readonly<Record<PrincipalKind, string>> = {
   admin: 'the admin token may not do this',
+  'org-owner': 'an owner may not do this',
   'org-admin': 'only the admin token may do this',
   'org-read': 'a read token may not write',
   device: 'a device token may not do this',
   registration: 'a registration key may only enroll a device',
   replica: 'a private token is valid only for the agent call it names',
+  user: 'a user may not do this outside an organization it is a member of',
+  'api-key': 'an API key may not do this',
 };
 
 const ADMIN_ONLY = 'only the admin token may do this';
+const SESSION_ONLY = 'only a user session has a session';
 /** Every kind a bearer token can resolve to. */
-const ANY_TOKEN = { admin: true, 'org-admin': true, 'org-read': true, device: true, registration: true } as const;
+const ANY_TOKEN = { admin: true, 'org-admin': true, 'org-read': true, device: true, registration: true, user: true, 'api-key': true } as const;
 /** Read access to the organization in the path. */
-const READ = { admin: true, 'org-admin': true, 'org-read': true, device: true } as const;
+const READ = { admin: true, 'org-owner': true, 'org-admin': true, 'org-read': true, device: true } as const;
 /** Write access to the organization in the path. */
-const WRITE = { admin: true, 'org-admin': true } as const;
+const WRITE = { admin: true, 'org-owner': true, 'org-admin': true } as const;
+/** Members see who else is a member; tokens of a device do not. */
+const MEMBERS_READ = { admin: true, 'org-owner': true, 'org-admin': true, 'org-read': true } as const;
+const USER = 'user-in-path';
 const ORG = 'org-in-path';
 
 /**
@@ -66,8 +76,8 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   { entry: 'rest', method: 'GET', route: ROUTES.openapi, allow: 'anyone' },
   { entry: 'rest', method: 'GET', route: ROUTES.replicas, allow: { admin: true }, refusal: ADMIN_ONLY },
 
-  // Organizations: a confined token sees only its own.
-  { entry: 'rest', method: 'GET', route: ROUTES.organizations, allow: READ },
+  // Organizations: a confined token sees only its own, a user those it is a member of.
+  { entry: 'rest', method: 'GET', route: ROUTES.organizations, allow: { ...READ, user: true, 'api-key': true } },
   { entry: 'rest', method: 'POST', route: ROUTES.organizations, allow: { admin: true }, refusal: ADMIN_ONLY },
   { entry: 'rest', method: 'GET', route: ROUTES.organization, scope: ORG, allow: READ },
   { entry: 'rest', method: 'PATCH', route: ROUTES.organization, scope: ORG, allow: WRITE },
@@ -76,8 +86,8 @@ export const ACCESS_RULES: readonly AccessRule[] = [
     method: 'DELETE',
     route: ROUTES.organization,
     scope: ORG,
-    allow: { admin: true },
-    refusal: { 'org-admin': ADMIN_ONLY, 'org-read': ADMIN_ONLY, device: ADMIN_ONLY },
+    allow: { admin: true, 'org-owner': true },
+    refusal: 'only an owner or the admin token may delete an organization',
   },
   { entry: 'rest', method: 'GET', route: ROUTES.convergence, scope: ORG, allow: READ },
 
@@ -106,6 +116,17 @@ export const ACCESS_RULES: readonly AccessRule[] = [
     },
   },
 
+  // Device tokens over time: a device renews only its own token; admins see when each expires.
+  {
+    entry: 'rest',
+    method: 'POST',
+    route: ROUTES.deviceToken,
+    scope: ORG,
+    allow: { device: { ownDevice: true, refusal: 'a device may renew only its own token' } },
+    refusal: 'only the device itself may renew its token',
+  },
+  { entry: 'rest', method: 'GET', route: ROUTES.deviceTokens, scope: ORG, allow: WRITE },
+
   // Agent calls: read tokens only the read-only methods.
   {
     entry: 'rest',
@@ -133,6 +154,39 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   { entry: 'rest', method: 'DELETE', route: ROUTES.registrationKey, scope: ORG, allow: WRITE },
   { entry: 'rest', method: 'GET', route: ROUTES.ownRegistrationKey, allow: { registration: true }, refusal: 'only a registration key may look itself up' },
 
+  // Members and invitations: admins manage admin and read members, owners everyone (routes/members.ts).
+  { entry: 'rest', method: 'GET', route: ROUTES.members, scope: ORG, allow: MEMBERS_READ },
+  { entry: 'rest', method: 'PATCH', route: ROUTES.member, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'DELETE', route: ROUTES.member, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'POST', route: ROUTES.invitations, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'GET', route: ROUTES.invitations, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'DELETE', route: ROUTES.invitation, scope: ORG, allow: WRITE },
+  // Personal API keys: a user's own (a server admin's session sees and revokes anyone's). A key never mints a key.
+  {
+    entry: 'rest',
+    method: 'POST',
+    route: ROUTES.userApiKeys,
+    scope: USER,
+    allow: { user: true },
+    refusal: { 'api-key': 'an API key may not create API keys', admin: 'an API key is created by its own user only' },
+  },
+  { entry: 'rest', method: 'GET', route: ROUTES.userApiKeys, scope: USER, allow: { admin: true, user: true, 'api-key': true } },
+  { entry: 'rest', method: 'DELETE', route: ROUTES.userApiKey, scope: USER, allow: { admin: true, user: true, 'api-key': true } },
+  // Login: no credential (rate-limited by the bounded pending logins). The caller's session: sessions only
+  // (`admin` here is a server admin's session; the admin token passes the rule and gets 403 from the route).
+  { entry: 'rest', method: 'GET', route: ROUTES.authOidcLogin, allow: 'anyone' },
+  { entry: 'rest', method: 'GET', route: ROUTES.authOidcCallback, allow: 'anyone' },
+  { entry: 'rest', method: 'POST', route: ROUTES.authDevice, allow: 'anyone' },
+  { entry: 'rest', method: 'POST', route: ROUTES.authDeviceToken, allow: 'anyone' },
+  { entry: 'rest', method: 'GET', route: ROUTES.authSession, allow: { user: true }, refusal: SESSION_ONLY },
+  { entry: 'rest', method: 'POST', route: ROUTES.authSessionRefresh, allow: { user: true }, refusal: SESSION_ONLY },
+  { entry: 'rest', method: 'POST', route: ROUTES.authLogout, allow: { user: true }, refusal: SESSION_ONLY },
+  // A user's sessions: the user themselves, or a server admin (and the admin token). A key never sees sessions.
+  { entry: 'rest', method: 'GET', route: ROUTES.userSessions, scope: USER, allow: { admin: true, user: true }, refusal: { 'api-key': 'an API key may not see sessions' } },
+  { entry: 'rest', method: 'DELETE', route: ROUTES.userSession, scope: USER, allow: { admin: true, user: true }, refusal: { 'api-key': 'an API key may not revoke sessions' } },
+  // The audit log: admins; read tokens and read members only where the organization grants it (routes/audit.ts).
+  { entry: 'rest', method: 'GET', route: ROUTES.orgAudit, scope: ORG, allow: MEMBERS_READ },
+  { entry: 'rest', method: 'GET', route: ROUTES.audit, allow: { admin: true }, refusal: ADMIN_ONLY },
   // Streams and tunnels.
   { entry: 'watch', method: 'POST', route: ROUTES.events, scope: ORG, allow: READ },
   // Without an upgrade: any valid token learns that it needs one (400).

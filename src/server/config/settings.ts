@@ -60,6 +60,37 @@ export interface Settings {
   maxConnections: number;
   /** Open connections one source address may hold on the public listener (0: no limit); more are refused. */
   maxConnectionsPerSource: number;
+  /** Lifetime of device tokens issued from now on, seconds (0: they never expire); agents renew before. */
+  deviceTokenTtl: number;
+  /** Ephemeral devices offline for longer than this (seconds) are deleted. */
+  ephemeralOfflineTimeout: number;
+  /** Audit entries older than this (seconds) are deleted (0: kept for ever). */
+  auditRetention: number;
+  /** The OpenID Connect issuer users sign in with (docs/protocol.md "Users and login"); unset: no user login. */
+  oidcIssuer: string | undefined;
+  oidcClientId: string | undefined;
+  /** The client secret itself (visible in `ps` when given as a flag: prefer the file or the environment). */
+  oidcClientSecret: string | undefined;
+  /** A file holding the client secret (trailing newline ignored). */
+  oidcClientSecretFile: string | undefined;
+  oidcClientAuth: 'client_secret_basic' | 'client_secret_post';
+  /** Comma-separated scopes; `openid` is always added. */
+  oidcScopes: string;
+  /** Comma-separated allow lists (all empty: everyone the issuer authenticates may sign in). */
+  oidcAllowedEmails: string;
+  oidcAllowedDomains: string;
+  oidcAllowedSubjects: string;
+  oidcRequireVerifiedEmail: boolean;
+  /** Comma-separated emails or subjects that are server admins at their first login. */
+  oidcAdmins: string;
+  /** Seconds of clock skew accepted on ID tokens. */
+  oidcClockSkew: number;
+  /** Idle lifetime of a user session, seconds; each refresh extends it. */
+  sessionTtl: number;
+  /** Absolute lifetime of a user session, seconds. */
+  sessionMaxAge: number;
+  /** The URL browsers reach this server at (the login callback and the CSRF check); default: from each request. */
+  publicUrl: string | undefined;
 }
 
 export const DEFAULT_SETTINGS: Settings = {
@@ -106,6 +137,28 @@ export const DEFAULT_SETTINGS: Settings = {
   maxConnections: 30_000,
   // Off: agents behind one NAT share an address, so any default low enough to stop one host would cut off a site.
   maxConnectionsPerSource: 0,
+  // Off, as Headscale's node expiry: an expiring credential is a policy an operator chooses.
+  deviceTokenTtl: 0,
+  // Headscale's ephemeral_node_inactivity_timeout default.
+  ephemeralOfflineTimeout: 1_800,
+  // 90 days: long enough for a quarterly review; 0 keeps everything.
+  auditRetention: 7_776_000,
+  oidcIssuer: undefined,
+  oidcClientId: undefined,
+  oidcClientSecret: undefined,
+  oidcClientSecretFile: undefined,
+  oidcClientAuth: 'client_secret_basic',
+  oidcScopes: 'openid,email,profile',
+  oidcAllowedEmails: '',
+  oidcAllowedDomains: '',
+  oidcAllowedSubjects: '',
+  oidcRequireVerifiedEmail: true,
+  oidcAdmins: '',
+  oidcClockSkew: 30,
+  // 12 hours idle, 7 days at most: a working day without logging in again, a week without asking the issuer.
+  sessionTtl: 43_200,
+  sessionMaxAge: 604_800,
+  publicUrl: undefined,
 };
 
 type Kind = 'string' | 'int' | 'seconds' | 'bool' | 'bytes';
@@ -160,6 +213,24 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'listQueueTimeout', flag: 'list-queue-timeout', env: 'FLEETPLANE_LIST_QUEUE_TIMEOUT', kind: 'seconds', min: 0, help: 'How long a watch waits for an initial-list turn before 503 with Retry-After.' },
   { key: 'bodyTimeout', flag: 'body-timeout', env: 'FLEETPLANE_BODY_TIMEOUT', kind: 'seconds', min: 0.05, help: 'How long a request body may take to arrive; past it the request gets 408 and its connection is closed.' },
   { key: 'maxConnections', flag: 'max-connections', env: 'FLEETPLANE_MAX_CONNECTIONS', kind: 'int', min: 1, help: 'Open connections accepted in all (lowered to what the open-files limit allows); more are answered 503 and closed.' },
+  { key: 'deviceTokenTtl', flag: 'device-token-ttl', env: 'FLEETPLANE_DEVICE_TOKEN_TTL', kind: 'seconds', min: 0, help: 'Lifetime of device tokens issued at enrollment or renewal (0: they never expire); agents renew theirs before it ends.' },
+  { key: 'auditRetention', flag: 'audit-retention', env: 'FLEETPLANE_AUDIT_RETENTION', kind: 'seconds', min: 0, help: 'How long audit log entries are kept (0: for ever); older ones are deleted by one replica at a time.' },
+  { key: 'ephemeralOfflineTimeout', flag: 'ephemeral-offline-timeout', env: 'FLEETPLANE_EPHEMERAL_OFFLINE_TIMEOUT', kind: 'seconds', min: 0.001, help: 'Devices enrolled with an ephemeral registration key are deleted once offline for longer than this.' },
+  { key: 'oidcIssuer', flag: 'oidc-issuer', env: 'FLEETPLANE_OIDC_ISSUER', kind: 'string', help: 'OpenID Connect issuer URL users sign in with (https; http only on loopback). Unset: no user login.' },
+  { key: 'oidcClientId', flag: 'oidc-client-id', env: 'FLEETPLANE_OIDC_CLIENT_ID', kind: 'string', help: 'Client id registered at the issuer (redirect URI {public URL}/api/auth/oidc/callback).' },
+  { key: 'oidcClientSecretFile', flag: 'oidc-client-secret-file', env: 'FLEETPLANE_OIDC_CLIENT_SECRET_FILE', kind: 'string', help: 'File holding the client secret (preferred: not visible in ps).' },
+  { key: 'oidcClientSecret', flag: 'oidc-client-secret', env: 'FLEETPLANE_OIDC_CLIENT_SECRET', kind: 'string', help: 'The client secret itself (as a flag it shows in ps: prefer the file or the environment variable).' },
+  { key: 'oidcClientAuth', flag: 'oidc-client-auth', env: 'FLEETPLANE_OIDC_CLIENT_AUTH', kind: 'string', choices: ['client_secret_basic', 'client_secret_post'], help: 'How the server authenticates at the issuer.' },
+  { key: 'oidcScopes', flag: 'oidc-scopes', env: 'FLEETPLANE_OIDC_SCOPES', kind: 'string', help: 'Comma-separated scopes asked for (openid is always added).' },
+  { key: 'oidcAllowedEmails', flag: 'oidc-allowed-emails', env: 'FLEETPLANE_OIDC_ALLOWED_EMAILS', kind: 'string', help: 'Comma-separated emails that may sign in (case-insensitive).' },
+  { key: 'oidcAllowedDomains', flag: 'oidc-allowed-domains', env: 'FLEETPLANE_OIDC_ALLOWED_DOMAINS', kind: 'string', help: 'Comma-separated email domains that may sign in (subdomains do not match).' },
+  { key: 'oidcAllowedSubjects', flag: 'oidc-allowed-subjects', env: 'FLEETPLANE_OIDC_ALLOWED_SUBJECTS', kind: 'string', help: 'Comma-separated subjects (sub) that may sign in. With all three lists empty, everyone the issuer authenticates may.' },
+  { key: 'oidcRequireVerifiedEmail', flag: 'oidc-require-verified-email', env: 'FLEETPLANE_OIDC_REQUIRE_VERIFIED_EMAIL', kind: 'bool', help: 'Email and domain rules accept only emails the issuer says are verified.' },
+  { key: 'oidcAdmins', flag: 'oidc-admins', env: 'FLEETPLANE_OIDC_ADMINS', kind: 'string', help: 'Comma-separated emails (verified) or subjects that become server admins at their first login.' },
+  { key: 'oidcClockSkew', flag: 'oidc-clock-skew', env: 'FLEETPLANE_OIDC_CLOCK_SKEW', kind: 'seconds', min: 0, max: 300, help: 'Clock skew accepted on ID tokens (exp, nbf, iat).' },
+  { key: 'sessionTtl', flag: 'session-ttl', env: 'FLEETPLANE_SESSION_TTL', kind: 'seconds', min: 1, help: 'Idle lifetime of a user session; each refresh extends it (never past --session-max-age).' },
+  { key: 'sessionMaxAge', flag: 'session-max-age', env: 'FLEETPLANE_SESSION_MAX_AGE', kind: 'seconds', min: 1, help: 'Absolute lifetime of a user session: past it, sign in again.' },
+  { key: 'publicUrl', flag: 'public-url', env: 'FLEETPLANE_PUBLIC_URL', kind: 'string', help: 'URL browsers reach this server at (login callback, CSRF check); default: from each request. Set it behind a TLS-terminating proxy.' },
   { key: 'maxConnectionsPerSource', flag: 'max-connections-per-source', env: 'FLEETPLANE_MAX_CONNECTIONS_PER_SOURCE', kind: 'int', min: 0, help: 'Open connections one source address may hold (0: no limit; agents behind one NAT share an address); more are answered 503 and closed.' },
 ];
 
@@ -260,9 +331,23 @@ export function validateSettings(s: Settings): void {
     throw new SettingsError('invalid --workers: more than one worker needs PostgreSQL, the embedded default or --database-url (--memory is one process only)');
   }
   if (s.workers > 1 && s.bus === 'memory') throw new SettingsError('invalid --workers: more than one worker needs --bus postgres or redis');
+  validateOidcSettings(s);
   if (s.privatePort !== undefined && !s.privateSecret) {
     throw new SettingsError('invalid --private-port: the private listener needs --private-secret (or FLEETPLANE_PRIVATE_SECRET)');
   }
+}
+
+/** User login needs the issuer, the client id and one source of the client secret. */
+function validateOidcSettings(s: Settings): void {
+  if (s.publicUrl !== undefined && !/^https?:\/\/[^/?#]+$/.test(s.publicUrl.replace(/\/$/, ''))) {
+    throw new SettingsError(`invalid --public-url: "${s.publicUrl}" is not an origin (scheme://host[:port])`);
+  }
+  if (s.oidcIssuer === undefined) return;
+  if (!s.oidcClientId) throw new SettingsError('invalid --oidc-issuer: user login needs --oidc-client-id');
+  if ((s.oidcClientSecret === undefined) === (s.oidcClientSecretFile === undefined)) {
+    throw new SettingsError('invalid --oidc-issuer: user login needs one of --oidc-client-secret-file and --oidc-client-secret (or FLEETPLANE_OIDC_CLIENT_SECRET)');
+  }
+  if (s.sessionTtl > s.sessionMaxAge) throw new SettingsError('invalid --session-ttl: it is longer than --session-max-age');
 }
 
 /** Settings for programmatic use (tests, embedding): defaults plus overrides, checked. */

@@ -215,6 +215,76 @@ CREATE INDEX invitations_open_email ON invitations (lower(email)) WHERE accepted
 CREATE INDEX invitations_open_subject ON invitations (subject) WHERE accepted_at IS NULL AND revoked_at IS NULL AND subject IS NOT NULL;
 `,
   },
+  {
+    version: 7,
+    name: 'pending-logins',
+    sql: `
+-- Logins between their start and their end (issue 13), kept in the database so that any replica
+-- finishes them: a browser login (state, nonce, PKCE verifier) under the hash of its cookie, a
+-- device login (the issuer's device code) under the hash of its handle. Both expire.
+CREATE TABLE pending_logins (
+  id_hash text PRIMARY KEY,
+  kind text NOT NULL CHECK (kind IN ('browser', 'device')),
+  source text NOT NULL,
+  data jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL,
+  -- A device login: no token request to the issuer before this, from any replica.
+  next_poll_at timestamptz
+);
+CREATE INDEX pending_logins_expires ON pending_logins (expires_at);
+CREATE INDEX pending_logins_source ON pending_logins (source);
+`,
+  },
+  {
+    version: 8,
+    name: 'audit-log',
+    sql: `
+-- Who changed what (issue 13), written in the transaction of the change. No foreign key to orgs:
+-- an organization's log outlives its compaction until retention removes it.
+CREATE TABLE audit_log (
+  id bigserial PRIMARY KEY,
+  org_id uuid,
+  at timestamptz NOT NULL DEFAULT now(),
+  actor_type text NOT NULL CHECK (actor_type IN ('admin', 'token', 'device', 'registration_key', 'user', 'api_key', 'replica', 'system', 'anonymous')),
+  actor_id text,
+  credential_id text,
+  action text NOT NULL CHECK (action IN ('create', 'update', 'delete', 'approve', 'revoke', 'renew', 'denied')),
+  kind text NOT NULL,
+  object_id text,
+  revision bigint,
+  source text,
+  user_agent text CHECK (length(user_agent) <= 256),
+  details jsonb NOT NULL DEFAULT '{}'::jsonb CHECK (length(details::text) <= 4096)
+);
+CREATE INDEX audit_log_org_id ON audit_log (org_id, id);
+CREATE INDEX audit_log_org_at ON audit_log (org_id, at);
+CREATE INDEX audit_log_org_revision ON audit_log (org_id, revision) WHERE revision IS NOT NULL;
+CREATE INDEX audit_log_actor ON audit_log (actor_type, actor_id, id);
+CREATE INDEX audit_log_object ON audit_log (object_id, id);
+CREATE INDEX audit_log_org_action ON audit_log (org_id, action, id);
+-- Retention deletes the oldest first.
+CREATE INDEX audit_log_at ON audit_log (at);
+-- Whether an organization's read members and read tokens may see its audit log (off: admins only).
+UPDATE objects SET value = jsonb_set(value, '{audit_readable_by_read}', 'false'::jsonb)
+ WHERE kind = 'organization' AND value->'audit_readable_by_read' IS NULL;
+`,
+  },
+  {
+    version: 9,
+    name: 'device-keys-over-time',
+    sql: `
+-- Ephemeral registration keys (issue 13): the devices they enroll are deleted once offline too long.
+ALTER TABLE registration_keys ADD COLUMN ephemeral boolean NOT NULL DEFAULT false;
+-- Every device carries ephemeral: those stored before (tombstones included, their last state is sent) are not.
+UPDATE objects SET value = jsonb_set(value, '{ephemeral}', 'false'::jsonb)
+ WHERE kind = 'device' AND value->'ephemeral' IS NULL;
+-- The ephemeral collector reads its candidates without scanning every device.
+CREATE INDEX objects_ephemeral_devices ON objects (id) WHERE kind = 'device' AND NOT deleted AND (value->>'ephemeral') = 'true';
+-- Tokens that just expired are looked up by the revocation follower, as revoked ones are (tokens_revoked).
+CREATE INDEX tokens_expires ON tokens (expires_at) WHERE expires_at IS NOT NULL;
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

@@ -277,7 +277,7 @@ export class AgentGateway {
   closeRevoked(tokenIds: readonly string[]): void {
     const revoked = new Set(tokenIds);
     for (const t of this.tunnels.all()) {
-      if (revoked.has(t.tokenId)) t.close(TUNNEL_CLOSE_CODES.revoked, 'the device token was revoked');
+      if (revoked.has(t.tokenId)) t.close(TUNNEL_CLOSE_CODES.revoked, 'the device token was revoked or expired');
     }
   }
 

@@ -10,6 +10,11 @@ import { registerOrganizationRoutes } from './routes/organizations.js';
 import { registerDeviceRoutes } from './routes/devices.js';
 import { registerSecurityGroupRoutes } from './routes/security-groups.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
+import { registerDeviceTokenRoutes } from './routes/device-tokens.js';
+import { registerAuditRoutes } from './routes/audit.js';
+import { auditRoutes } from '../audit/index.js';
+import { registerMemberRoutes } from './routes/members.js';
+import { registerApiKeyRoutes } from './routes/api-keys.js';
 import type { TlsPair } from './tls-certificate.js';
 import { openApiOptions } from './openapi.js';
 import { SchemaComponents } from './schema-components.js';
@@ -83,6 +88,8 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
 
   // Before any route: each gets its rule's guard, and one without a rule fails the start.
   app.addHook('onRoute', guardRoutes(ctx.access));
+  // Every write route's handler runs in its request's audit scope; its 401s and 403s are recorded.
+  app.addHook('onRoute', auditRoutes({ access: ctx.access, db: ctx.store.db, metrics: ctx.metrics, logger: ctx.logger }));
 
   const components = new SchemaComponents();
   app.addHook('onRoute', (route) => components.collect(route.schema));
@@ -93,6 +100,10 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
   registerDeviceRoutes(app, ctx);
   registerSecurityGroupRoutes(app, ctx);
   registerCredentialRoutes(app, ctx);
+  registerDeviceTokenRoutes(app, ctx);
+  registerAuditRoutes(app, ctx);
+  registerMemberRoutes(app, ctx);
+  registerApiKeyRoutes(app, ctx);
   for (const m of modules) m.register(app, ctx);
   await app.ready();
   return app;

@@ -8,10 +8,12 @@ import {
   type OrgTokenCreate,
   type RegistrationKey,
   type RegistrationKeyCreate,
+  type MemberRole,
   type TokenRole,
 } from '../../protocol/index.js';
 import { notFound } from '../errors.js';
 import { requireOrg } from './org-write.js';
+import { recordAudit } from '../audit/record.js';
 import { hashSecret, newSecret, sameHash } from './secrets.js';
 import type { IndexedToken } from './token-index.js';
 
@@ -20,7 +22,33 @@ export type Principal =
   | { type: 'admin' }
   | { type: 'org'; tokenId: string; orgId: string; role: TokenRole }
   | { type: 'device'; tokenId: string; orgId: string; deviceId: string }
-  | { type: 'registration'; keyId: string; orgId: string };
+  | { type: 'registration'; keyId: string; orgId: string }
+  | SessionPrincipal
+  | ApiKeyPrincipal;
+
+/** A user's session (a browser's cookie or `ctl login`). */
+export interface SessionPrincipal {
+  type: 'user';
+  credential: 'session';
+  tokenId: string;
+  userId: string;
+  serverAdmin: boolean;
+}
+
+/**
+ * A user's personal API key: acts as its user, in `keyOrgIds` only, with at
+ * most `keyRole` and at most the user's current role in each (the access
+ * module decides per request from `memberships`). Never a server admin.
+ */
+export interface ApiKeyPrincipal {
+  type: 'user';
+  credential: 'api_key';
+  tokenId: string;
+  userId: string;
+  serverAdmin: false;
+  keyRole: MemberRole;
+  keyOrgIds: readonly string[];
+}
 
 const iso = (v: unknown): string | null => (v === null || v === undefined ? null : new Date(v as string).toISOString());
 
@@ -41,6 +69,7 @@ function toRegistrationKey(r: Record<string, unknown>): RegistrationKey {
     organization_id: r['org_id'] as string,
     description: r['description'] as string,
     single_use: r['single_use'] === true,
+    ephemeral: r['ephemeral'] === true,
     expires_at: iso(r['expires_at']),
     used: r['used_at'] !== null && r['used_at'] !== undefined,
     created_at: iso(r['created_at']) ?? '',
@@ -69,22 +98,52 @@ export async function authenticate(q: Queryable, secret: string, adminHash: stri
   return (await lookupToken(q, hash))?.principal;
 }
 
-const VALID_TOKEN = 'revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())';
+const VALID_TOKEN = 't.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())';
 
-type TokenRow = { id: string; kind: string; org_id: string; device_id: string | null; role: string; expires_at: unknown; secret_hash?: string };
+type TokenRow = {
+  id: string;
+  kind: string;
+  org_id: string;
+  device_id: string | null;
+  role: string;
+  expires_at: unknown;
+  user_id: string | null;
+  org_ids: string[] | null;
+  server_admin: boolean | null;
+  secret_hash?: string;
+};
+
+/** The columns toIndexed reads, from `tokens t LEFT JOIN users u` (a session's server admin flag). */
+const TOKEN_COLUMNS = 't.id, t.kind, t.org_id, t.device_id, t.role, t.expires_at, t.user_id, t.org_ids, u.server_admin';
+const TOKEN_FROM = 'tokens t LEFT JOIN users u ON u.id = t.user_id';
+
+function toPrincipal(row: TokenRow): IndexedToken['principal'] {
+  if (row.kind === 'device' && row.device_id) return { type: 'device', tokenId: row.id, orgId: row.org_id, deviceId: row.device_id };
+  if (row.kind === 'session' && row.user_id) {
+    return { type: 'user', credential: 'session', tokenId: row.id, userId: row.user_id, serverAdmin: row.server_admin === true };
+  }
+  if (row.kind === 'api_key' && row.user_id) {
+    return {
+      type: 'user',
+      credential: 'api_key',
+      tokenId: row.id,
+      userId: row.user_id,
+      serverAdmin: false,
+      keyRole: row.role as MemberRole,
+      keyOrgIds: row.org_ids ?? [],
+    };
+  }
+  return { type: 'org', tokenId: row.id, orgId: row.org_id, role: row.role as TokenRole };
+}
 
 function toIndexed(row: TokenRow): IndexedToken {
   const expiresAt = row.expires_at === null || row.expires_at === undefined ? null : new Date(row.expires_at as string).getTime();
-  const principal: IndexedToken['principal'] =
-    row.kind === 'device' && row.device_id
-      ? { type: 'device', tokenId: row.id, orgId: row.org_id, deviceId: row.device_id }
-      : { type: 'org', tokenId: row.id, orgId: row.org_id, role: row.role as TokenRole };
-  return { principal, expiresAt };
+  return { principal: toPrincipal(row), expiresAt };
 }
 
 /** A token by its secret's hash, with its expiry, for the token index; undefined when not valid. */
 export async function lookupToken(q: Queryable, hash: string): Promise<IndexedToken | undefined> {
-  const rows = await q.query<TokenRow>(`SELECT id, kind, org_id, device_id, role, expires_at FROM tokens WHERE secret_hash = $1 AND ${VALID_TOKEN}`, [hash]);
+  const rows = await q.query<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM ${TOKEN_FROM} WHERE t.secret_hash = $1 AND ${VALID_TOKEN}`, [hash]);
   const row = rows[0];
   return row ? toIndexed(row) : undefined;
 }
@@ -92,7 +151,7 @@ export async function lookupToken(q: Queryable, hash: string): Promise<IndexedTo
 /** Every valid token, at most `limit` (the token index at start). */
 export async function validTokens(q: Queryable, limit: number): Promise<{ hash: string; token: IndexedToken }[]> {
   const rows = await q.query<TokenRow & { secret_hash: string }>(
-    `SELECT id, kind, org_id, device_id, role, expires_at, secret_hash FROM tokens WHERE ${VALID_TOKEN} LIMIT $1`,
+    `SELECT ${TOKEN_COLUMNS}, t.secret_hash FROM ${TOKEN_FROM} WHERE ${VALID_TOKEN} LIMIT $1`,
     [limit],
   );
   return rows.map((r) => ({ hash: r.secret_hash, token: toIndexed(r) }));
@@ -106,7 +165,9 @@ export async function createOrgToken(q: Queryable, orgId: string, input: OrgToke
      VALUES ($1, $2, 'org', $3, $4, $5, $6) RETURNING *`,
     [randomUUID(), hashSecret(token), orgId, input.role, input.description ?? '', input.expires_at ?? null],
   );
-  return { ...toOrgToken(rows[0] ?? {}), token };
+  const created = toOrgToken(rows[0] ?? {});
+  await recordAudit(q, { orgId, action: 'create', kind: 'token', objectId: created.id, details: { role: created.role } });
+  return { ...created, token };
 }
 
 export async function listOrgTokens(q: Queryable, orgId: string): Promise<OrgToken[]> {
@@ -125,12 +186,18 @@ export async function revokeOrgToken(q: Queryable, orgId: string, id: string): P
     [id, orgId],
   );
   if (rows.length === 0) throw notFound('token');
+  await recordAudit(q, { orgId, action: 'revoke', kind: 'token', objectId: id });
 }
 
-/** Ids of tokens revoked at or after `since` (for ending their streams). */
+/**
+ * Ids of tokens revoked at or after `since`, or whose expiry passed between
+ * `since` and now (for ending their streams: a stream must not outlive its
+ * credential, whether it was revoked or ran out).
+ */
 export async function revokedTokensSince(q: Queryable, since: Date): Promise<{ ids: string[]; now: Date }> {
   const rows = await q.query<{ id: string | null; now: Date }>(
-    `SELECT t.id, n.now FROM (SELECT now() AS now) n LEFT JOIN tokens t ON t.revoked_at >= $1`,
+    `SELECT t.id, n.now FROM (SELECT now() AS now) n
+       LEFT JOIN tokens t ON t.revoked_at >= $1 OR (t.expires_at >= $1 AND t.expires_at <= n.now)`,
     [since.toISOString()],
   );
   const now = rows[0]?.now ? new Date(rows[0].now) : new Date();
@@ -141,11 +208,19 @@ export async function createRegistrationKey(q: Queryable, orgId: string, input: 
   await requireOrg(q, orgId);
   const key = newSecret(SECRET_PREFIX.registrationKey);
   const rows = await q.query(
-    `INSERT INTO registration_keys (id, secret_hash, org_id, description, single_use, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-    [randomUUID(), hashSecret(key), orgId, input.description ?? '', input.single_use ?? false, input.expires_at ?? null],
+    `INSERT INTO registration_keys (id, secret_hash, org_id, description, single_use, expires_at, ephemeral)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [randomUUID(), hashSecret(key), orgId, input.description ?? '', input.single_use ?? false, input.expires_at ?? null, input.ephemeral ?? false],
   );
-  return { ...toRegistrationKey(rows[0] ?? {}), key };
+  const created = toRegistrationKey(rows[0] ?? {});
+  await recordAudit(q, {
+    orgId,
+    action: 'create',
+    kind: 'registration_key',
+    objectId: created.id,
+    details: { single_use: created.single_use, ephemeral: created.ephemeral },
+  });
+  return { ...created, key };
 }
 
 export async function listRegistrationKeys(q: Queryable, orgId: string): Promise<RegistrationKey[]> {
@@ -162,4 +237,5 @@ export async function getRegistrationKey(q: Queryable, orgId: string, id: string
 export async function deleteRegistrationKey(q: Queryable, orgId: string, id: string): Promise<void> {
   const rows = await q.query('DELETE FROM registration_keys WHERE id = $1 AND org_id = $2 RETURNING id', [id, orgId]);
   if (rows.length === 0) throw notFound('registration key');
+  await recordAudit(q, { orgId, action: 'delete', kind: 'registration_key', objectId: id });
 }

@@ -16,7 +16,8 @@ import {
 import { ApiError, notFound, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject, type StoredValue } from './objects.js';
 import { writeInOrg, type OrgWrite } from './org-write.js';
-import { sameJson } from './same-json.js';
+import { recordAudit } from '../audit/record.js';
+import { changedFields, sameJson } from './same-json.js';
 import { effectiveStatus, statusColumns, statusesOf, type StatusRow } from './device-status.js';
 import { releaseTunnelIp, takeTunnelIp } from './tunnel-ips.js';
 import { hashSecret, newSecret } from './secrets.js';
@@ -61,12 +62,16 @@ export interface CreatedDevice {
   deviceToken: string;
   /** The device token's id (its revocation ends the device's streams and tunnels). */
   tokenId: string;
+  /** When the device token expires (null: never). */
+  tokenExpiresAt: string | null;
 }
 
 /**
  * Creates a device with the lowest free tunnel IP and a device token (shown
- * once). With `registrationKeyId`, the key is consumed in the same
- * transaction: a single-use key enrolls exactly one device.
+ * once), expiring `tokenTtlSeconds` from now (0: never). With
+ * `registrationKeyId`, the key is consumed in the same transaction (a
+ * single-use key enrolls exactly one device) and an ephemeral key makes the
+ * device ephemeral.
  */
 export async function createDevice(
   db: Database,
@@ -74,18 +79,22 @@ export async function createDevice(
   orgId: string,
   input: DeviceCreate,
   registrationKeyId?: string,
+  tokenTtlSeconds = 0,
 ): Promise<CreatedDevice> {
   try {
     return await writeInOrg(db, bus, orgId, async (w) => {
+      let ephemeral = false;
       if (registrationKeyId !== undefined) {
-        const used = await w.tx.query(
+        const used = await w.tx.query<{ ephemeral: boolean }>(
           `UPDATE registration_keys SET used_at = COALESCE(used_at, now())
             WHERE id = $1 AND org_id = $2 AND (NOT single_use OR used_at IS NULL)
               AND (expires_at IS NULL OR expires_at > now())
-            RETURNING id`,
+            RETURNING ephemeral`,
           [registrationKeyId, orgId],
         );
-        if (used.length === 0) throw new ApiError('unauthorized', 'the registration key is used up or expired');
+        const key = used[0];
+        if (!key) throw new ApiError('unauthorized', 'the registration key is used up or expired');
+        ephemeral = key.ephemeral === true;
       }
       const revision = await w.revision();
       await checkGroup(w, input.security_group_id);
@@ -107,18 +116,31 @@ export async function createDevice(
         symmetric_nat: input.symmetric_nat ?? false,
         security_group_id: input.security_group_id ?? null,
         tunnel_ip: formatIpv4(ip),
+        ephemeral,
         revision,
         created_at: now,
         updated_at: now,
       };
       await insertObject(w.tx, orgId, KIND, device);
+      await recordAudit(w.tx, {
+        orgId,
+        action: 'create',
+        kind: KIND,
+        objectId: id,
+        revision,
+        details: registrationKeyId === undefined ? {} : { registration_key_id: registrationKeyId },
+      });
       const deviceToken = newSecret(SECRET_PREFIX.deviceToken);
       const tokenId = randomUUID();
-      await w.tx.query(
-        `INSERT INTO tokens (id, secret_hash, kind, org_id, device_id, role, description) VALUES ($1, $2, 'device', $3, $4, 'device', $5)`,
-        [tokenId, hashSecret(deviceToken), orgId, id, `device ${input.hostname}`],
+      const token = await w.tx.query<{ expires_at: unknown }>(
+        `INSERT INTO tokens (id, secret_hash, kind, org_id, device_id, role, description, expires_at)
+         VALUES ($1, $2, 'device', $3, $4, 'device', $5, CASE WHEN $6::float8 > 0 THEN now() + make_interval(secs => $6::float8) END)
+         RETURNING expires_at`,
+        [tokenId, hashSecret(deviceToken), orgId, id, `device ${input.hostname}`, tokenTtlSeconds],
       );
-      return { device: withStatus(device, undefined), deviceToken, tokenId };
+      const expires = token[0]?.expires_at;
+      const tokenExpiresAt = expires === null || expires === undefined ? null : new Date(expires as string).toISOString();
+      return { device: withStatus(device, undefined), deviceToken, tokenId, tokenExpiresAt };
     });
   } catch (err) {
     return uniqueViolation(err);
@@ -165,6 +187,10 @@ export async function patchDevice(
       }
       const updated = { ...next, revision, updated_at: new Date().toISOString() };
       await updateObject(w.tx, updated);
+      const fields = changedFields(current, next);
+      // Approving routes is its own action: it is what reviewers of the log look for.
+      const action = fields.includes('approved_cidrs') ? 'approve' : 'update';
+      await recordAudit(w.tx, { orgId, action, kind: KIND, objectId: id, revision, details: { fields } });
       return updated;
     });
     return withStatus(device, (await statusesOf(db, [id], staleAfterSeconds)).get(id));
@@ -184,5 +210,6 @@ export async function deleteDevice(db: Database, bus: SignalBus, orgId: string, 
     await w.tx.query('DELETE FROM device_status WHERE device_id = $1', [id]);
     await w.tx.query('DELETE FROM device_presence WHERE device_id = $1', [id]);
     await w.tx.query('UPDATE tokens SET revoked_at = now() WHERE device_id = $1 AND revoked_at IS NULL', [id]);
+    await recordAudit(w.tx, { orgId, action: 'delete', kind: KIND, objectId: id, revision });
   });
 }

@@ -12,8 +12,10 @@ import {
 import { ApiError, notFound, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject } from './objects.js';
 import { writeInOrg } from './org-write.js';
+import { addOwner } from './members.js';
 import { checkNetworkRoutes } from './route-approval.js';
-import { sameJson } from './same-json.js';
+import { changedFields, sameJson } from './same-json.js';
+import { recordAudit } from '../audit/record.js';
 
 const KIND = 'organization' as const;
 
@@ -21,7 +23,8 @@ function checkNetwork(network: Network): void {
   if (!ipv4Pool(network.ipv4_cidr)) throw validationFailed('/network/ipv4_cidr', 'an IPv4 CIDR with prefix /8../30');
 }
 
-export async function createOrganization(db: Database, input: OrganizationCreate): Promise<Organization> {
+/** `ownerUserId`: the user creating it, its first owner (in the same transaction). */
+export async function createOrganization(db: Database, input: OrganizationCreate, ownerUserId?: string): Promise<Organization> {
   const id = randomUUID();
   const now = new Date().toISOString();
   const network: Network = { ...DEFAULT_NETWORK, ...input.network };
@@ -34,11 +37,14 @@ export async function createOrganization(db: Database, input: OrganizationCreate
       name: input.name,
       description: input.description ?? '',
       network,
+      audit_readable_by_read: input.audit_readable_by_read ?? false,
       revision: 1,
       created_at: now,
       updated_at: now,
     };
     await insertObject(tx, id, KIND, org);
+    await recordAudit(tx, { orgId: id, action: 'create', kind: KIND, objectId: id, revision: 1 });
+    if (ownerUserId !== undefined) await addOwner(tx, id, ownerUserId);
     return org;
   });
 }
@@ -76,6 +82,7 @@ export async function patchOrganization(
       name: patch.name ?? current.name,
       description: patch.description ?? current.description,
       network,
+      audit_readable_by_read: patch.audit_readable_by_read ?? current.audit_readable_by_read,
     };
     if (sameJson(next, current)) return current;
     if (network.ipv4_cidr !== current.network.ipv4_cidr) {
@@ -89,6 +96,7 @@ export async function patchOrganization(
     const revision = await w.revision();
     const updated = { ...next, revision, updated_at: new Date().toISOString() };
     await updateObject(w.tx, updated);
+    await recordAudit(w.tx, { orgId: id, action: 'update', kind: KIND, objectId: id, revision, details: { fields: changedFields(current, next) } });
     return updated;
   });
 }
@@ -113,6 +121,7 @@ export async function deleteOrganization(db: Database, bus: SignalBus, id: strin
     await tombstoneObject(w.tx, current, revision);
     await w.tx.query('UPDATE orgs SET deleted_at = now() WHERE id = $1', [id]);
     await w.tx.query('UPDATE tokens SET revoked_at = now() WHERE org_id = $1 AND revoked_at IS NULL', [id]);
+    await recordAudit(w.tx, { orgId: id, action: 'delete', kind: KIND, objectId: id, revision });
   });
 }
 

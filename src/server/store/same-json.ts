@@ -10,3 +10,9 @@ export function sameJson(a: unknown, b: unknown): boolean {
   const ky = Object.keys(y).filter((k) => y[k] !== undefined);
   return kx.length === ky.length && kx.every((k) => sameJson(x[k], y[k]));
 }
+
+/** The top-level fields whose values differ between two versions of an object (an audit entry's `details.fields`). */
+export function changedFields(before: Readonly<Record<string, unknown>>, after: Readonly<Record<string, unknown>>): string[] {
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...keys].filter((k) => !sameJson(before[k], after[k])).sort();
+}

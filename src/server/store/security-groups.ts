@@ -5,7 +5,8 @@ import type { Rule, SecurityGroup, SecurityGroupCreate, SecurityGroupPatch } fro
 import { ApiError, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject, type StoredValue } from './objects.js';
 import { writeInOrg } from './org-write.js';
-import { sameJson } from './same-json.js';
+import { recordAudit } from '../audit/record.js';
+import { changedFields, sameJson } from './same-json.js';
 
 const KIND = 'security-group' as const;
 type StoredGroup = SecurityGroup & StoredValue;
@@ -39,6 +40,7 @@ export async function createSecurityGroup(db: Database, bus: SignalBus, orgId: s
       updated_at: now,
     };
     await insertObject(w.tx, orgId, KIND, group);
+    await recordAudit(w.tx, { orgId, action: 'create', kind: 'security_group', objectId: group.id, revision });
     return group;
   });
 }
@@ -70,6 +72,7 @@ export async function patchSecurityGroup(
     const revision = await w.revision();
     const updated = { ...next, revision, updated_at: new Date().toISOString() };
     await updateObject(w.tx, updated);
+    await recordAudit(w.tx, { orgId, action: 'update', kind: 'security_group', objectId: id, revision, details: { fields: changedFields(current, next) } });
     return updated;
   });
 }
@@ -87,5 +90,6 @@ export async function deleteSecurityGroup(db: Database, bus: SignalBus, orgId: s
     const n = Number(users[0]?.n ?? 0);
     if (n > 0) throw new ApiError('conflict', `security group is used by ${n} device(s); detach them first`);
     await tombstoneObject(w.tx, current, revision);
+    await recordAudit(w.tx, { orgId, action: 'delete', kind: 'security_group', objectId: id, revision });
   });
 }

@@ -2,8 +2,11 @@ import { SECRET_PREFIX } from '../../protocol/index.js';
 import type { Database } from '../db/index.js';
 import type { SignalBus } from '../bus/index.js';
 import type {
+  ApiKeyCreate,
   DeviceCreate,
   DevicePatch,
+  InvitationCreate,
+  MemberRole,
   OrganizationCreate,
   OrganizationPatch,
   OrgTokenCreate,
@@ -16,6 +19,12 @@ import * as orgs from './organizations.js';
 import * as devices from './devices.js';
 import * as groups from './security-groups.js';
 import * as creds from './credentials.js';
+import * as members from './members.js';
+import * as invitations from './invitations.js';
+import * as apiKeys from './api-keys.js';
+import * as memberWrites from './member-writes.js';
+import * as deviceTokens from './device-tokens.js';
+import { ephemeralCandidates } from './ephemeral-devices.js';
 import { readChanges, readHeads, readLive } from './changes.js';
 import { compact } from './compaction.js';
 import { convergence } from './convergence.js';
@@ -25,6 +34,7 @@ import { listKind, type ListParams } from './objects.js';
 import { TokenIndex } from './token-index.js';
 import { hashSecret, sameHash } from './secrets.js';
 import type { Principal } from './credentials.js';
+import { Logins } from './logins.js';
 
 /** Tokens kept in memory at most: about 200 bytes each. */
 const TOKEN_INDEX_LIMIT = 1_000_000;
@@ -38,6 +48,14 @@ export class Store {
   /** Valid organization and device tokens in memory (see TokenIndex). */
   readonly tokens = new TokenIndex(TOKEN_INDEX_LIMIT);
 
+  #logins: Logins | undefined;
+
+  /** Users, sessions and pending logins (docs/protocol.md "Users and login"). */
+  get logins(): Logins {
+    this.#logins ??= new Logins(this.db, this.tokens);
+    return this.#logins;
+  }
+
   constructor(
     readonly db: Database,
     readonly bus: SignalBus,
@@ -45,7 +63,8 @@ export class Store {
     readonly staleAfterSeconds = 90,
   ) {}
 
-  createOrganization = (input: OrganizationCreate) => orgs.createOrganization(this.db, input);
+  /** `ownerUserId`: a user creating it becomes its owner. */
+  createOrganization = (input: OrganizationCreate, ownerUserId?: string) => orgs.createOrganization(this.db, input, ownerUserId);
   getOrganization = (id: string) => orgs.getOrganization(this.db, id);
   listOrganizations = (only?: string) => orgs.listOrganizations(this.db, only);
   patchOrganization = (id: string, patch: OrganizationPatch, ifMatch?: string) =>
@@ -58,12 +77,27 @@ export class Store {
   list = (orgId: string, kind: WatchKind, params: ListParams) => listKind(this.db, orgId, kind, params);
   statusesOf = (ids: readonly string[]) => statusesOf(this.db, ids, this.staleAfterSeconds);
 
-  createDevice = async (orgId: string, input: DeviceCreate, registrationKeyId?: string) => {
-    const created = await devices.createDevice(this.db, this.bus, orgId, input, registrationKeyId);
+  /** `tokenTtlSeconds`: the device token's lifetime (0: it never expires). */
+  createDevice = async (orgId: string, input: DeviceCreate, registrationKeyId?: string, tokenTtlSeconds = 0) => {
+    const created = await devices.createDevice(this.db, this.bus, orgId, input, registrationKeyId, tokenTtlSeconds);
     const principal = { type: 'device', tokenId: created.tokenId, orgId, deviceId: created.device.id } as const;
-    this.tokens.add(hashSecret(created.deviceToken), { principal, expiresAt: null });
+    const expiresAt = created.tokenExpiresAt === null ? null : Date.parse(created.tokenExpiresAt);
+    this.tokens.add(hashSecret(created.deviceToken), { principal, expiresAt });
     return created;
   };
+  /** A device's new token; its other tokens expire within `overlapSeconds` (here at once, elsewhere through the revocation follower). */
+  renewDeviceToken = async (orgId: string, deviceId: string, ttlSeconds: number, overlapSeconds: number) => {
+    const renewed = await deviceTokens.renewDeviceToken(this.db, orgId, deviceId, ttlSeconds, overlapSeconds);
+    for (const s of renewed.shortened) this.tokens.expireBy(s.id, s.expiresAt);
+    const principal = { type: 'device', tokenId: renewed.tokenId, orgId, deviceId } as const;
+    this.tokens.add(hashSecret(renewed.device_token), { principal, expiresAt: renewed.expires_at === null ? null : Date.parse(renewed.expires_at) });
+    return renewed;
+  };
+  listDeviceTokenExpiries = (orgId: string, opts: { withinSeconds?: number | undefined; after?: string | undefined; limit: number }) =>
+    deviceTokens.listDeviceTokenExpiries(this.db, orgId, opts);
+  /** Ephemeral devices offline longer than `offlineSeconds`, while `replicaId` is the collecting replica (see ephemeral-devices.ts). */
+  ephemeralCandidates = (replicaId: string, offlineSeconds: number, limit: number) =>
+    ephemeralCandidates(this.db, replicaId, offlineSeconds, this.staleAfterSeconds, limit);
   getDevice = (orgId: string, id: string) => devices.getDevice(this.db, orgId, id, this.staleAfterSeconds);
   patchDevice = (orgId: string, id: string, patch: DevicePatch, ifMatch?: string) =>
     devices.patchDevice(this.db, this.bus, orgId, id, patch, this.staleAfterSeconds, ifMatch);
@@ -103,20 +137,42 @@ export class Store {
   }
 
   createOrgToken = async (orgId: string, input: OrgTokenCreate) => {
-    const created = await creds.createOrgToken(this.db, orgId, input);
+    const created = await this.db.transaction((tx) => creds.createOrgToken(tx, orgId, input));
     const principal = { type: 'org', tokenId: created.id, orgId, role: created.role } as const;
     this.tokens.add(hashSecret(created.token), { principal, expiresAt: created.expires_at === null ? null : Date.parse(created.expires_at) });
     return created;
   };
   listOrgTokens = (orgId: string) => creds.listOrgTokens(this.db, orgId);
   revokeOrgToken = async (orgId: string, id: string) => {
-    await creds.revokeOrgToken(this.db, orgId, id);
+    await this.db.transaction((tx) => creds.revokeOrgToken(tx, orgId, id));
     this.tokens.revoke([id]);
   };
-  createRegistrationKey = (orgId: string, input: RegistrationKeyCreate) => creds.createRegistrationKey(this.db, orgId, input);
+  /** A user's role in an organization now (the access module asks once per request; never cached). */
+  memberRole = (orgId: string, userId: string) => members.memberRole(this.db, orgId, userId);
+  listMembers = (orgId: string) => members.listMembers(this.db, orgId);
+  listUserOrganizations = (userId: string, only?: readonly string[]) => members.listUserOrganizations(this.db, userId, only);
+  setMemberRole = (orgId: string, userId: string, role: MemberRole, scope: members.MemberChangeScope) =>
+    memberWrites.setMemberRole(this.db, orgId, userId, role, scope);
+  removeMember = (orgId: string, userId: string, scope: members.MemberChangeScope) => memberWrites.removeMember(this.db, orgId, userId, scope);
+  createInvitation = (orgId: string, input: InvitationCreate, createdBy: string) => memberWrites.createInvitation(this.db, orgId, input, createdBy);
+  listInvitations = (orgId: string) => invitations.listInvitations(this.db, orgId);
+  revokeInvitation = (orgId: string, id: string, scope: { owners: boolean }) => memberWrites.revokeInvitation(this.db, orgId, id, scope);
+  createApiKey = async (userId: string, input: ApiKeyCreate) => {
+    const { created, hash } = await memberWrites.createApiKey(this.db, userId, input);
+    const principal = { type: 'user', credential: 'api_key', tokenId: created.id, userId, serverAdmin: false, keyRole: created.role, keyOrgIds: created.organizations } as const;
+    this.tokens.add(hash, { principal, expiresAt: Date.parse(created.expires_at) });
+    return created;
+  };
+  listApiKeys = (userId: string) => apiKeys.listApiKeys(this.db, userId);
+  revokeApiKey = async (userId: string, id: string) => {
+    await memberWrites.revokeApiKey(this.db, userId, id);
+    this.tokens.revoke([id]);
+  };
+  createRegistrationKey = (orgId: string, input: RegistrationKeyCreate) =>
+    this.db.transaction((tx) => creds.createRegistrationKey(tx, orgId, input));
   listRegistrationKeys = (orgId: string) => creds.listRegistrationKeys(this.db, orgId);
   getRegistrationKey = (orgId: string, id: string) => creds.getRegistrationKey(this.db, orgId, id);
-  deleteRegistrationKey = (orgId: string, id: string) => creds.deleteRegistrationKey(this.db, orgId, id);
+  deleteRegistrationKey = (orgId: string, id: string) => this.db.transaction((tx) => creds.deleteRegistrationKey(tx, orgId, id));
 
   readChanges = (orgId: string, after: number, limit: number, kinds?: readonly WatchKind[]) =>
     readChanges(this.db, orgId, after, limit, kinds);

@@ -49,6 +49,21 @@ export class TokenIndex {
     this.#hashOf.set(entry.principal.tokenId, hash);
   }
 
+  /** Moves a known token's expiry earlier (a device renewed it away); unknown ids are ignored. */
+  expireBy(tokenId: string, expiresAt: number): void {
+    const hash = this.#hashOf.get(tokenId);
+    const entry = hash === undefined ? undefined : this.#byHash.get(hash);
+    if (hash === undefined || !entry) return;
+    if (entry.expiresAt === null || expiresAt < entry.expiresAt) this.#byHash.set(hash, { ...entry, expiresAt });
+  }
+
+  /** Moves a known session's expiry later (refreshed on this replica); unknown ids are ignored. */
+  extend(tokenId: string, expiresAt: number): void {
+    const hash = this.#hashOf.get(tokenId);
+    const entry = hash === undefined ? undefined : this.#byHash.get(hash);
+    if (hash !== undefined && entry) this.#byHash.set(hash, { ...entry, expiresAt });
+  }
+
   /** Drops revoked tokens by id. */
   revoke(tokenIds: Iterable<string>): void {
     for (const id of tokenIds) {
@@ -66,7 +81,7 @@ export class TokenIndex {
 
   /** Drops every token of an organization (deleting it revokes them). */
   revokeOrg(orgId: string): void {
-    this.#revokeWhere((p) => p.orgId === orgId);
+    this.#revokeWhere((p) => 'orgId' in p && p.orgId === orgId);
   }
 
   #revokeWhere(match: (p: IndexedToken['principal']) => boolean): void {

@@ -290,7 +290,7 @@ export class WatchEngine {
   /** Ends the streams opened with these (revoked) tokens with `forbidden`. */
   closeRevoked(tokenIds: readonly string[]): void {
     for (const id of tokenIds) {
-      for (const w of [...(this.byToken.get(id) ?? [])]) w.close('forbidden', 'the token was revoked');
+      for (const w of [...(this.byToken.get(id) ?? [])]) w.close('forbidden', 'the token was revoked or expired');
     }
   }
 

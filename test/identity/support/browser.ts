@@ -88,6 +88,11 @@ export class Browser {
     return this.#navigate(form.action, 'POST', body);
   }
 
+  /** The value of cookie `name` the jar would send to `url`, or undefined. */
+  cookieValue(url: string, name: string): string | undefined {
+    return this.#cookiesFor(new URL(url)).find((c) => c.name === name)?.value;
+  }
+
   /** Names of the cookies the jar holds for `url` (for assertions). */
   cookieNames(url: string): string[] {
     return this.#cookiesFor(new URL(url)).map((c) => c.name);

@@ -14,7 +14,7 @@ function row(rule: AccessRule): string {
     const grant = rule.allow[kind];
     return grant === undefined ? '—' : grantText(grant);
   });
-  const scope = rule.scope === 'org-in-path' ? ' ¹' : '';
+  const scope = rule.scope === 'org-in-path' ? ' ¹' : rule.scope === 'user-in-path' ? ' ²' : '';
   const who = rule.allow === 'anyone' ? ' (no token)' : '';
   return `| ${rule.entry} | \`${rule.method} ${template(rule.route)}\`${scope}${who} | ${cells.join(' | ')} |`;
 }

@@ -17,6 +17,8 @@ export interface CrudSpec<T extends { id: string }> {
   /** Needs `--org`. */
   scoped: boolean;
   columns: ReadonlyArray<Column<T>>;
+  /** Flags of `list` besides --org, --output and --watch (filters the spec's `list` reads). */
+  listFlags?: readonly FlagUse[];
   /** Flags that set fields on create and update (besides --data). */
   fieldFlags: readonly FlagUse[];
   /** The fields those flags set; undefined ones are left out. */
@@ -56,7 +58,7 @@ export function crudCommands<T extends { id: string }>(spec: CrudSpec<T>): Comma
       kind: 'remote',
       name: 'list',
       summary: spec.summaries.list,
-      flags: [...org, 'output', ...(spec.watch ? (['watch'] as const) : [])],
+      flags: [...org, 'output', ...(spec.watch ? (['watch'] as const) : []), ...(spec.listFlags ?? [])],
       examples: spec.examples.list,
       async run(ctx, args) {
         noExtraArgs(args, 0);

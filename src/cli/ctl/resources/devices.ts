@@ -1,5 +1,6 @@
-import type { DeviceCreate, DeviceObject, DevicePatch, DeviceStatus } from '../../../client/index.js';
+import { AuthError, NotFoundError, type DeviceCreate, type DeviceObject, type DevicePatch, type DeviceStatus, type DeviceTokenExpiry } from '../../../client/index.js';
 import { age } from '../age.js';
+import { durationSeconds, until } from '../duration.js';
 import type { CommandGroup } from '../command-spec.js';
 import type { CtlContext } from '../context.js';
 import { defined } from '../flag-values.js';
@@ -9,8 +10,13 @@ import { crudCommands, type CrudSpec } from './crud.js';
 import { resolveDevice } from './device-ref.js';
 import { resolveSecurityGroup } from './security-groups.js';
 
-/** A device as REST lists it; under `--watch`, the watch form with the status of the last listing, if any. */
-export type DeviceRow = DeviceObject & { status?: DeviceStatus | undefined };
+/**
+ * A device as REST lists it; under `--watch`, the watch form with the status
+ * of the last listing, if any. `token_expires_at` (not a device field: token
+ * expiries live apart, so a renewal changes no device) is joined in by `list`
+ * for `-o wide` and `--expiring-within`.
+ */
+export type DeviceRow = DeviceObject & { status?: DeviceStatus | undefined; token_expires_at?: string | null | undefined };
 
 const org = async (ctx: CtlContext) => (await ctx.org()).id;
 
@@ -34,6 +40,31 @@ function pendingRoutes(d: DeviceObject): string {
   return d.advertise_cidrs.filter((c) => !approved.includes(c)).join(',');
 }
 
+/**
+ * The listing, with each device's token expiry when wide or filtered by
+ * `--expiring-within`. Only admins may read expiries: a wide listing with
+ * another token (or from a server before v1.5) leaves the column empty; the
+ * filter fails.
+ */
+async function listDevices(ctx: CtlContext): Promise<DeviceRow[]> {
+  const o = await org(ctx);
+  const within = ctx.flags.string('expiring-within');
+  const rows: DeviceRow[] = (await ctx.client.devices.list(o, { signal: ctx.signal })).items;
+  if (within === undefined && ctx.out.mode !== 'wide') return rows;
+  const expiringWithin = within === undefined ? undefined : durationSeconds('expiring-within', within);
+  let expiries: DeviceTokenExpiry[];
+  try {
+    expiries = await ctx.client.devices.tokenExpiries(o, { expiringWithin, signal: ctx.signal });
+  } catch (err) {
+    // A wide listing still works for a token that may not read expiries, or a server before v1.5 (404).
+    if (within === undefined && (err instanceof AuthError || err instanceof NotFoundError)) return rows;
+    throw err;
+  }
+  const byDevice = new Map(expiries.map((e) => [e.device_id, e.expires_at]));
+  const joined = rows.map((d) => ({ ...d, token_expires_at: byDevice.get(d.id) }));
+  return within === undefined ? joined : joined.filter((d) => byDevice.has(d.id));
+}
+
 const devices: CrudSpec<DeviceRow> = {
   noun: 'device',
   ref: '<device>',
@@ -53,7 +84,10 @@ const devices: CrudSpec<DeviceRow> = {
     { header: 'ENDPOINTS', value: (d) => d.endpoints.map((e) => e.address).join(','), wide: true },
     { header: 'PENDING ROUTES', value: pendingRoutes, wide: true },
     { header: 'APPLY ERROR', value: (d) => d.status?.apply_error, wide: true },
+    { header: 'EPHEMERAL', value: (d) => d.ephemeral, wide: true },
+    { header: 'TOKEN EXPIRES', value: (d, now) => (d.token_expires_at === undefined ? undefined : until(d.token_expires_at, now)), wide: true },
   ],
+  listFlags: ['expiring-within'],
   fieldFlags: ['hostname', 'public-key', 'security-group', 'approved-routes'],
   fields: async (ctx) =>
     defined({
@@ -62,7 +96,7 @@ const devices: CrudSpec<DeviceRow> = {
       security_group_id: await securityGroupField(ctx),
       approved_cidrs: approvedRoutesField(ctx),
     }),
-  list: async (ctx) => (await ctx.client.devices.list(await org(ctx), { signal: ctx.signal })).items,
+  list: listDevices,
   resolve: resolveDevice,
   get: async (ctx, id) => ctx.client.devices.get(await org(ctx), id, { signal: ctx.signal }),
   create: async (ctx, body) => ctx.client.devices.create(await org(ctx), body as DeviceCreate, { signal: ctx.signal }),
@@ -76,14 +110,19 @@ const devices: CrudSpec<DeviceRow> = {
     await watchList(ctx, o, 'device', devices.columns, (d): DeviceRow => ({ ...d, status: statuses.get(d.id) }));
   },
   summaries: {
-    list: 'list the devices of an organization, with ONLINE and LAST SEEN',
+    list: 'list the devices of an organization, with ONLINE and LAST SEEN (-o wide: TOKEN EXPIRES; --expiring-within: only those expiring soon)',
     get: 'show one device',
     create: 'pre-provision a device (prints its device token once)',
     update: 'change a device (hostname, public key, security group, approved routes, or --data)',
     delete: "delete a device (revokes its token)",
   },
   examples: {
-    list: ['fleetplane ctl devices list --org acme', 'fleetplane ctl devices list --org acme -o wide', 'fleetplane ctl devices list --org acme --watch'],
+    list: [
+      'fleetplane ctl devices list --org acme',
+      'fleetplane ctl devices list --org acme -o wide',
+      'fleetplane ctl devices list --org acme --watch',
+      'fleetplane ctl devices list --org acme --expiring-within 7d',
+    ],
     get: ['fleetplane ctl devices get web-1 --org acme', 'fleetplane ctl devices get 100.64.0.7 --org acme -o yaml'],
     create: ['fleetplane ctl devices create --org acme --hostname web-1 --public-key "$(wg pubkey < key)" --security-group web'],
     update: [

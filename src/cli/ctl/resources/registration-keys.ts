@@ -10,6 +10,7 @@ const columns: ReadonlyArray<Column<RegistrationKey>> = [
   { header: 'ID', value: (k) => k.id },
   { header: 'SINGLE USE', value: (k) => k.single_use },
   { header: 'USED', value: (k) => k.used },
+  { header: 'EPHEMERAL', value: (k) => k.ephemeral },
   { header: 'EXPIRES', value: (k) => k.expires_at ?? 'never' },
   { header: 'CREATED', value: (k) => k.created_at, wide: true },
   { header: 'DESCRIPTION', value: (k) => k.description },
@@ -35,9 +36,10 @@ export const registrationKeysGroup: CommandGroup = {
       kind: 'remote',
       name: 'create',
       summary: 'create a registration key; the key is printed this once',
-      flags: ['org', 'single-use', 'description', 'expires-at', 'data', 'output'],
+      flags: ['org', 'single-use', 'ephemeral', 'description', 'expires-at', 'data', 'output'],
       examples: [
         'fleetplane ctl registration-keys create --org acme --description "rack 4"',
+        'fleetplane ctl registration-keys create --org acme --ephemeral --description "CI runners"',
         'fleetplane ctl registration-keys create --org acme --single-use -o json | jq -r .key',
       ],
       async run(ctx, args) {
@@ -45,7 +47,12 @@ export const registrationKeysGroup: CommandGroup = {
         const f = ctx.flags;
         const body = {
           ...(await dataFlag(f.string('data'))),
-          ...defined({ description: f.string('description'), single_use: f.boolean('single-use'), expires_at: f.string('expires-at') }),
+          ...defined({
+            description: f.string('description'),
+            single_use: f.boolean('single-use'),
+            ephemeral: f.boolean('ephemeral'),
+            expires_at: f.string('expires-at'),
+          }),
         };
         ctx.out.object(await ctx.client.registrationKeys.create((await ctx.org()).id, body, { signal: ctx.signal }));
         shownOnce(ctx, 'registration key');

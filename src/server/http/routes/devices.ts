@@ -107,8 +107,8 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
     async (req, reply) => {
       const p = await ctx.access.principalOf(req);
       const keyId = p.type === 'registration' ? p.keyId : undefined;
-      const { device, deviceToken } = await ctx.store.createDevice(req.params.org, req.body, keyId);
-      return reply.status(201).send({ ...withEtag(reply, device), device_token: deviceToken });
+      const { device, deviceToken, tokenExpiresAt } = await ctx.store.createDevice(req.params.org, req.body, keyId, ctx.settings.deviceTokenTtl);
+      return reply.status(201).send({ ...withEtag(reply, device), device_token: deviceToken, device_token_expires_at: tokenExpiresAt });
     },
   );
 

@@ -22,13 +22,17 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
       schema: {
         tags,
         operationId: 'listOrganizations',
-        summary: 'List organizations the token can see (no paging: see docs/protocol.md "Lists")',
+        summary: 'List organizations the caller can see: a token its own, a user those it is a member of (no paging: see docs/protocol.md "Lists")',
         querystring: Type.Object({}, { additionalProperties: false }),
         response: { 200: json('The organizations.', OrganizationList), ...errors([400, 401, 403], { 403: 'A registration key may only enroll' }) },
       },
     },
     async (req) => {
       const p = await ctx.access.principalOf(req);
+      if (p.type === 'user') {
+        if (ctx.access.kindOfRequest(req) === 'admin') return { items: await ctx.store.listOrganizations() };
+        return { items: await ctx.store.listUserOrganizations(p.userId, p.credential === 'api_key' ? p.keyOrgIds : undefined) };
+      }
       const items = await ctx.store.listOrganizations(p.type === 'admin' ? undefined : p.orgId);
       return { items };
     },
@@ -49,7 +53,9 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      const org = await ctx.store.createOrganization(req.body);
+      const p = await ctx.access.principalOf(req);
+      // A user creating an organization (a server admin's session) becomes its first owner.
+      const org = await ctx.store.createOrganization(req.body, p.type === 'user' ? p.userId : undefined);
       return reply.status(201).send(withEtag(reply, org));
     },
   );

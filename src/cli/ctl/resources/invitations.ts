@@ -1,0 +1,70 @@
+import type { Invitation } from '../../../protocol/index.js';
+import { UsageError } from '../../exit-codes.js';
+import type { CommandGroup } from '../command-spec.js';
+import { defined, intFlag, noExtraArgs, requireArg } from '../flag-values.js';
+import { resolveId } from '../names.js';
+import type { Column } from '../output.js';
+import { roleFlag, roleHelp } from './member-role-flag.js';
+
+const invitationColumns: ReadonlyArray<Column<Invitation>> = [
+  { header: 'ID', value: (i) => i.id },
+  { header: 'INVITEE', value: (i) => i.email ?? `subject:${i.subject ?? ''}` },
+  { header: 'ROLE', value: (i) => i.role },
+  { header: 'EXPIRES', value: (i) => i.expires_at },
+  { header: 'BY', value: (i) => i.created_by },
+];
+
+export const invitationsGroup: CommandGroup = {
+  name: 'invitations',
+  aliases: ['invitation', 'invites'],
+  summary: 'invitations to an organization, accepted at the invitee’s next login',
+  commands: [
+    {
+      kind: 'remote',
+      name: 'create',
+      summary: 'invite a user by email or subject',
+      flags: ['org', 'email', 'subject', roleHelp, 'expires-in', 'expires-at', 'output'],
+      examples: ['fleetplane ctl invitations create --email dana@example.com --role admin --org acme'],
+      async run(ctx, args) {
+        noExtraArgs(args, 0);
+        const email = ctx.flags.string('email');
+        const subject = ctx.flags.string('subject');
+        if ((email === undefined) === (subject === undefined)) throw new UsageError('give exactly one of --email and --subject');
+        const body = {
+          ...defined({ email, subject, expires_at: ctx.flags.string('expires-at'), expires_in: intFlag('expires-in', ctx.flags.string('expires-in')) }),
+          role: roleFlag(ctx),
+        };
+        ctx.out.object(await ctx.client.members.invite((await ctx.org()).id, body, { signal: ctx.signal }));
+      },
+    },
+    {
+      kind: 'remote',
+      name: 'list',
+      summary: 'list the open invitations of an organization',
+      flags: ['org', 'output'],
+      examples: ['fleetplane ctl invitations list --org acme'],
+      async run(ctx, args) {
+        noExtraArgs(args, 0);
+        ctx.out.list(await ctx.client.members.invitations((await ctx.org()).id, { signal: ctx.signal }), invitationColumns);
+      },
+    },
+    {
+      kind: 'remote',
+      name: 'revoke',
+      aliases: ['delete'],
+      args: '<invitation>',
+      summary: 'revoke an open invitation',
+      details: '<invitation>: its id, or the email it was sent to.',
+      flags: ['org', 'output'],
+      examples: ['fleetplane ctl invitations revoke dana@example.com --org acme'],
+      async run(ctx, args) {
+        noExtraArgs(args, 1);
+        const org = (await ctx.org()).id;
+        const list = () => ctx.client.members.invitations(org, { signal: ctx.signal });
+        const id = await resolveId(requireArg(args[0], '<invitation>'), list, (i) => [i.email ?? undefined, i.subject ?? undefined], 'invitation', '');
+        await ctx.client.members.revokeInvitation(org, id, { signal: ctx.signal });
+        ctx.out.done(`revoked invitation ${id}`, { id, deleted: true });
+      },
+    },
+  ],
+};

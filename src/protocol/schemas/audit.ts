@@ -1,0 +1,101 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Revision, Timestamp, Uuid, strict } from './common.js';
+
+/**
+ * What an audit entry records (docs/protocol.md "Audit log"): a closed set.
+ * `approve`: a device's requested routes approved; `revoke`: a credential
+ * ended; `renew`: a device token renewed; `denied`: a write route refused
+ * with 401 or 403.
+ */
+export const AUDIT_ACTIONS = ['create', 'update', 'delete', 'approve', 'revoke', 'renew', 'denied'] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** What kind of object an entry is about; `route` for `denied` entries (the object id is the route). */
+export const AUDIT_KINDS = [
+  'organization',
+  'device',
+  'security_group',
+  'token',
+  'registration_key',
+  'device_token',
+  'member',
+  'invitation',
+  'api_key',
+  'session',
+  'user',
+  'route',
+] as const;
+export type AuditKind = (typeof AUDIT_KINDS)[number];
+
+/**
+ * Who made a change: the admin token, an organization token, a device (by
+ * its token), a registration key (an enrollment), a user's session, a
+ * user's personal API key, another replica, or the server itself (the
+ * ephemeral collector); `anonymous` for a refused attempt whose credential
+ * did not resolve.
+ */
+export const AUDIT_ACTOR_TYPES = ['admin', 'token', 'device', 'registration_key', 'user', 'api_key', 'replica', 'system', 'anonymous'] as const;
+export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
+
+/** Longest user agent kept; a longer one is cut. */
+export const AUDIT_USER_AGENT_MAX = 256;
+/** Largest `limit` of one audit page. */
+export const AUDIT_PAGE_MAX = 500;
+export const AUDIT_PAGE_DEFAULT = 100;
+
+export const AuditActor = Type.Object(
+  {
+    type: Type.Union(AUDIT_ACTOR_TYPES.map((t) => Type.Literal(t))),
+    id: Type.Union([Type.String(), Type.Null()], { description: 'The device, user, token or key id; null for the admin token and the server.' }),
+    credential_id: Type.Union([Type.String(), Type.Null()], { description: 'The token, session or key the change was made with.' }),
+  },
+  { ...strict, $id: 'AuditActor' },
+);
+
+export const AuditEntry = Type.Object(
+  {
+    id: Type.String({ description: 'Increasing with the order entries were written in (as a decimal string).' }),
+    organization_id: Type.Union([Uuid, Type.Null()], { description: 'Null for entries outside any organization.' }),
+    at: Timestamp,
+    actor: AuditActor,
+    action: Type.Union(AUDIT_ACTIONS.map((a) => Type.Literal(a))),
+    kind: Type.Union(AUDIT_KINDS.map((k) => Type.Literal(k))),
+    object_id: Type.Union([Type.String(), Type.Null()]),
+    revision: Type.Union([Revision, Type.Null()], { description: "The organization revision of the change; null for changes that take none (credentials, denials)." }),
+    source: Type.Union([Type.String(), Type.Null()], { description: 'The caller address as the server saw it.' }),
+    user_agent: Type.Union([Type.String({ maxLength: AUDIT_USER_AGENT_MAX }), Type.Null()]),
+    details: Type.Record(Type.String(), Type.Unknown(), { description: 'Small, never secrets: e.g. the changed field names, the refused route and status.' }),
+  },
+  { ...strict, $id: 'AuditEntry' },
+);
+
+export const AuditList = Type.Object(
+  {
+    items: Type.Array(AuditEntry),
+    next: Type.Optional(Type.String({ description: 'Cursor for the next page (`after`); absent on the last page.' })),
+  },
+  { $id: 'AuditList' },
+);
+
+const Filters = {
+  since: Type.Optional(Timestamp),
+  until: Type.Optional(Timestamp),
+  gt_revision: Type.Optional(Revision),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: AUDIT_PAGE_MAX })),
+  after: Type.Optional(Type.String({ maxLength: 64, description: 'A `next` cursor from the previous page.' })),
+  actor: Type.Optional(Type.String({ maxLength: 200, pattern: '^[a-z_]+(:.+)?$', description: '`type` or `type:id`.' })),
+  object: Type.Optional(Type.String({ maxLength: 200 })),
+  action: Type.Optional(Type.Union(AUDIT_ACTIONS.map((a) => Type.Literal(a)))),
+  kind: Type.Optional(Type.Union(AUDIT_KINDS.map((k) => Type.Literal(k)))),
+};
+
+/** `GET /api/organizations/{org}/audit`: newest first unless `gt_revision` (ascending by revision). */
+export const AuditQuery = Type.Object(Filters, strict);
+/** `GET /api/audit` (admin token): every organization's and the server's entries; `organization` narrows. */
+export const ServerAuditQuery = Type.Object({ ...Filters, organization: Type.Optional(Uuid) }, strict);
+
+export type AuditActor = Static<typeof AuditActor>;
+export type AuditEntry = Static<typeof AuditEntry>;
+export type AuditList = Static<typeof AuditList>;
+export type AuditQuery = Static<typeof AuditQuery>;
+export type ServerAuditQuery = Static<typeof ServerAuditQuery>;

@@ -1,0 +1,133 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { ListOf, Timestamp, Uuid, strict } from './common.js';
+
+/**
+ * Users, sessions and login (docs/protocol.md "Users and login"). A user is
+ * identified by (issuer, subject); email is an attribute.
+ */
+export const User = Type.Object(
+  {
+    id: Uuid,
+    issuer: Type.String(),
+    subject: Type.String(),
+    email: Type.Union([Type.String(), Type.Null()]),
+    name: Type.Union([Type.String(), Type.Null()]),
+    server_admin: Type.Boolean(),
+    created_at: Timestamp,
+    last_login_at: Type.Union([Timestamp, Type.Null()]),
+  },
+  { $id: 'User' },
+);
+
+/** A user's session, never its token. */
+export const Session = Type.Object(
+  {
+    id: Uuid,
+    user_id: Uuid,
+    created_at: Timestamp,
+    /** Idle end: each refresh moves it to now + --session-ttl, never past max_expires_at. */
+    expires_at: Timestamp,
+    /** Absolute end (--session-max-age after the login). */
+    max_expires_at: Timestamp,
+    /** When it was last created or refreshed (not every request: see docs/protocol.md). */
+    last_used_at: Type.Union([Timestamp, Type.Null()]),
+    /** The address the login came from. */
+    source: Type.Union([Type.String(), Type.Null()]),
+    user_agent: Type.Union([Type.String(), Type.Null()]),
+    /** `browser`, `ctl` or `agent`. */
+    description: Type.String(),
+  },
+  { $id: 'Session' },
+);
+export const SessionList = ListOf(Session, 'SessionList');
+
+/** `GET /api/auth/session`: the caller's session and user. */
+export const SessionInfo = Type.Object({ session: Session, user: User }, { $id: 'SessionInfo' });
+
+/** Who starts a device login (the session's description). */
+export const DEVICE_LOGIN_CLIENTS = ['ctl', 'agent'] as const;
+export type DeviceLoginClient = (typeof DEVICE_LOGIN_CLIENTS)[number];
+
+export const DeviceLoginStart = Type.Object(
+  { client: Type.Optional(Type.Union(DEVICE_LOGIN_CLIENTS.map((c) => Type.Literal(c)))) },
+  { ...strict, $id: 'DeviceLoginStart' },
+);
+
+/** `POST /api/auth/device`: what to show the user (RFC 8628 §3.2), and the handle to poll with. */
+export const DeviceLogin = Type.Object(
+  {
+    /** fleetplane's opaque handle of this login; the issuer's device code never leaves the server. */
+    device_login: Type.String(),
+    user_code: Type.String(),
+    verification_uri: Type.String(),
+    verification_uri_complete: Type.Optional(Type.String()),
+    /** Seconds until the login expires. */
+    expires_in: Type.Integer({ minimum: 1 }),
+    /** Seconds to wait between polls. */
+    interval: Type.Integer({ minimum: 1 }),
+  },
+  { $id: 'DeviceLogin' },
+);
+
+export const DeviceLoginPoll = Type.Object({ device_login: Type.String({ minLength: 1, maxLength: 200 }) }, { ...strict, $id: 'DeviceLoginPoll' });
+
+/** A login's result: the session token, shown once. */
+export const CreatedSession = Type.Object(
+  { token: Type.String({ description: 'The session token (fps_…), shown once.' }), session: Session, user: User },
+  { $id: 'CreatedSession' },
+);
+
+/** Longest `return_to` accepted. */
+export const MAX_RETURN_TO_LENGTH = 2048;
+
+export const OidcLoginQuery = Type.Object(
+  {
+    /** A path on this server (one leading `/`), default `/`. */
+    return_to: Type.Optional(Type.String({ maxLength: MAX_RETURN_TO_LENGTH })),
+    login_hint: Type.Optional(Type.String({ maxLength: 320 })),
+  },
+  strict,
+);
+
+/** The issuer's redirect: anything it sends is read, nothing else refused. */
+export const OidcCallbackQuery = Type.Object(
+  {
+    code: Type.Optional(Type.String({ maxLength: 4096 })),
+    state: Type.Optional(Type.String({ maxLength: 1024 })),
+    iss: Type.Optional(Type.String({ maxLength: 2048 })),
+    error: Type.Optional(Type.String({ maxLength: 256 })),
+    error_description: Type.Optional(Type.String({ maxLength: 4096 })),
+    error_uri: Type.Optional(Type.String({ maxLength: 2048 })),
+    session_state: Type.Optional(Type.String({ maxLength: 1024 })),
+  },
+  { additionalProperties: true },
+);
+
+/** Pending logins (browser and device) one source address may have at once; past it, 429. */
+export const MAX_PENDING_LOGINS_PER_SOURCE = 20;
+/** Pending logins in all; past it, 429. */
+export const MAX_PENDING_LOGINS = 10_000;
+/** A pending browser login's lifetime, seconds. */
+export const PENDING_LOGIN_TTL_SECONDS = 600;
+/** Live sessions one user may hold; a login past it revokes the user's oldest sessions. */
+export const MAX_SESSIONS_PER_USER = 50;
+
+/** The path of the `fleetplane_login` cookie: sent back on the callback only. */
+export const LOGIN_COOKIE_PATH = '/api/auth/oidc';
+
+/** Cookie names (docs/protocol.md "Users and login"). */
+export const COOKIES = {
+  /** The browser's session token. */
+  session: 'fleetplane_session',
+  /** A pending browser login's handle, between the login and its callback. */
+  login: 'fleetplane_login',
+} as const;
+
+export type User = Static<typeof User>;
+export type Session = Static<typeof Session>;
+export type SessionList = Static<typeof SessionList>;
+export type SessionInfo = Static<typeof SessionInfo>;
+export type DeviceLoginStart = Static<typeof DeviceLoginStart>;
+export type DeviceLogin = Static<typeof DeviceLogin>;
+export type DeviceLoginPoll = Static<typeof DeviceLoginPoll>;
+export type CreatedSession = Static<typeof CreatedSession>;

@@ -1,0 +1,84 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { ListOf, Timestamp, Uuid, strict } from './common.js';
+
+/**
+ * A user's role in an organization (docs/protocol.md "Members and roles"),
+ * weakest first: `read` does what a read token does, `admin` what an admin
+ * organization token does plus managing `admin` and `read` members, `owner`
+ * everything in the organization, owners and its deletion included.
+ */
+export const MEMBER_ROLES = ['read', 'admin', 'owner'] as const;
+export type MemberRole = (typeof MEMBER_ROLES)[number];
+
+const Role = Type.Union(MEMBER_ROLES.map((r) => Type.Literal(r)));
+
+/** `:user` in a path: the caller's own user. */
+export const USER_SELF = 'me';
+
+/** Open invitations one organization may have at most; past it, creating one is 409 `conflict`. */
+export const MAX_OPEN_INVITATIONS = 500;
+/** An invitation's lifetime when the request names none: 7 days. */
+export const DEFAULT_INVITATION_TTL_SECONDS = 7 * 24 * 3600;
+/** The longest an invitation may stay open: 30 days. */
+export const MAX_INVITATION_TTL_SECONDS = 30 * 24 * 3600;
+
+export const Member = Type.Object(
+  {
+    user_id: Uuid,
+    organization_id: Uuid,
+    role: Role,
+    email: Type.Union([Type.String(), Type.Null()]),
+    name: Type.Union([Type.String(), Type.Null()]),
+    created_at: Timestamp,
+  },
+  { $id: 'Member' },
+);
+export const MemberList = ListOf(Member, 'MemberList');
+export const MemberPatch = Type.Object({ role: Role }, { ...strict, $id: 'MemberPatch' });
+export const OrgUserParams = Type.Object({ org: Uuid, user: Uuid }, strict);
+
+export const Invitation = Type.Object(
+  {
+    id: Uuid,
+    organization_id: Uuid,
+    /** Exactly one of email and subject is set. */
+    email: Type.Union([Type.String(), Type.Null()]),
+    subject: Type.Union([Type.String(), Type.Null()]),
+    role: Role,
+    /** Who invited: `user:<id>`, `token:<id>` or `admin`. */
+    created_by: Type.String(),
+    created_at: Timestamp,
+    expires_at: Timestamp,
+  },
+  { $id: 'Invitation' },
+);
+export const InvitationList = ListOf(Invitation, 'InvitationList');
+
+export const InvitationCreate = Type.Object(
+  {
+    email: Type.Optional(Type.String({ pattern: '^[^@\\s]+@[^@\\s]+$', maxLength: 320, description: 'Matched case-insensitively, and only against a verified email.' })),
+    subject: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    role: Role,
+    /** Seconds until it expires (default DEFAULT_INVITATION_TTL_SECONDS); or `expires_at`, not both. */
+    expires_in: Type.Optional(Type.Integer({ minimum: 60, maximum: MAX_INVITATION_TTL_SECONDS })),
+    expires_at: Type.Optional(Timestamp),
+  },
+  { ...strict, $id: 'InvitationCreate' },
+);
+
+export type Member = Static<typeof Member>;
+export type MemberList = Static<typeof MemberList>;
+export type MemberPatch = Static<typeof MemberPatch>;
+export type Invitation = Static<typeof Invitation>;
+export type InvitationList = Static<typeof InvitationList>;
+export type InvitationCreate = Static<typeof InvitationCreate>;
+
+/** Whether `a` is at least as strong a role as `b`. */
+export function roleAtLeast(a: MemberRole, b: MemberRole): boolean {
+  return MEMBER_ROLES.indexOf(a) >= MEMBER_ROLES.indexOf(b);
+}
+
+/** The weaker of two roles (an API key's role within its user's membership). */
+export function weakerRole(a: MemberRole, b: MemberRole): MemberRole {
+  return roleAtLeast(a, b) ? b : a;
+}

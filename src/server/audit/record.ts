@@ -1,0 +1,68 @@
+import type { AuditAction, AuditKind } from '../../protocol/index.js';
+import type { Queryable } from '../db/index.js';
+import type { Actor } from '../access/actor.js';
+import { currentScope, type AuditScope } from './scope.js';
+
+/** One change, as its writer describes it; who made it comes from the audit scope. */
+export interface AuditRecord {
+  /** The organization whose log it belongs to; null outside any (a user's own API keys). */
+  readonly orgId: string | null;
+  readonly action: AuditAction;
+  readonly kind: AuditKind;
+  readonly objectId: string | null;
+  /** The organization revision the change took; omitted for changes that take none (credentials). */
+  readonly revision?: number | undefined;
+  /** Small and never secret: e.g. `{ fields: [...] }`, the changed field names. */
+  readonly details?: Readonly<Record<string, unknown>> | undefined;
+  /**
+   * Who made the change when the call's credential does not say (a login
+   * creating its user's session: the user); the scope's source and user
+   * agent are kept. Omitted: the scope's actor.
+   */
+  readonly actor?: Actor | undefined;
+}
+
+/** Thrown for a write made outside any audit scope: a bug, never a caller's mistake. */
+export class MissingAuditScopeError extends Error {
+  constructor(r: AuditRecord) {
+    super(`audit: ${r.action} ${r.kind} ${r.objectId ?? ''} made outside any audit scope (no actor); run it under runAudited`);
+    this.name = 'MissingAuditScopeError';
+  }
+}
+
+/**
+ * Records one change in `tx`, the transaction of the change itself: if
+ * either fails, neither is kept. Call it from every write that changes
+ * state, after the change. Throws outside an audit scope.
+ */
+export async function recordAudit(tx: Queryable, r: AuditRecord): Promise<void> {
+  const scope = currentScope();
+  if (scope === undefined) throw new MissingAuditScopeError(r);
+  await insertAudit(tx, r.actor ?? (await scope.actor()), scope, r);
+}
+
+/** Inserts one entry with an explicit actor (denied attempts, which have no write of their own). */
+export async function insertAudit(
+  q: Queryable,
+  actor: Actor,
+  where: Pick<AuditScope, 'source' | 'userAgent'>,
+  r: AuditRecord,
+): Promise<void> {
+  await q.query(
+    `INSERT INTO audit_log (org_id, actor_type, actor_id, credential_id, action, kind, object_id, revision, source, user_agent, details)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::text::jsonb)`,
+    [
+      r.orgId,
+      actor.type,
+      actor.id,
+      actor.credentialId,
+      r.action,
+      r.kind,
+      r.objectId,
+      r.revision ?? null,
+      where.source,
+      where.userAgent,
+      JSON.stringify(r.details ?? {}),
+    ],
+  );
+}

@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/index.js';
+import {
+  DEFAULT_INVITATION_TTL_SECONDS,
+  MAX_INVITATION_TTL_SECONDS,
+  MAX_OPEN_INVITATIONS,
+  MEMBER_ROLES,
+  type Invitation,
+  type InvitationCreate,
+  type MemberRole,
+} from '../../protocol/index.js';
+import type { Actor } from '../access/actor.js';
+import { recordAudit } from '../audit/index.js';
+import { ApiError, notFound, validationFailed } from '../errors.js';
+import { requireOrg } from './org-write.js';
+
+const iso = (v: unknown): string => new Date(v as string).toISOString();
+
+function toInvitation(r: Record<string, unknown>): Invitation {
+  return {
+    id: r['id'] as string,
+    organization_id: r['org_id'] as string,
+    email: (r['email'] as string | null) ?? null,
+    subject: (r['subject'] as string | null) ?? null,
+    role: r['role'] as MemberRole,
+    created_by: r['created_by'] as string,
+    created_at: iso(r['created_at']),
+    expires_at: iso(r['expires_at']),
+  };
+}
+
+const OPEN = 'accepted_at IS NULL AND revoked_at IS NULL AND expires_at > now()';
+/** Roles ranked in SQL as MEMBER_ROLES ranks them (weakest first). */
+const RANK = (column: string): string => `array_position(ARRAY[${MEMBER_ROLES.map((r) => `'${r}'`).join(', ')}], ${column})`;
+
+/** When an invitation created now expires: `expires_in` or `expires_at` (not both), within MAX_INVITATION_TTL_SECONDS. */
+function expiryOf(input: InvitationCreate, now: number): Date {
+  if (input.expires_in !== undefined && input.expires_at !== undefined) throw validationFailed('/expires_at', 'expires_in or expires_at, not both');
+  if (input.expires_at === undefined) return new Date(now + (input.expires_in ?? DEFAULT_INVITATION_TTL_SECONDS) * 1000);
+  const at = Date.parse(input.expires_at);
+  if (at <= now) throw validationFailed('/expires_at', 'a time in the future');
+  if (at > now + MAX_INVITATION_TTL_SECONDS * 1000) throw validationFailed('/expires_at', `at most ${MAX_INVITATION_TTL_SECONDS} seconds from now`);
+  return new Date(at);
+}
+
+/**
+ * Invites by email or subject (exactly one). At most MAX_OPEN_INVITATIONS
+ * open ones per organization: past it, 409 `conflict` (the count and the
+ * insert are one statement; concurrent creates may pass the bound by their
+ * number, never more).
+ */
+export async function createInvitation(q: Queryable, orgId: string, input: InvitationCreate, createdBy: string): Promise<Invitation> {
+  if ((input.email === undefined) === (input.subject === undefined)) throw validationFailed('/', 'exactly one of email and subject');
+  const expiresAt = expiryOf(input, Date.now());
+  await requireOrg(q, orgId);
+  const rows = await q.query(
+    `INSERT INTO invitations (id, org_id, email, subject, role, created_by, expires_at)
+     SELECT $1, $2, $3, $4, $5, $6, $7 WHERE (SELECT count(*) FROM invitations WHERE org_id = $2 AND ${OPEN}) < $8
+     RETURNING *`,
+    [randomUUID(), orgId, input.email ?? null, input.subject ?? null, input.role, createdBy, expiresAt.toISOString(), MAX_OPEN_INVITATIONS],
+  );
+  const row = rows[0];
+  if (!row) throw new ApiError('conflict', `the organization has ${MAX_OPEN_INVITATIONS} open invitations; revoke some first`, { limit: MAX_OPEN_INVITATIONS });
+  return toInvitation(row);
+}
+
+/** Open invitations (not accepted, revoked or expired), oldest first. At most MAX_OPEN_INVITATIONS. */
+export async function listInvitations(q: Queryable, orgId: string): Promise<Invitation[]> {
+  await requireOrg(q, orgId);
+  const rows = await q.query(`SELECT * FROM invitations WHERE org_id = $1 AND ${OPEN} ORDER BY created_at, id LIMIT $2`, [orgId, MAX_OPEN_INVITATIONS]);
+  return rows.map(toInvitation);
+}
+
+/** Revokes an open invitation; 404 when there is none, 403 for an owner invitation when `owners` is false. */
+export async function revokeInvitation(q: Queryable, orgId: string, id: string, scope: { owners: boolean }): Promise<void> {
+  const rows = await q.query<{ role: MemberRole; revoked: boolean }>(
+    `WITH target AS (SELECT id, role FROM invitations WHERE id = $1 AND org_id = $2 AND ${OPEN}),
+     revoked AS (UPDATE invitations i SET revoked_at = now() FROM target t WHERE i.id = t.id AND ($3 OR t.role <> 'owner') RETURNING i.id)
+     SELECT t.role, EXISTS (SELECT 1 FROM revoked) AS revoked FROM target t`,
+    [id, orgId, scope.owners],
+  );
+  const row = rows[0];
+  if (!row) throw notFound('invitation');
+  if (!row.revoked) throw new ApiError('forbidden', 'only an owner may revoke an owner invitation');
+}
+
+/** Who logs in, for matching invitations. */
+export interface InvitedUser {
+  id: string;
+  email: string | null;
+  emailVerified: boolean;
+  subject: string;
+}
+
+/**
+ * Accepts, at a user's login (in its transaction), every open invitation
+ * matching its subject, or its email (case-insensitive) when the provider
+ * verified it; in one statement. The user becomes a member with the
+ * invitation's role, or keeps its role when that is higher (and of several
+ * invitations to one organization, the highest counts). Each accepted
+ * invitation is an audit entry (`update`, kind `invitation`) of `actor`,
+ * the user signing in. Returns how many invitations it accepted.
+ */
+export async function acceptInvitations(q: Queryable, user: InvitedUser, actor: Actor): Promise<number> {
+  const email = user.emailVerified ? user.email : null;
+  // The membership insert runs to completion though the final SELECT does not read it (PostgreSQL
+  // executes every data-modifying CTE exactly once).
+  const rows = await q.query<{ id: string; org_id: string; role: string }>(
+    `WITH accepted AS (
+       UPDATE invitations i SET accepted_at = now(), accepted_by = $1
+        WHERE i.accepted_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > now()
+          AND (i.subject = $2 OR ($3::text IS NOT NULL AND i.email IS NOT NULL AND lower(i.email) = lower($3::text)))
+          AND EXISTS (SELECT 1 FROM orgs g WHERE g.id = i.org_id AND g.deleted_at IS NULL)
+        RETURNING i.id, i.org_id, i.role),
+     best AS (SELECT DISTINCT ON (org_id) org_id, role FROM accepted ORDER BY org_id, ${RANK('role')} DESC),
+     joined AS (
+       INSERT INTO memberships (org_id, user_id, role) SELECT org_id, $1, role FROM best
+       ON CONFLICT (org_id, user_id) DO UPDATE
+         SET role = CASE WHEN ${RANK('excluded.role')} > ${RANK('memberships.role')} THEN excluded.role ELSE memberships.role END
+       RETURNING org_id)
+     SELECT id, org_id, role FROM accepted`,
+    [user.id, user.subject, email],
+  );
+  for (const r of rows) {
+    await recordAudit(q, { orgId: r.org_id, action: 'update', kind: 'invitation', objectId: r.id, actor, details: { accepted_by: user.id, role: r.role } });
+  }
+  return rows.length;
+}

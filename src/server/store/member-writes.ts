@@ -1,0 +1,57 @@
+import type { Database } from '../db/index.js';
+import type { ApiKeyCreate, InvitationCreate, MemberRole } from '../../protocol/index.js';
+import { recordAudit } from '../audit/record.js';
+import * as apiKeys from './api-keys.js';
+import * as invitations from './invitations.js';
+import * as members from './members.js';
+
+/**
+ * The writes of members, invitations and API keys, each in one transaction
+ * with its audit entry (docs/protocol.md "Audit log"). API keys belong to no
+ * organization's log: their entries have no organization.
+ */
+
+export function setMemberRole(db: Database, orgId: string, userId: string, role: MemberRole, scope: members.MemberChangeScope) {
+  return db.transaction(async (tx) => {
+    const member = await members.setMemberRole(tx, orgId, userId, role, scope);
+    await recordAudit(tx, { orgId, action: 'update', kind: 'member', objectId: userId, details: { role } });
+    return member;
+  });
+}
+
+export function removeMember(db: Database, orgId: string, userId: string, scope: members.MemberChangeScope) {
+  return db.transaction(async (tx) => {
+    await members.removeMember(tx, orgId, userId, scope);
+    await recordAudit(tx, { orgId, action: 'delete', kind: 'member', objectId: userId });
+  });
+}
+
+export function createInvitation(db: Database, orgId: string, input: InvitationCreate, createdBy: string) {
+  return db.transaction(async (tx) => {
+    const created = await invitations.createInvitation(tx, orgId, input, createdBy);
+    await recordAudit(tx, { orgId, action: 'create', kind: 'invitation', objectId: created.id, details: { role: created.role } });
+    return created;
+  });
+}
+
+export function revokeInvitation(db: Database, orgId: string, id: string, scope: { owners: boolean }) {
+  return db.transaction(async (tx) => {
+    await invitations.revokeInvitation(tx, orgId, id, scope);
+    await recordAudit(tx, { orgId, action: 'revoke', kind: 'invitation', objectId: id });
+  });
+}
+
+export function createApiKey(db: Database, userId: string, input: ApiKeyCreate) {
+  return db.transaction(async (tx) => {
+    const made = await apiKeys.createApiKey(tx, userId, input);
+    await recordAudit(tx, { orgId: null, action: 'create', kind: 'api_key', objectId: made.created.id, details: { role: made.created.role } });
+    return made;
+  });
+}
+
+export function revokeApiKey(db: Database, userId: string, id: string) {
+  return db.transaction(async (tx) => {
+    await apiKeys.revokeApiKey(tx, userId, id);
+    await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'api_key', objectId: id });
+  });
+}
