@@ -17,7 +17,7 @@ import { isLoopbackHost } from './http/loopback.js';
 import type { RouteModule, ServerContext } from './http/context.js';
 import { makeSettings, type Settings } from './config/settings.js';
 import { runPeriodically } from '../util/periodic.js';
-import { WatchEngine, WatchMetrics, watchRoutes } from './watch/index.js';
+import { WatchEngine, WatchMetrics, watchRoutes, type TcpMemorySource } from './watch/index.js';
 import { AgentGateway } from './gateway/index.js';
 import { EphemeralCollector, Fleet } from './fleet/index.js';
 import { loginFromSettings } from './login/index.js';
@@ -68,6 +68,8 @@ export interface StartOptions {
   modules?: readonly RouteModule[];
   /** Test hooks of the reliable bus drivers (e.g. `dropEvery`). */
   busOverrides?: Partial<Omit<ReliabilityOptions, 'logger'>>;
+  /** Where the watch streams' kernel guard reads the host's TCP memory (default /proc; tests: a host under pressure). */
+  tcpMemory?: TcpMemorySource;
 }
 
 interface OpenedDatabase {
@@ -173,7 +175,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
       }
     },
   };
-  const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, fleet.presence);
+  const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, fleet.presence, opts.tcpMemory);
   const loginModules = [authRoutes(login), userSessionRoutes()];
   const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
   watch.start();

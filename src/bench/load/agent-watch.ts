@@ -207,6 +207,8 @@ export class AgentWatch {
   }
 
   private onLine(text: string, start: number, end: number): void {
+    // An empty line is a keepalive of a stream still listing (its bytes already fed the silence watchdog).
+    if (end === start) return;
     const at = nowMs();
     this.lines++;
     this.bodyBytes += end - start + 1;

@@ -16,6 +16,16 @@ function chunk(json: string): Buffer {
   return out;
 }
 
+/**
+ * An empty line: the connection is alive, and nothing more (docs/protocol.md
+ * "Watch"). For a stream that has not reached its head, where a bookmark
+ * would claim a consistency the stream doesn't have yet.
+ */
+export const KEEPALIVE = Buffer.from('1\r\n\n\r\n', 'latin1');
+
+/** How every chunk ends: the line's `\n`, then the chunk's CRLF (a JSON line has no raw newline, so this is found only there). */
+export const CHUNK_END = Buffer.from('\n\r\n', 'latin1');
+
 /** The chunk that ends a chunked body. */
 export const LAST_CHUNK = Buffer.from('0\r\n\r\n', 'latin1');
 

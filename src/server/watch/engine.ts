@@ -13,7 +13,7 @@ import { SnapshotBudget } from './org-snapshot.js';
 import { responseHead } from './encode.js';
 import type { WatchMetrics } from './watch-metrics.js';
 import { KernelMemoryGuard } from './kernel-memory-guard.js';
-import { procTcpMemory } from './proc-tcp.js';
+import { procTcpMemory, type TcpMemorySource } from './proc-tcp.js';
 
 export interface OpenStream {
   orgId: string;
@@ -71,6 +71,8 @@ export class WatchEngine {
     private readonly metrics: WatchMetrics,
     private readonly logger: Logger,
     private readonly presence?: StreamPresence,
+    /** Where the kernel guard reads the host's TCP memory (a test gives a host under pressure). */
+    tcpMemory: TcpMemorySource = procTcpMemory,
   ) {
     this.snapshotBudget = new SnapshotBudget(settings.snapshotBudget);
     this.admission = new ListAdmission({
@@ -84,7 +86,7 @@ export class WatchEngine {
     metrics.snapshotBytes.set(0);
     metrics.observeSnapshot(() => budget.used);
     this.kernelGuard = new KernelMemoryGuard({
-      source: procTcpMemory,
+      source: tcpMemory,
       minHeld: settings.watchBufferLimit,
       watchers: this.watchers,
       shed: (w) => w.close('slow_consumer', 'the server holds too much in its TCP buffers for watchers that do not read; resume from your last revision'),
@@ -336,7 +338,11 @@ export class WatchEngine {
     const idleMs = this.settings.bookmarkInterval * 1000 * 0.75;
     const now = performance.now();
     for (const w of this.watchers) {
-      if (!w.caughtUp || w.paused || w.closed || now - w.lastWriteAt < idleMs) continue;
+      if (!w.caughtUp) {
+        w.keepAlive(now, idleMs);
+        continue;
+      }
+      if (w.paused || w.closed || now - w.lastWriteAt < idleMs) continue;
       w.write(w.feed.bookmarkBytes(w.position), false);
     }
   }

@@ -2,3 +2,4 @@ export { WatchEngine } from './engine.js';
 export { WatchMetrics } from './watch-metrics.js';
 export { watchRoutes } from './route.js';
 export type { Watcher } from './watcher.js';
+export type { TcpMemorySource } from './proc-tcp.js';

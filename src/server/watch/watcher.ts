@@ -5,7 +5,7 @@ import type { Store } from '../store/index.js';
 import type { CachedEvent, EventRing } from './event-ring.js';
 import type { FeedListener, OrgFeed } from './org-feed.js';
 import { CATCH_UP_PAGE } from './catch-up-reads.js';
-import { encodeError, encodeTail, LAST_CHUNK } from './encode.js';
+import { CHUNK_END, encodeError, encodeTail, KEEPALIVE, LAST_CHUNK } from './encode.js';
 import type { WatchMetrics } from './watch-metrics.js';
 import { connectionKey } from './proc-tcp.js';
 import { resetConnection } from './socket-reset.js';
@@ -76,6 +76,8 @@ export class Watcher implements FeedListener {
   paused = false;
   closed = false;
   lastWriteAt = performance.now();
+  /** When it was last sent a keepalive line (performance.now()); never: -Infinity. */
+  private lastKeepAliveAt = Number.NEGATIVE_INFINITY;
   /** When it last paused (performance.now()); never: -Infinity. */
   pausedAt = Number.NEGATIVE_INFINITY;
   /** Its client took what filled its send buffer, at least once: it reads. */
@@ -183,7 +185,10 @@ export class Watcher implements FeedListener {
       const list = l.lists[l.list] ?? EMPTY;
       while (l.offset < list.length) {
         // Slices share the snapshot's memory: what waits in the socket is a view, not a copy.
-        const end = Math.min(list.length, l.offset + Math.max(LIST_MIN_SLICE, limit - this.o.socket.writableLength));
+        const want = Math.min(list.length, l.offset + Math.max(LIST_MIN_SLICE, limit - this.o.socket.writableLength));
+        // Slices end where a chunk ends, so a stream held back here can still be sent a keepalive line.
+        const boundary = want === list.length ? -1 : list.indexOf(CHUNK_END, want - CHUNK_END.length);
+        const end = boundary < 0 ? list.length : boundary + CHUNK_END.length;
         if (!this.admitted(end - l.offset)) return false;
         this.write(list.subarray(l.offset, end), false);
         this.viewsEnd = this.writtenTotal;
@@ -308,6 +313,21 @@ export class Watcher implements FeedListener {
     const written = this.o.metrics.written;
     written.bytes += bytes.length;
     if (isEvent) written.events++;
+  }
+
+  /**
+   * An empty line to a stream that is still listing or catching up and has
+   * had nothing for `idleMs`: its client's silence limit must not cut a
+   * stream the server holds back (a herd's lists waiting on the kernel
+   * guard). Not counted as a write: the guard judges progress by what the
+   * stream is really handed, and the keepalive goes only to a socket with
+   * nothing queued, so it adds no memory where the host has none.
+   */
+  keepAlive(now: number, idleMs: number): void {
+    if (this.caughtUp || this.paused || this.closed || this.o.socket.writableLength > 0) return;
+    if (now - Math.max(this.lastWriteAt, this.lastKeepAliveAt) < idleMs) return;
+    this.lastKeepAliveAt = now;
+    this.o.socket.write(KEEPALIVE);
   }
 
   /** Bytes written but not yet taken by the kernel. */

@@ -49,6 +49,8 @@ export class WatchStream {
   readonly events: WatchEvent[] = [];
   /** Lines that were not JSON (a correct server sends none). */
   readonly badLines: string[] = [];
+  /** Empty lines: keepalives of a stream not at its head yet. */
+  keepalives = 0;
   bytes = 0;
   private cursor = 0;
   private endInfo: StreamEnd | undefined;
@@ -101,7 +103,7 @@ export class WatchStream {
 
   private line(line: string): void {
     if (line === '') {
-      this.badLines.push(line);
+      this.keepalives++;
       return;
     }
     try {
