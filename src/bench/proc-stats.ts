@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 
 /** CPU time and resident memory of a process and all its descendants, from /proc. */
@@ -6,6 +6,8 @@ export interface ProcStats {
   cpuSeconds: number;
   rssBytes: number;
   pids: number[];
+  /** Those of `pids` running this Node.js binary (the server and its workers, not an embedded PostgreSQL). */
+  nodePids: number[];
 }
 
 let ticks: number | undefined;
@@ -48,6 +50,15 @@ function readRss(pid: number): number {
   }
 }
 
+function runsNode(pid: number): boolean {
+  try {
+    return readlinkSync(`/proc/${pid}/exe`) === process.execPath;
+  } catch {
+    // Gone since the walk, or not ours to read: not a server process to signal.
+    return false;
+  }
+}
+
 function descendants(root: number): number[] {
   const children = new Map<number, number[]>();
   for (const name of readdirSync('/proc')) {
@@ -79,5 +90,5 @@ export function procTreeStats(pid: number): ProcStats {
     cpuTicks += readStat(p)?.cpuTicks ?? 0;
     rssBytes += readRss(p);
   }
-  return { cpuSeconds: cpuTicks / clockTicks(), rssBytes, pids };
+  return { cpuSeconds: cpuTicks / clockTicks(), rssBytes, pids, nodePids: pids.filter(runsNode) };
 }

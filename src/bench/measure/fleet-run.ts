@@ -18,7 +18,7 @@ import { measureJoin, type JoinFigures, type JoinMode } from './join-run.js';
 import { captureListBody } from './list-body.js';
 import { memoryFigures, type MemoryFigures } from './raw-floor-run.js';
 import { measureRestart, resumeTimeoutMs, type RestartFigures } from './restart-run.js';
-import { serverRss } from './server-rss.js';
+import { pssFigures, serverRss, type PssFigures } from './server-rss.js';
 import { measureStatementBaseline, type StatementBaseline } from './statement-baseline.js';
 import { awaitOnline, type OnlineWait } from './online-wait.js';
 import { probeTunnels, type TunnelProbe } from './tunnel-probe.js';
@@ -52,6 +52,8 @@ export interface FleetRunFigures {
   /** `ping` requests through a few agents' tunnels. */
   rpc?: TunnelProbe;
   memory?: MemoryFigures;
+  /** (e) from PSS: the tree's memory with shared pages counted once. */
+  memoryPss?: PssFigures;
   idle?: IdleFigures;
   convergence?: string;
   tunnel?: ChangeLoopResult;
@@ -152,7 +154,9 @@ export async function fleetRun(o: {
     fig.joinAck = await ackCatchUp(pool, fleetTarget.ack === 'put' ? 'put' : 'tunnel', head, ackTimeoutMs(n));
     fig.onlineAfterJoin = await awaitOnline(api, seed.org, n, ONLINE_TIMEOUT_MS);
     fig.rpc = await probeTunnels(api, seed.org, seed.identities, head);
-    fig.memory = memoryFigures(n, rssBefore, await serverRss(server, false, o.signal));
+    const rssAfter = await serverRss(server, false, o.signal);
+    fig.memory = memoryFigures(n, rssBefore, rssAfter);
+    fig.memoryPss = pssFigures(n, rssBefore, rssAfter);
     fig.idle = await measureIdle({ server, api, pg: o.pg, pool, seconds: o.idleSeconds, signal: o.signal });
     const backgroundPerSecond = fig.idle.statementsPerMinute / 60;
 

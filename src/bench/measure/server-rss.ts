@@ -1,11 +1,15 @@
 import type { RestartableServer } from '../server/restartable-server.js';
 import { sleep } from '../../util/periodic.js';
 import { SETTLE_MS } from './raw-floor-run.js';
+import { treeMemory } from './tree-memory.js';
 
 /** The server's resident memory (its whole process tree, from /proc), as-is and after a full GC. */
 export interface RssReading {
   rssBytes: number;
   rssAfterGcBytes: number;
+  /** The same two readings as PSS: pages the processes share (an embedded PostgreSQL's shared buffers) counted once. */
+  pssBytes: number;
+  pssAfterGcBytes: number;
 }
 
 /**
@@ -16,7 +20,25 @@ export interface RssReading {
 export async function serverRss(server: RestartableServer, gcFirst: boolean, signal: AbortSignal): Promise<RssReading> {
   if (gcFirst) await server.current.collectGarbage();
   await sleep(SETTLE_MS, signal);
-  const rssBytes = server.current.procStats().rssBytes;
+  const before = treeMemory(server.current.pid);
   await server.current.collectGarbage();
-  return { rssBytes, rssAfterGcBytes: server.current.procStats().rssBytes };
+  const after = treeMemory(server.current.pid);
+  return { rssBytes: before.rssBytes, rssAfterGcBytes: after.rssBytes, pssBytes: before.pssBytes, pssAfterGcBytes: after.pssBytes };
+}
+
+/** Server memory per connected agent from PSS readings taken before and after the agents connected. */
+export interface PssFigures {
+  idleBytes: number;
+  heldBytes: number;
+  perAgent: number;
+  perAgentAfterGc: number;
+}
+
+export function pssFigures(n: number, idle: RssReading, held: RssReading): PssFigures {
+  return {
+    idleBytes: idle.pssBytes,
+    heldBytes: held.pssBytes,
+    perAgent: n > 0 ? (held.pssBytes - idle.pssBytes) / n : Number.NaN,
+    perAgentAfterGc: n > 0 ? (held.pssAfterGcBytes - idle.pssAfterGcBytes) / n : Number.NaN,
+  };
 }

@@ -121,9 +121,13 @@ export class FleetServer {
     return promValue(await api.metricsText(), 'process_cpu_seconds_total');
   }
 
-  /** Full GC in every server process (see gc-hook.ts), then a pause for the RSS to settle. */
+  /**
+   * Full GC in every server process (see gc-hook.ts), then a pause for the
+   * RSS to settle. Only the Node.js processes: an embedded PostgreSQL backend
+   * takes SIGUSR2 as a crash, and the whole database restarts in recovery.
+   */
   async collectGarbage(): Promise<void> {
-    for (const pid of this.procStats().pids) {
+    for (const pid of this.procStats().nodePids) {
       try {
         process.kill(pid, 'SIGUSR2');
       } catch (err) {
