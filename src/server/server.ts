@@ -96,7 +96,9 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   const tls = tlsFiles ? await readTlsPair(tlsFiles) : undefined;
   // Unusable login settings (an unreadable secret file, a bad issuer URL) stop the start before the database too.
   const login = loginFromSettings(settings, logger.child({ component: 'login' }));
+  const startedAt = performance.now();
   const opened = await openDatabase(settings, logger);
+  const databaseMs = Math.round(performance.now() - startedAt);
   const db = instrument(opened.db, ({ durationMs, ok, label }) => {
     metrics.dbQueries.inc({ statement: label, ok: ok ? 'true' : 'false' });
     metrics.dbDuration.observe({ statement: label }, durationMs / 1000);
@@ -179,7 +181,9 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   const loginModules = [authRoutes(login), userSessionRoutes()];
   const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
   watch.start();
+  const tokensAt = performance.now();
   await store.loadTokens();
+  const tokensMs = Math.round(performance.now() - tokensAt);
   const revocations = access.revocations;
   revocations.subscribe((ids) => watch.closeRevoked(ids));
   revocations.subscribe((ids) => gateway.closeRevoked(ids));
@@ -224,31 +228,46 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   const close = async (): Promise<void> => {
     if (closing) return;
     closing = true;
+    // How long each step of a drain took, in one line: a slow restart shows where its time went.
+    const phases: Record<string, number> = {};
+    let mark = performance.now();
+    const phase = (name: string): void => {
+      const now = performance.now();
+      phases[name] = Math.round(now - mark);
+      mark = now;
+    };
     // Refuse new connections first: a client reconnecting now gets a refusal it retries (elsewhere, or here
     // after the restart), not a 503 from a server that is draining; open connections drain below.
     if (app.server.listening) app.server.close();
     stop.abort();
     await revocations.stop();
     await ephemeral.stop();
+    phase('background');
     // Streams and tunnels first: the HTTP server's close waits for every connection to end.
     await gateway.shutdown();
+    phase('tunnels');
     await watch.shutdown();
+    phase('watches');
     // After the connections closed: their disconnections are in the last batch.
     // Until now statuses (PUT) were still recorded, so agents whose tunnel just
     // closed reported here rather than getting errors.
     refusing = true;
     await fleet.close();
+    phase('statuses');
     // In-flight requests get a grace period; a connection that never sent a request
     // (clients open spare ones) would otherwise hold close() until headersTimeout.
     const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
     await app.close();
     clearTimeout(force);
+    phase('http');
     await compaction;
     await auditPruning;
     await replica.stop();
     await bus.close();
     await db.close();
+    phase('database');
     metrics.up.set(0);
+    logger.info({ phasesMs: phases }, 'stopped');
   };
 
   let url: string | undefined;
@@ -265,6 +284,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
       await close().catch((closeErr: unknown) => logger.warn({ err: closeErr }, 'closing after a failed listen failed'));
       throw err;
     }
+    logger.info({ phasesMs: { database: databaseMs, tokens: tokensMs, total: Math.round(performance.now() - startedAt) } }, 'started');
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : settings.port;
     const host = settings.host === '0.0.0.0' || settings.host === '::' ? '127.0.0.1' : settings.host;
