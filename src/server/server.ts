@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
@@ -78,10 +79,24 @@ interface OpenedDatabase {
   embeddedExit?: Promise<{ expected: boolean }>;
 }
 
+/** Templates read so far, by path: a process that starts many in-memory servers (a test suite) reads each once. */
+const templates = new Map<string, Promise<Blob>>();
+
+function memoryTemplate(path: string): Promise<Blob> {
+  let t = templates.get(path);
+  if (!t) {
+    t = readFile(path).then((bytes) => new Blob([bytes]));
+    templates.set(path, t);
+    // A failed read is not kept: the next server tries again (and this one fails with the reason).
+    t.catch(() => templates.delete(path));
+  }
+  return t;
+}
+
 async function openDatabase(settings: Settings, logger: Logger): Promise<OpenedDatabase> {
   const onNotice = (message: string): void => logger.debug({ message }, 'postgres notice');
   if (settings.databaseUrl) return { db: await openPostgres(settings.databaseUrl, { onNotice }) };
-  if (settings.memory) return { db: await openPglite(undefined) };
+  if (settings.memory) return { db: await openPglite(undefined, settings.memoryTemplate ? await memoryTemplate(settings.memoryTemplate) : undefined) };
   const embedded = await openEmbedded({ dataDir: settings.dataDir, logger }, { onNotice });
   return { db: embedded.db, embeddedExit: embedded.exited };
 }

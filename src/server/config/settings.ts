@@ -14,6 +14,11 @@ export interface Settings {
   dataDir: string;
   /** PGlite in memory, for development and tests: nothing is written to disk, nothing survives a restart. */
   memory: boolean;
+  /**
+   * With `memory`: a file holding a dump of a migrated, empty database
+   * (PGlite's `dumpDataDir`) to start from instead of creating one.
+   */
+  memoryTemplate: string | undefined;
   /** Use this PostgreSQL instead of the embedded one. */
   databaseUrl: string | undefined;
   adminToken: string | undefined;
@@ -100,6 +105,7 @@ export const DEFAULT_SETTINGS: Settings = {
   tlsKey: undefined,
   dataDir: './data',
   memory: false,
+  memoryTemplate: undefined,
   databaseUrl: undefined,
   adminToken: undefined,
   tombstoneRetention: 86_400,
@@ -182,6 +188,7 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'tlsKey', flag: 'tls-key', env: 'FLEETPLANE_TLS_KEY', kind: 'string', help: 'PEM private key file of --tls-cert.' },
   { key: 'dataDir', flag: 'data-dir', env: 'FLEETPLANE_DATA_DIR', kind: 'string', help: 'Data directory of the embedded PostgreSQL (the default storage; durable: fsync at every commit).' },
   { key: 'memory', flag: 'memory', env: 'FLEETPLANE_MEMORY', kind: 'bool', help: 'Keep everything in memory (PGlite), for development and tests: NOT durable, nothing survives a restart.' },
+  { key: 'memoryTemplate', flag: 'memory-template', env: 'FLEETPLANE_MEMORY_TEMPLATE', kind: 'string', help: 'With --memory: start from this dump of a migrated empty database instead of creating one (0.4 s instead of 2 s; for test suites).' },
   { key: 'databaseUrl', flag: 'database-url', env: 'DATABASE_URL', kind: 'string', help: 'PostgreSQL URL (libpq form; ?host=/dir for a Unix socket); replaces the embedded PostgreSQL.' },
   { key: 'adminToken', flag: 'admin-token', env: 'FLEETPLANE_ADMIN_TOKEN', kind: 'string', help: 'Bootstrap admin token (else generated once and kept).' },
   { key: 'tombstoneRetention', flag: 'tombstone-retention', env: 'FLEETPLANE_TOMBSTONE_RETENTION', kind: 'seconds', min: 1, help: 'How long deletes are remembered for resuming watchers.' },
@@ -355,6 +362,8 @@ export function makeSettings(overrides: Partial<Settings> = {}): Settings {
   const s: Settings = { ...DEFAULT_SETTINGS, ...overrides };
   if (overrides.compactionInterval === undefined) s.compactionInterval = Math.min(60, s.tombstoneRetention / 2);
   if (overrides.bus === undefined) s.bus = defaultBus(s);
+  // The one setting an embedding program gets from the environment too: a test suite names its template once for every server it starts.
+  if (overrides.memoryTemplate === undefined && process.env.FLEETPLANE_MEMORY_TEMPLATE) s.memoryTemplate = process.env.FLEETPLANE_MEMORY_TEMPLATE;
   validateSettings(s);
   return s;
 }

@@ -1,5 +1,5 @@
 export * from './database.js';
-export { openPglite } from './pglite.js';
+export { openPglite, pgliteTemplate } from './pglite.js';
 export { openPostgres, socketAware, type PostgresOptions } from './postgres.js';
 export { instrument } from './instrumented.js';
 export { migrate, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';

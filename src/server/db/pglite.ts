@@ -1,20 +1,16 @@
 import { PGlite } from '@electric-sql/pglite';
 import type { Database, ListenHandlers, Listener, Queryable, Row } from './database.js';
 
-/**
- * Embedded PostgreSQL (PGlite, WASM). One connection: PGlite serializes
- * queries itself, and a transaction holds it exclusively until it ends.
- * `dataDir` undefined keeps everything in memory.
- */
-export async function openPglite(dataDir: string | undefined): Promise<Database> {
-  const pg = dataDir === undefined ? new PGlite() : new PGlite(dataDir);
-  await pg.waitReady;
-  const wrap = (q: { query: PGlite['query'] }): Queryable => ({
+function wrap(q: { query: PGlite['query'] }): Queryable {
+  return {
     async query<R extends Row = Row>(text: string, params?: readonly unknown[]): Promise<R[]> {
       const res = await q.query<R>(text, params ? [...params] : undefined);
       return res.rows;
     },
-  });
+  };
+}
+
+function asDatabase(pg: PGlite): Database {
   const base = wrap(pg);
   return {
     kind: 'pglite',
@@ -27,4 +23,34 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
     },
     close: () => pg.close(),
   };
+}
+
+/**
+ * Embedded PostgreSQL (PGlite, WASM). One connection: PGlite serializes
+ * queries itself, and a transaction holds it exclusively until it ends.
+ * `dataDir` undefined keeps everything in memory; `template` is a dump of a
+ * database to start from (see `pgliteTemplate`).
+ */
+export async function openPglite(dataDir: string | undefined, template?: Blob): Promise<Database> {
+  // A template skips initdb (most of the 2 s a new in-memory database takes) and the migrations it already has.
+  const pg =
+    template !== undefined
+      ? new PGlite({ ...(dataDir === undefined ? {} : { dataDir }), loadDataDir: template })
+      : dataDir === undefined
+        ? new PGlite()
+        : new PGlite(dataDir);
+  await pg.waitReady;
+  return asDatabase(pg);
+}
+
+/** A new in-memory database, readied by `prepare` (the migrations), dumped uncompressed for `openPglite`'s `template`. */
+export async function pgliteTemplate(prepare: (db: Database) => Promise<unknown>): Promise<Blob> {
+  const pg = new PGlite();
+  await pg.waitReady;
+  try {
+    await prepare(asDatabase(pg));
+    return await pg.dumpDataDir('none');
+  } finally {
+    await pg.close();
+  }
 }
