@@ -7,7 +7,8 @@
 //
 // Stale means: no stamp, no dist/cli/main.js, or a file or directory under
 // src/ (a directory's time changes when a file is added, removed or renamed)
-// or tsconfig.json newer than the stamp. The stamp gets the time the compile
+// or tsconfig.json newer than the stamp. With a dashboard (src/dashboard and
+// tsconfig.dashboard.json), it is type-checked and bundled too. The stamp gets the time the compile
 // started, so a file saved during a compile makes the next start compile again;
 // a failed compile leaves no stamp.
 import { spawnSync } from 'node:child_process';
@@ -19,6 +20,11 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const stamp = join(root, 'dist', '.build-stamp');
 const inputs = [join(root, 'tsconfig.json'), join(root, 'src')];
+const dashboardConfig = join(root, 'tsconfig.dashboard.json');
+const dashboard = existsSync(dashboardConfig) && existsSync(join(root, 'src', 'dashboard'));
+if (dashboard) inputs.push(dashboardConfig);
+/** What a compile reads: TypeScript, and the dashboard's markup and styles. */
+const SOURCE = /\.(ts|tsx|css|html)$/;
 
 /** Newest modification time (ms) of `path` and, for a directory, everything under it that compiles. */
 function newest(path) {
@@ -26,7 +32,7 @@ function newest(path) {
   if (!st.isDirectory()) return st.mtimeMs;
   let max = st.mtimeMs;
   for (const entry of readdirSync(path, { withFileTypes: true })) {
-    if (entry.isDirectory() || entry.name.endsWith('.ts')) max = Math.max(max, newest(join(path, entry.name)));
+    if (entry.isDirectory() || SOURCE.test(entry.name)) max = Math.max(max, newest(join(path, entry.name)));
   }
   return max;
 }
@@ -46,5 +52,12 @@ rmSync(stamp, { force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const res = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], { cwd: root, stdio: 'inherit' });
 if (res.status !== 0) process.exit(res.status ?? 1);
+if (dashboard) {
+  // The dashboard is type-checked as strictly as the rest, then bundled by esbuild (which only strips types).
+  const checked = spawnSync(process.execPath, [tsc, '-p', dashboardConfig], { cwd: root, stdio: 'inherit' });
+  if (checked.status !== 0) process.exit(checked.status ?? 1);
+  const bundled = spawnSync(process.execPath, [join(root, 'scripts', 'build-dashboard.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  if (bundled.status !== 0) process.exit(bundled.status ?? 1);
+}
 writeFileSync(stamp, `built from the sources as of ${started.toISOString()}\n`);
 utimesSync(stamp, started, started);

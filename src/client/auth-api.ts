@@ -97,6 +97,21 @@ export class AuthApi {
   }
 
   /** `POST /api/auth/logout`: revokes the caller's session. */
+  /**
+   * In a browser: signs it in with an admin token, an organization token or
+   * a personal API key, which the server keeps in an HttpOnly cookie (page
+   * scripts never hold it); every later call of the page's client carries
+   * it. 401 for an unknown token, 403 for a device token or registration key.
+   */
+  async signInWithToken(token: string, opts: CallOptions = {}): Promise<void> {
+    await this.transport.empty({ method: 'POST', path: paths.authTokenSession(), body: { token }, signal: opts.signal });
+  }
+
+  /** In a browser: clears the token cookie of `signInWithToken` (the token itself stays valid). */
+  async signOutToken(opts: CallOptions = {}): Promise<void> {
+    await this.transport.empty({ method: 'DELETE', path: paths.authTokenSession(), signal: opts.signal });
+  }
+
   async logout(opts: CallOptions & { token?: string } = {}): Promise<void> {
     await this.transport.empty({ method: 'POST', path: paths.authLogout(), token: opts.token, signal: opts.signal });
   }

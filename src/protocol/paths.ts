@@ -45,6 +45,11 @@ export const ROUTES = {
   authSession: '/api/auth/session',
   authSessionRefresh: '/api/auth/session/refresh',
   authLogout: '/api/auth/logout',
+  /** The dashboard's sign-in with a pasted token (POST) and sign-out (DELETE): the `fleetplane_token` cookie. */
+  authTokenSession: '/api/auth/token_session',
+  /** The dashboard (a static bundle): its page, and its hashed assets. */
+  dashboard: '/',
+  dashboardAsset: '/ui/:file',
   /** A user's sessions; `:user` may be `me`. */
   userSessions: '/api/users/:user/sessions',
   userSession: '/api/users/:user/sessions/:id',
@@ -88,6 +93,7 @@ export const paths = {
   authSession: () => ROUTES.authSession,
   authSessionRefresh: () => ROUTES.authSessionRefresh,
   authLogout: () => ROUTES.authLogout,
+  authTokenSession: () => ROUTES.authTokenSession,
   userSessions: (user: string) => `/api/users/${enc(user)}/sessions`,
   userSession: (user: string, id: string) => `${paths.userSessions(user)}/${enc(id)}`,
   convergence: (org: string) => `${paths.organization(org)}/convergence`,

@@ -24,6 +24,7 @@ import { EphemeralCollector, Fleet } from './fleet/index.js';
 import { loginFromSettings } from './login/index.js';
 import { authRoutes } from './http/routes/auth.js';
 import { userSessionRoutes } from './http/routes/user-sessions.js';
+import { dashboardRoutes } from './http/dashboard.js';
 import { pruneAudit } from './audit/index.js';
 
 const CLOSE_GRACE_MS = 5_000;
@@ -69,6 +70,8 @@ export interface StartOptions {
   modules?: readonly RouteModule[];
   /** Test hooks of the reliable bus drivers (e.g. `dropEvery`). */
   busOverrides?: Partial<Omit<ReliabilityOptions, 'logger'>>;
+  /** The dashboard's built bundle (default: dist/dashboard of the package). */
+  dashboardDir?: string;
   /** Where the watch streams' kernel guard reads the host's TCP memory (default /proc; tests: a host under pressure). */
   tcpMemory?: TcpMemorySource;
 }
@@ -193,7 +196,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     },
   };
   const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, fleet.presence, opts.tcpMemory);
-  const loginModules = [authRoutes(login), userSessionRoutes()];
+  const loginModules = [authRoutes(login), userSessionRoutes(), dashboardRoutes(opts.dashboardDir)];
   const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
   watch.start();
   const tokensAt = performance.now();

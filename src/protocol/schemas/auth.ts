@@ -121,7 +121,16 @@ export const COOKIES = {
   session: 'fleetplane_session',
   /** A pending browser login's handle, between the login and its callback. */
   login: 'fleetplane_login',
+  /** A token pasted into the dashboard (admin, organization token or personal API key), kept where page scripts can't read it. */
+  token: 'fleetplane_token',
 } as const;
+
+/** The body of `POST /api/auth/token_session`: the token the dashboard signs in with. */
+export const TokenSessionCreate = Type.Object(
+  { token: Type.String({ minLength: 1, maxLength: 512 }) },
+  { additionalProperties: false, $id: 'TokenSessionCreate' },
+);
+export type TokenSessionCreate = Static<typeof TokenSessionCreate>;
 
 export type User = Static<typeof User>;
 export type Session = Static<typeof Session>;

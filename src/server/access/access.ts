@@ -6,7 +6,7 @@ import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors.js';
 import type { Principal as TokenPrincipal, Store } from '../store/index.js';
 import { bearerSecret } from './bearer.js';
-import { serverOrigin, sessionCookie } from '../login/index.js';
+import { serverOrigin, sessionCookie, tokenCookie } from '../login/index.js';
 import { decide, requiredRule, type Target } from './decide.js';
 import type { PrincipalKind } from './principal.js';
 import { effectiveKind } from './user-kind.js';
@@ -81,14 +81,21 @@ export class Access {
    * must come from this server's origin (CSRF), else 403.
    */
   #fromCookie(req: FastifyRequest): string | undefined {
-    const secret = sessionCookie(req.headers);
-    if (secret !== undefined && req.method !== 'GET' && req.method !== 'HEAD') {
-      const origin = req.headers[HEADERS.origin];
-      if (origin !== serverOrigin(req, this.#publicUrl)) {
-        throw new ApiError('forbidden', 'a request authenticated by the session cookie must come from this server\'s origin (Origin header)');
-      }
-    }
+    const secret = sessionCookie(req.headers) ?? tokenCookie(req.headers);
+    if (secret !== undefined && req.method !== 'GET' && req.method !== 'HEAD') this.checkOrigin(req);
     return secret;
+  }
+
+  /** 403 unless the request comes from this server's origin (a browser's write: CSRF). */
+  checkOrigin(req: FastifyRequest): void {
+    if (req.headers[HEADERS.origin] !== serverOrigin(req, this.#publicUrl)) {
+      throw new ApiError('forbidden', 'a request authenticated by a cookie must come from this server\'s origin (Origin header)');
+    }
+  }
+
+  /** The principal of a token given in a request's body (the dashboard's sign-in); 401 as for a bearer token. */
+  authenticate(secret: string): Promise<TokenPrincipal> {
+    return this.#resolve({}, secret);
   }
 
   /** Authorizes a REST request under its route's rule; throws the 401, 403 or 404 it gets. */

@@ -181,6 +181,12 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   { entry: 'rest', method: 'GET', route: ROUTES.authSession, allow: { user: true }, refusal: SESSION_ONLY },
   { entry: 'rest', method: 'POST', route: ROUTES.authSessionRefresh, allow: { user: true }, refusal: SESSION_ONLY },
   { entry: 'rest', method: 'POST', route: ROUTES.authLogout, allow: { user: true }, refusal: SESSION_ONLY },
+  // The route checks the token it is given (it is the credential), and the Origin of the request.
+  { entry: 'rest', method: 'POST', route: ROUTES.authTokenSession, allow: 'anyone' },
+  { entry: 'rest', method: 'DELETE', route: ROUTES.authTokenSession, allow: 'anyone' },
+  // The dashboard's bundle is public; what it shows comes from the API, behind the same rules as any client.
+  { entry: 'rest', method: 'GET', route: ROUTES.dashboard, allow: 'anyone' },
+  { entry: 'rest', method: 'GET', route: ROUTES.dashboardAsset, allow: 'anyone' },
   // A user's sessions: the user themselves, or a server admin (and the admin token). A key never sees sessions.
   { entry: 'rest', method: 'GET', route: ROUTES.userSessions, scope: USER, allow: { admin: true, user: true }, refusal: { 'api-key': 'an API key may not see sessions' } },
   { entry: 'rest', method: 'DELETE', route: ROUTES.userSession, scope: USER, allow: { admin: true, user: true }, refusal: { 'api-key': 'an API key may not revoke sessions' } },

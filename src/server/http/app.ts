@@ -7,6 +7,7 @@ import { errorHandler } from './error-handler.js';
 import type { RouteModule, ServerContext } from './context.js';
 import { registerSystemRoutes } from './routes/system.js';
 import { registerOrganizationRoutes } from './routes/organizations.js';
+import { registerTokenSessionRoutes } from './routes/token-session.js';
 import { registerDeviceRoutes } from './routes/devices.js';
 import { registerSecurityGroupRoutes } from './routes/security-groups.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
@@ -104,6 +105,7 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
   registerAuditRoutes(app, ctx);
   registerMemberRoutes(app, ctx);
   registerApiKeyRoutes(app, ctx);
+  registerTokenSessionRoutes(app, ctx);
   for (const m of modules) m.register(app, ctx);
   await app.ready();
   return app;

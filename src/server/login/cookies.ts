@@ -23,6 +23,15 @@ export function sessionCookie(headers: IncomingHttpHeaders): string | undefined 
   return value?.startsWith(SECRET_PREFIX.session) ? value : undefined;
 }
 
+/** Prefixes a dashboard's token cookie may hold: what an operator signs in with, never a device's or an enrollment's credential. */
+export const DASHBOARD_TOKEN_PREFIXES: readonly string[] = [SECRET_PREFIX.admin, SECRET_PREFIX.orgToken, SECRET_PREFIX.apiKey];
+
+/** The token of a browser's `fleetplane_token` cookie (the dashboard's sign-in with a pasted token). */
+export function tokenCookie(headers: IncomingHttpHeaders): string | undefined {
+  const value = cookieValue(headers, COOKIES.token);
+  return value !== undefined && DASHBOARD_TOKEN_PREFIXES.some((p) => value.startsWith(p)) ? value : undefined;
+}
+
 export interface CookieOptions {
   path: string;
   /** Seconds; 0 clears the cookie. */
@@ -33,4 +42,13 @@ export interface CookieOptions {
 /** A `Set-Cookie` value: HttpOnly and SameSite=Lax always, Secure as asked. */
 export function setCookie(name: string, value: string, o: CookieOptions): string {
   return `${name}=${value}; Path=${o.path}; Max-Age=${Math.max(0, Math.floor(o.maxAge))}; HttpOnly; SameSite=Lax${o.secure ? '; Secure' : ''}`;
+}
+
+/**
+ * The dashboard's token cookie: HttpOnly and SameSite=Strict (no other site's
+ * page or link makes the browser send it), no Max-Age (it ends with the
+ * browser session), Secure as asked. `value` '' clears it.
+ */
+export function setTokenCookie(value: string, secure: boolean): string {
+  return `${COOKIES.token}=${value}; Path=/; ${value === '' ? 'Max-Age=0; ' : ''}HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
 }

@@ -1,0 +1,157 @@
+import type { JSX } from 'preact';
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { SharedInformers, type FleetplaneClient } from '../client/index.js';
+import { ErrorState } from './components/ui.js';
+import { LiveContext } from './live/context.js';
+import { href, useRoute, type Route } from './router.js';
+import { checkSession, pageClient, type SessionState } from './session.js';
+import { CredentialsView } from './views/credentials-view.js';
+import { DeviceView } from './views/device-view.js';
+import { DevicesView } from './views/devices-view.js';
+import { EventsView } from './views/events-view.js';
+import { FleetView } from './views/fleet-view.js';
+import { LoginView } from './views/login-view.js';
+import { OrganizationsView } from './views/organizations-view.js';
+import { SecurityGroupsView } from './views/security-groups-view.js';
+import { SettingsView } from './views/settings-view.js';
+
+const ENDED = 'Your session ended: the token was revoked or has expired. Sign in again.';
+const TABS: readonly { view: Route['view']; label: string }[] = [
+  { view: 'fleet', label: 'Overview' },
+  { view: 'devices', label: 'Devices' },
+  { view: 'security-groups', label: 'Security groups' },
+  { view: 'credentials', label: 'Credentials' },
+  { view: 'events', label: 'Events' },
+  { view: 'settings', label: 'Settings' },
+];
+
+function useTheme(): [string, () => void] {
+  const [theme, setTheme] = useState(() => localStorage.getItem('fleetplane.theme') ?? '');
+  useEffect(() => {
+    if (theme) document.documentElement.dataset['theme'] = theme;
+    else delete document.documentElement.dataset['theme'];
+  }, [theme]);
+  const dark = theme === 'dark' || (theme === '' && matchMedia('(prefers-color-scheme: dark)').matches);
+  return [
+    dark ? 'dark' : 'light',
+    () => {
+      const next = dark ? 'light' : 'dark';
+      localStorage.setItem('fleetplane.theme', next);
+      setTheme(next);
+    },
+  ];
+}
+
+/** One watch stream per selected organization, shared by its views; stopped when the organization changes or the session ends. */
+function useOrgInformers(client: FleetplaneClient, org: string | undefined, on: boolean): SharedInformers | undefined {
+  const informers = useMemo(() => (org && on ? new SharedInformers(client, org) : undefined), [client, org, on]);
+  useEffect(() => {
+    if (!informers) return;
+    for (const kind of ['device', 'security-group', 'organization'] as const) informers.informer(kind);
+    informers.start();
+    return () => void informers.stop();
+  }, [informers]);
+  return informers;
+}
+
+export function App(): JSX.Element {
+  const route = useRoute();
+  const [session, setSession] = useState<SessionState>({ state: 'checking' });
+  const [reachable, setReachable] = useState(true);
+  const [checkError, setCheckError] = useState<unknown>(undefined);
+  const [theme, toggleTheme] = useTheme();
+  const client = useMemo(
+    () =>
+      pageClient(
+        () => setSession((s) => (s.state === 'signed-in' ? { state: 'signed-out', reason: ENDED } : s)),
+        (ok) => setReachable(ok),
+      ),
+    [],
+  );
+  const check = (): void => {
+    checkSession(client).then(
+      (s) => {
+        setSession(s);
+        setCheckError(undefined);
+      },
+      (err: unknown) => setCheckError(err),
+    );
+  };
+  useEffect(check, [client]);
+  // The server went away: try again with backoff (1 s doubling to 30 s) until it answers; views keep their last data meanwhile.
+  useEffect(() => {
+    if (reachable && checkError === undefined) return;
+    let wait = 1000;
+    let timer = 0;
+    const again = (): void => {
+      timer = window.setTimeout(() => {
+        checkSession(client).then(
+          (s) => {
+            setSession(s);
+            setCheckError(undefined);
+            setReachable(true);
+          },
+          () => {
+            wait = Math.min(30_000, wait * 2);
+            again();
+          },
+        );
+      }, wait * (0.5 + Math.random() / 2));
+    };
+    again();
+    return () => clearTimeout(timer);
+  }, [reachable, checkError, client]);
+  const signedIn = session.state === 'signed-in';
+  const org = signedIn ? route.params['org'] : undefined;
+  const informers = useOrgInformers(client, org, signedIn);
+
+  let body: JSX.Element;
+  if (session.state === 'checking') body = checkError ? <main><ErrorState error={checkError} title="The server is unreachable" /></main> : <main><p class="muted">Loading…</p></main>;
+  else if (session.state === 'signed-out') body = <LoginView reason={session.reason} onSignedIn={() => { setSession({ state: 'signed-in' }); if (route.view === 'login') location.hash = href('orgs'); }} />;
+  else if (route.view === 'orgs' || route.view === 'login' || !org) body = <OrganizationsView />;
+  else if (route.view === 'devices') body = <DevicesView org={org} />;
+  else if (route.view === 'device') body = <DeviceView org={org} id={route.params['id'] ?? ''} />;
+  else if (route.view === 'security-groups') body = <SecurityGroupsView org={org} />;
+  else if (route.view === 'credentials') body = <CredentialsView org={org} />;
+  else if (route.view === 'events') body = <EventsView org={org} />;
+  else if (route.view === 'settings') body = <SettingsView org={org} />;
+  else body = <FleetView org={org} />;
+
+  return (
+    <LiveContext.Provider value={{ client, informers }}>
+      <header class="top">
+        <a class="brand" href={href('orgs')}>fleetplane</a>
+        {org ? (
+          <nav class="tabs" aria-label="Organization">
+            {TABS.map((t) => (
+              <a key={t.view} href={href(t.view, org)} aria-current={route.view === t.view || (t.view === 'devices' && route.view === 'device') ? 'page' : undefined}>
+                {t.label}
+              </a>
+            ))}
+          </nav>
+        ) : null}
+        <span class="spacer" />
+        <button type="button" data-testid="theme-toggle" onClick={toggleTheme} aria-label={`Switch to ${theme === 'dark' ? 'light' : 'dark'} theme`}>
+          {theme === 'dark' ? 'Light' : 'Dark'}
+        </button>
+        {signedIn ? (
+          <button
+            type="button"
+            data-testid="sign-out"
+            onClick={() => {
+              void client.auth.signOutToken().finally(() => setSession({ state: 'signed-out' }));
+            }}
+          >
+            Sign out
+          </button>
+        ) : null}
+      </header>
+      {!reachable ? (
+        <div class="banner bad" role="alert" data-testid="server-unreachable" style={{ margin: '1rem' }}>
+          The server is unreachable; retrying. What you see is what it last said.
+        </div>
+      ) : null}
+      {body}
+    </LiveContext.Provider>
+  );
+}

@@ -1,0 +1,79 @@
+import type { ComponentChildren, JSX } from 'preact';
+import { useState } from 'preact/hooks';
+import { FleetplaneError, ValidationError } from '../../client/index.js';
+
+export function EmptyState(props: { title: string; children?: ComponentChildren }): JSX.Element {
+  return (
+    <div class="panel" role="status">
+      <strong>{props.title}</strong>
+      {props.children ? <div class="muted">{props.children}</div> : null}
+    </div>
+  );
+}
+
+/** What went wrong, in words an operator can act on. */
+export function describeError(err: unknown): string {
+  if (err instanceof FleetplaneError) return `${err.message}${err.status ? ` (${err.status} ${err.code})` : ''}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+export function ErrorState(props: { error: unknown; title?: string }): JSX.Element {
+  return (
+    <div class="banner bad" role="alert">
+      <strong>{props.title ?? 'Something went wrong'}:</strong> {describeError(props.error)}
+    </div>
+  );
+}
+
+/** The server's validation error, when it names `path` (e.g. `/inbound_rules/0/from_port`) or a field below it. */
+export function fieldError(err: unknown, path: string): string | undefined {
+  if (!(err instanceof ValidationError)) return undefined;
+  const at = err.details?.['path'];
+  return typeof at === 'string' && (at === path || at.startsWith(`${path}/`)) ? err.message : undefined;
+}
+
+export function FieldError(props: { error: unknown; path: string; id?: string }): JSX.Element | null {
+  const message = fieldError(props.error, props.path);
+  return message ? (
+    <div class="field-error" role="alert" id={props.id} data-testid="sg-field-error" data-path={props.path}>
+      {message}
+    </div>
+  ) : null;
+}
+
+/** A secret shown once, with a copy button and the warning that it won't be shown again. */
+export function SecretOnce(props: { label: string; secret: string; onDone: () => void }): JSX.Element {
+  const [copied, setCopied] = useState(false);
+  return (
+    <div class="panel" role="region" aria-label={props.label}>
+      <strong>{props.label}</strong>
+      <p class="muted">Copy it now: it is shown only once.</p>
+      <div class="secret" data-testid="secret-value">
+        {props.secret}
+      </div>
+      <div class="toolbar" style={{ marginTop: '0.5rem' }}>
+        <button
+          type="button"
+          data-testid="secret-copy"
+          onClick={() => {
+            void navigator.clipboard?.writeText(props.secret).then(() => setCopied(true), () => setCopied(false));
+          }}
+        >
+          {copied ? 'Copied' : 'Copy'}
+        </button>
+        <button type="button" onClick={props.onDone}>
+          Done
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/** "12 s ago", with the exact time as the title. */
+export function Ago(props: { at: string | null; now: number }): JSX.Element {
+  if (props.at === null) return <span class="muted">never</span>;
+  const t = Date.parse(props.at);
+  const s = Math.max(0, Math.round((props.now - t) / 1000));
+  const text = s < 60 ? `${s} s ago` : s < 3600 ? `${Math.round(s / 60)} min ago` : s < 86_400 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86_400)} d ago`;
+  return <time dateTime={props.at} title={new Date(t).toLocaleString()}>{text}</time>;
+}

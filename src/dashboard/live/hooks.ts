@@ -1,0 +1,126 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { AuthError, type Convergence, type Device, type DeviceStatus, type KindValue, type WatchKind } from '../../client/index.js';
+import { useClient, useInformers } from './context.js';
+
+/** A kind's live objects: re-rendered at most once per animation frame however many events arrive. */
+export interface LiveItems<K extends WatchKind> {
+  items: readonly KindValue[K][];
+  synced: boolean;
+}
+
+export function useInformerItems<K extends WatchKind>(kind: K): LiveItems<K> {
+  const informers = useInformers();
+  const [state, setState] = useState<LiveItems<K>>(() => {
+    const inf = informers.informer(kind);
+    return { items: inf.list(), synced: inf.hasSynced() };
+  });
+  useEffect(() => {
+    const inf = informers.informer(kind);
+    let frame = 0;
+    const schedule = (): void => {
+      if (frame !== 0) return;
+      frame = requestAnimationFrame(() => {
+        frame = 0;
+        setState({ items: inf.list(), synced: inf.hasSynced() });
+      });
+    };
+    const offs = [inf.onAdd(schedule), inf.onUpdate(schedule), inf.onDelete(schedule)];
+    const ac = new AbortController();
+    inf.waitForSync(ac.signal).then(schedule, () => undefined);
+    schedule();
+    return () => {
+      ac.abort();
+      cancelAnimationFrame(frame);
+      for (const off of offs) off();
+    };
+  }, [informers, kind]);
+  return state;
+}
+
+/** The organization's convergence, followed live (at most one update per 250 ms from the server). */
+export function useConvergence(org: string): { value: Convergence | undefined; error: Error | undefined } {
+  const client = useClient();
+  const [value, setValue] = useState<Convergence | undefined>(undefined);
+  const [error, setError] = useState<Error | undefined>(undefined);
+  useEffect(() => {
+    const ac = new AbortController();
+    void (async () => {
+      try {
+        for await (const c of client.organizations.followConvergence(org, { signal: ac.signal })) {
+          setValue(c);
+          setError(undefined);
+        }
+      } catch (err) {
+        if (!ac.signal.aborted) setError(err instanceof Error ? err : new Error(String(err)));
+      }
+    })();
+    return () => ac.abort();
+  }, [client, org]);
+  return { value, error };
+}
+
+/** Least time between two reads of every device's status. */
+const STATUS_READ_SPACING_MS = 2_000;
+
+/**
+ * Every device's observed status, read again when the organization's
+ * convergence changes (the server wakes that stream on status batches), at
+ * most once per STATUS_READ_SPACING_MS: live without a timer.
+ */
+export function useDeviceStatuses(org: string): { statuses: ReadonlyMap<string, DeviceStatus>; error: Error | undefined } {
+  const client = useClient();
+  const { value } = useConvergence(org);
+  const [statuses, setStatuses] = useState<ReadonlyMap<string, DeviceStatus>>(new Map());
+  const [error, setError] = useState<Error | undefined>(undefined);
+  const kick = useRef<() => void>(() => undefined);
+  useEffect(() => {
+    const ac = new AbortController();
+    let at = Number.NEGATIVE_INFINITY;
+    let timer = 0;
+    let reading = false;
+    let again = false;
+    const read = async (): Promise<void> => {
+      reading = true;
+      at = performance.now();
+      try {
+        const next = new Map<string, DeviceStatus>();
+        for await (const d of client.devices.items(org, { signal: ac.signal })) if ('status' in d) next.set(d.id, (d as Device).status);
+        if (!ac.signal.aborted) {
+          setStatuses(next);
+          setError(undefined);
+        }
+      } catch (err) {
+        // A 401 ends the session (the shell shows it); anything else shows here and the next change reads again.
+        if (!ac.signal.aborted && !(err instanceof AuthError)) setError(err instanceof Error ? err : new Error(String(err)));
+      } finally {
+        reading = false;
+        if (again && !ac.signal.aborted) {
+          again = false;
+          schedule();
+        }
+      }
+    };
+    const schedule = (): void => {
+      if (reading) {
+        again = true;
+        return;
+      }
+      if (timer !== 0) return;
+      timer = window.setTimeout(() => {
+        timer = 0;
+        void read();
+      }, Math.max(0, at + STATUS_READ_SPACING_MS - performance.now()));
+    };
+    kick.current = schedule;
+    schedule();
+    return () => {
+      ac.abort();
+      clearTimeout(timer);
+      kick.current = () => undefined;
+    };
+  }, [client, org]);
+  // The stream repeats an unchanged value after each bookmark interval: only a change reads again.
+  const changed = value === undefined ? '' : JSON.stringify(value);
+  useEffect(() => kick.current(), [changed]);
+  return { statuses, error };
+}

@@ -1,0 +1,104 @@
+import type { JSX } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { AGENT_METHODS } from '../../protocol/index.js';
+import type { Device } from '../../client/index.js';
+import { Ago, describeError, ErrorState } from '../components/ui.js';
+import { useClient, useInformers } from '../live/context.js';
+import { useConvergence, useInformerItems } from '../live/hooks.js';
+import { href } from '../router.js';
+
+type RpcAnswer = { method: string; ok: boolean; text: string; ms: number };
+
+/** One device: its status, what its agent says of its dataplane, and ping and force-sync through its tunnel. */
+export function DeviceView(props: { org: string; id: string }): JSX.Element {
+  const client = useClient();
+  useInformers();
+  const objects = useInformerItems('device');
+  const object = objects.items.find((d) => d.id === props.id);
+  const convergence = useConvergence(props.org).value;
+  const [device, setDevice] = useState<Device | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  const [answer, setAnswer] = useState<RpcAnswer | undefined>(undefined);
+  const [agentStatus, setAgentStatus] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState<string | undefined>(undefined);
+  // The device's status changes with the organization's convergence (the server wakes that stream on status batches).
+  const changed = convergence === undefined ? '' : JSON.stringify(convergence);
+  useEffect(() => {
+    const ac = new AbortController();
+    client.devices.get(props.org, props.id, { signal: ac.signal }).then(
+      (d) => {
+        setDevice(d);
+        setError(undefined);
+      },
+      (err: unknown) => {
+        if (!ac.signal.aborted) setError(err);
+      },
+    );
+    return () => ac.abort();
+  }, [client, props.org, props.id, changed, object?.revision]);
+
+  const call = async (method: string): Promise<void> => {
+    setBusy(method);
+    const started = performance.now();
+    try {
+      const result = await client.devices.rpc(props.org, props.id, method);
+      const ms = Math.round(performance.now() - started);
+      if (method === AGENT_METHODS.status) setAgentStatus(result);
+      setAnswer({ method, ok: true, text: JSON.stringify(result, null, 2), ms });
+    } catch (err) {
+      setAnswer({ method, ok: false, text: describeError(err), ms: Math.round(performance.now() - started) });
+    } finally {
+      setBusy(undefined);
+    }
+  };
+
+  if (error && !device) return <main><ErrorState error={error} title="Could not read the device" /></main>;
+  if (!device) return <main><p class="muted">Loading…</p></main>;
+  const s = device.status;
+  const head = convergence?.revision;
+  return (
+    <main>
+      <p>
+        <a href={href('devices', props.org)}>← Devices</a>
+      </p>
+      <h1>{device.hostname}</h1>
+      <div class="panel">
+        <table>
+          <tbody>
+            <tr><th scope="row">Tunnel IP</th><td>{device.tunnel_ip}</td></tr>
+            <tr><th scope="row">Online</th><td data-testid="device-online">{s.online ? 'online' : 'offline'}</td></tr>
+            <tr><th scope="row">Last seen</th><td><Ago at={s.last_seen} now={Date.now()} /></td></tr>
+            <tr><th scope="row">Applied revision</th><td data-testid="device-applied">{s.applied_revision ?? '—'} (head {head ?? '—'})</td></tr>
+            <tr>
+              <th scope="row">Apply error</th>
+              <td data-testid="device-apply-error" class={s.apply_error ? 'field-error' : ''}>{s.apply_error ?? 'none'}</td>
+            </tr>
+            <tr><th scope="row">Agent</th><td>{s.agent_version ?? '—'} on {s.os ?? '—'}</td></tr>
+            <tr><th scope="row">Endpoints</th><td>{device.endpoints.map((e) => e.address).join(', ') || '—'}</td></tr>
+            <tr><th scope="row">Routes</th><td>{device.approved_cidrs.join(', ') || '—'}</td></tr>
+            <tr><th scope="row">Id</th><td><code>{device.id}</code></td></tr>
+          </tbody>
+        </table>
+      </div>
+      <h2>Ask the agent</h2>
+      <div class="toolbar">
+        <button type="button" data-testid="device-ping" disabled={busy !== undefined} onClick={() => void call(AGENT_METHODS.ping)}>Ping</button>
+        <button type="button" data-testid="device-status-rpc" disabled={busy !== undefined} onClick={() => void call(AGENT_METHODS.status)}>Peers and rules</button>
+        <button type="button" class="primary" data-testid="device-force-sync" disabled={busy !== undefined} onClick={() => void call(AGENT_METHODS.forceSync)}>Force sync</button>
+        {busy ? <span class="muted" role="status">asking the agent ({busy})…</span> : null}
+      </div>
+      {answer ? (
+        <div class="panel" data-testid="device-rpc-result" data-method={answer.method} data-ok={String(answer.ok)} role="status">
+          <strong>{answer.method}</strong>: {answer.ok ? 'answered' : 'failed'} in {answer.ms} ms
+          <pre>{answer.text}</pre>
+        </div>
+      ) : null}
+      {agentStatus !== undefined ? (
+        <div class="panel">
+          <h2>The agent's dataplane</h2>
+          <pre data-testid="device-dataplane">{JSON.stringify(agentStatus, null, 2)}</pre>
+        </div>
+      ) : null}
+    </main>
+  );
+}

@@ -1,0 +1,100 @@
+import type { JSX } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { WATCH_KINDS } from '../../protocol/index.js';
+import { AuthError, FleetplaneError, type WatchKind } from '../../client/index.js';
+import { useClient, useInformers } from '../live/context.js';
+
+/** Events kept in the page: older ones fall off the end. */
+const MAX_EVENTS = 500;
+
+interface FeedEvent {
+  key: string;
+  kind: WatchKind;
+  type: 'created' | 'updated' | 'deleted';
+  id: string;
+  name: string;
+  revision: number;
+  at: number;
+}
+
+function nameOf(o: { id: string } & Partial<Record<'hostname' | 'description' | 'name', unknown>>): string {
+  for (const k of ['hostname', 'name', 'description'] as const) {
+    const v = o[k];
+    if (typeof v === 'string' && v !== '') return v;
+  }
+  return o.id;
+}
+
+/** The organization's live change feed, newest first, with who made each change from the audit log. */
+export function EventsView(props: { org: string }): JSX.Element {
+  const client = useClient();
+  const informers = useInformers();
+  const [events, setEvents] = useState<FeedEvent[]>([]);
+  const [actors, setActors] = useState<ReadonlyMap<number, string>>(new Map());
+  const [auditNote, setAuditNote] = useState<string | undefined>(undefined);
+  const highest = useRef(0);
+  useEffect(() => {
+    const offs: (() => void)[] = [];
+    const push = (kind: WatchKind, type: FeedEvent['type'], o: { id: string; revision: number }): void => {
+      // The initial list is the state, not news: only what happens after it shows.
+      if (!informers.informer(kind).hasSynced()) return;
+      setEvents((prev) => [{ key: `${kind}:${o.id}:${o.revision}:${type}`, kind, type, id: o.id, name: nameOf(o), revision: o.revision, at: Date.now() }, ...prev].slice(0, MAX_EVENTS));
+    };
+    for (const kind of WATCH_KINDS) {
+      const inf = informers.informer(kind);
+      offs.push(inf.onAdd((o) => push(kind, 'created', o)));
+      offs.push(inf.onUpdate((_old, o) => push(kind, 'updated', o)));
+      offs.push(inf.onDelete((o) => push(kind, 'deleted', o)));
+    }
+    return () => offs.forEach((off) => off());
+  }, [informers]);
+  // New revisions arrived: one audit read for the entries after the last one asked for (not on a timer).
+  const newest = events[0]?.revision ?? 0;
+  useEffect(() => {
+    if (newest === 0 || auditNote !== undefined) return;
+    const from = highest.current === 0 ? Math.min(...events.map((e) => e.revision)) - 1 : highest.current;
+    highest.current = newest;
+    const ac = new AbortController();
+    void (async () => {
+      try {
+        const page = await client.audit.page(props.org, { gtRevision: from }, undefined, { signal: ac.signal });
+        setActors((prev) => {
+          const next = new Map(prev);
+          for (const e of page.items) if (e.revision !== null) next.set(e.revision, e.actor.id === null ? e.actor.type : `${e.actor.type} ${e.actor.id.slice(0, 8)}`);
+          return next;
+        });
+      } catch (err) {
+        if (ac.signal.aborted || err instanceof AuthError) return;
+        setAuditNote(err instanceof FleetplaneError && err.status === 403 ? 'this credential may not read the audit log: who made each change is not shown' : `the audit log could not be read: ${String(err)}`);
+      }
+    })();
+  }, [newest]);
+  return (
+    <main>
+      <h1>Events</h1>
+      <p class="muted">Changes as they happen, newest first (the last {MAX_EVENTS} since this page opened).</p>
+      {auditNote ? <div class="banner warn" role="status">{auditNote}</div> : null}
+      {events.length === 0 ? (
+        <div class="panel" role="status">No change since this page opened.</div>
+      ) : (
+        <table class="panel">
+          <thead>
+            <tr><th scope="col">Time</th><th scope="col">Change</th><th scope="col">Kind</th><th scope="col">Object</th><th scope="col">Revision</th><th scope="col">By</th></tr>
+          </thead>
+          <tbody>
+            {events.map((e) => (
+              <tr key={e.key} data-testid="events-row" data-kind={e.kind} data-type={e.type}>
+                <td>{new Date(e.at).toLocaleTimeString()}</td>
+                <td>{e.type}</td>
+                <td>{e.kind}</td>
+                <td>{e.name}</td>
+                <td>{e.revision}</td>
+                <td data-testid="events-actor">{actors.get(e.revision) ?? '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </main>
+  );
+}
