@@ -3,6 +3,8 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { SharedInformers, type FleetplaneClient } from '../client/index.js';
 import { ErrorState } from './components/ui.js';
 import { LiveContext } from './live/context.js';
+import { useConvergenceTracker } from './live/convergence-tracker.js';
+import { EventFeed } from './live/event-feed.js';
 import { href, useRoute, type Route } from './router.js';
 import { checkSession, pageClient, type SessionState } from './session.js';
 import { CredentialsView } from './views/credentials-view.js';
@@ -43,15 +45,27 @@ function useTheme(): [string, () => void] {
 }
 
 /** One watch stream per selected organization, shared by its views; stopped when the organization changes or the session ends. */
-function useOrgInformers(client: FleetplaneClient, org: string | undefined, on: boolean): SharedInformers | undefined {
-  const informers = useMemo(() => (org && on ? new SharedInformers(client, org) : undefined), [client, org, on]);
+function useOrgInformers(client: FleetplaneClient, org: string | undefined, on: boolean, onFailed: (error: Error) => void): { informers: SharedInformers; events: EventFeed } | undefined {
+  const live = useMemo(() => {
+    if (!org || !on) return undefined;
+    const informers = new SharedInformers(client, org);
+    return { informers, events: new EventFeed(informers) };
+  }, [client, org, on]);
+  const informers = live?.informers;
   useEffect(() => {
-    if (!informers) return;
-    for (const kind of ['device', 'security-group', 'organization'] as const) informers.informer(kind);
+    if (!informers || !live) return;
+    // The stream ends for good on 401/403/404: a revoked token's stream is closed with `forbidden`.
+    const off = informers.onStatus((s) => {
+      if (s.type === 'failed') onFailed(s.error);
+    });
     informers.start();
-    return () => void informers.stop();
-  }, [informers]);
-  return informers;
+    return () => {
+      off();
+      live.events.close();
+      void informers.stop();
+    };
+  }, [live]);
+  return live;
 }
 
 export function App(): JSX.Element {
@@ -59,6 +73,7 @@ export function App(): JSX.Element {
   const [session, setSession] = useState<SessionState>({ state: 'checking' });
   const [reachable, setReachable] = useState(true);
   const [checkError, setCheckError] = useState<unknown>(undefined);
+  const [streamError, setStreamError] = useState<Error | undefined>(undefined);
   const [theme, toggleTheme] = useTheme();
   const client = useMemo(
     () =>
@@ -103,7 +118,17 @@ export function App(): JSX.Element {
   }, [reachable, checkError, client]);
   const signedIn = session.state === 'signed-in';
   const org = signedIn ? route.params['org'] : undefined;
-  const informers = useOrgInformers(client, org, signedIn);
+  // A stream that failed for good may mean the credential is gone: asking the server tells (a 401 ends the session).
+  const convergence = useConvergenceTracker(client, org);
+  const live = useOrgInformers(client, org, signedIn, (error) => {
+    checkSession(client).then(
+      (s) => {
+        if (s.state === 'signed-out') setSession({ state: 'signed-out', reason: ENDED });
+        else setStreamError(error);
+      },
+      (err: unknown) => setCheckError(err),
+    );
+  });
 
   let body: JSX.Element;
   if (session.state === 'checking') body = checkError ? <main><ErrorState error={checkError} title="The server is unreachable" /></main> : <main><p class="muted">Loading…</p></main>;
@@ -118,7 +143,7 @@ export function App(): JSX.Element {
   else body = <FleetView org={org} />;
 
   return (
-    <LiveContext.Provider value={{ client, informers }}>
+    <LiveContext.Provider value={{ client, informers: live?.informers, events: live?.events, convergence }}>
       <header class="top">
         <a class="brand" href={href('orgs')}>fleetplane</a>
         {org ? (
@@ -149,6 +174,11 @@ export function App(): JSX.Element {
       {!reachable ? (
         <div class="banner bad" role="alert" data-testid="server-unreachable" style={{ margin: '1rem' }}>
           The server is unreachable; retrying. What you see is what it last said.
+        </div>
+      ) : null}
+      {streamError ? (
+        <div style={{ margin: '1rem' }}>
+          <ErrorState error={streamError} title="The live view stopped (reload the page to retry)" />
         </div>
       ) : null}
       {body}

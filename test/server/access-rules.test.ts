@@ -69,7 +69,8 @@ function registeredRoutes(tree: string): [string, string][] {
   const stack: string[] = [];
   const routes: [string, string][] = [];
   for (const line of tree.split('\n')) {
-    const m = /^(.*?)(?:├── |└── )(\/\S*)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    // A segment under `/` (the dashboard's route) is printed without its leading slash: `healthz` below `/`.
+    const m = /^(.*?)(?:├── |└── )(\S+)(?: \(([A-Z, ]+)\))?$/.exec(line);
     if (!m || m[1] === undefined || m[2] === undefined) continue;
     const depth = m[1].length / 4;
     stack.length = depth;

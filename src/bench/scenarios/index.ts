@@ -10,6 +10,7 @@ import { fanoutReplicas, fanoutWorkers } from './fanout-scale-out.js';
 import { enroll } from './enroll.js';
 import { fleet } from './fleet.js';
 import { storage } from './storage.js';
+import { dashboard } from './dashboard.js';
 
 /** Every scenario, in the order the default set runs them. */
-export const SCENARIOS: readonly Scenario[] = [rawFloor, fanout, idleMemory, queries, pollingBaseline, catchUp, writeThroughput, fanoutWorkers, fanoutReplicas, enroll, fleet, storage];
+export const SCENARIOS: readonly Scenario[] = [rawFloor, fanout, idleMemory, queries, pollingBaseline, catchUp, writeThroughput, fanoutWorkers, fanoutReplicas, enroll, fleet, storage, dashboard];

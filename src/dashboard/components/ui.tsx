@@ -26,14 +26,17 @@ export function ErrorState(props: { error: unknown; title?: string }): JSX.Eleme
 }
 
 /** The server's validation error, when it names `path` (e.g. `/inbound_rules/0/from_port`) or a field below it. */
-export function fieldError(err: unknown, path: string): string | undefined {
+export function fieldError(err: unknown, path: string, exact = false): string | undefined {
   if (!(err instanceof ValidationError)) return undefined;
   const at = err.details?.['path'];
-  return typeof at === 'string' && (at === path || at.startsWith(`${path}/`)) ? err.message : undefined;
+  if (typeof at !== 'string' || !(at === path || (!exact && at.startsWith(`${path}/`)))) return undefined;
+  // Shown at its field, the message needs no path.
+  return err.message.startsWith(`${at}: `) ? err.message.slice(at.length + 2) : err.message;
 }
 
-export function FieldError(props: { error: unknown; path: string; id?: string }): JSX.Element | null {
-  const message = fieldError(props.error, props.path);
+/** The server's validation error at the field `path` names (with `exact`, only that path, not a field under it). */
+export function FieldError(props: { error: unknown; path: string; id?: string; exact?: boolean }): JSX.Element | null {
+  const message = fieldError(props.error, props.path, props.exact);
   return message ? (
     <div class="field-error" role="alert" id={props.id} data-testid="sg-field-error" data-path={props.path}>
       {message}

@@ -41,7 +41,7 @@ export function VirtualRows(props: {
   return (
     <div role="table" aria-label={props.label} aria-rowcount={props.count + 1}>
       <div role="rowgroup">{props.header}</div>
-      <div class="scroller" ref={scroller} tabIndex={0}>
+      <div class="scroller" ref={scroller}>
         <div role="rowgroup" style={{ height: `${virtualizer.getTotalSize()}px`, position: 'relative' }}>
           {items.map((item) =>
             props.row(item.index, { position: 'absolute', top: 0, left: 0, right: 0, height: `${props.rowHeight}px`, transform: `translateY(${item.start}px)` }),

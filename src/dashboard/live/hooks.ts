@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { AuthError, type Convergence, type Device, type DeviceStatus, type KindValue, type WatchKind } from '../../client/index.js';
-import { useClient, useInformers } from './context.js';
+import { AuthError, type Device, type DeviceStatus, type KindValue, type WatchKind } from '../../client/index.js';
+import { useClient, useInformers, useTracked, type TrackedConvergence } from './context.js';
 
 /** A kind's live objects: re-rendered at most once per animation frame however many events arrive. */
 export interface LiveItems<K extends WatchKind> {
@@ -37,43 +37,27 @@ export function useInformerItems<K extends WatchKind>(kind: K): LiveItems<K> {
   return state;
 }
 
-/** The organization's convergence, followed live (at most one update per 250 ms from the server). */
-export function useConvergence(org: string): { value: Convergence | undefined; error: Error | undefined } {
-  const client = useClient();
-  const [value, setValue] = useState<Convergence | undefined>(undefined);
-  const [error, setError] = useState<Error | undefined>(undefined);
-  useEffect(() => {
-    const ac = new AbortController();
-    void (async () => {
-      try {
-        for await (const c of client.organizations.followConvergence(org, { signal: ac.signal })) {
-          setValue(c);
-          setError(undefined);
-        }
-      } catch (err) {
-        if (!ac.signal.aborted) setError(err instanceof Error ? err : new Error(String(err)));
-      }
-    })();
-    return () => ac.abort();
-  }, [client, org]);
-  return { value, error };
+/** The organization's convergence, followed live by the shell (one stream for every view; at most one update per 250 ms). */
+export function useConvergence(_org: string): TrackedConvergence {
+  return useTracked();
 }
 
 /** Least time between two reads of every device's status. */
 const STATUS_READ_SPACING_MS = 2_000;
 
 /**
- * Every device's observed status, read again when the organization's
+ * Every device's observed status (once `enabled`), read again when the organization's
  * convergence changes (the server wakes that stream on status batches), at
  * most once per STATUS_READ_SPACING_MS: live without a timer.
  */
-export function useDeviceStatuses(org: string): { statuses: ReadonlyMap<string, DeviceStatus>; error: Error | undefined } {
+export function useDeviceStatuses(org: string, enabled = true): { statuses: ReadonlyMap<string, DeviceStatus>; error: Error | undefined } {
   const client = useClient();
   const { value } = useConvergence(org);
   const [statuses, setStatuses] = useState<ReadonlyMap<string, DeviceStatus>>(new Map());
   const [error, setError] = useState<Error | undefined>(undefined);
   const kick = useRef<() => void>(() => undefined);
   useEffect(() => {
+    if (!enabled) return;
     const ac = new AbortController();
     let at = Number.NEGATIVE_INFINITY;
     let timer = 0;
@@ -118,7 +102,7 @@ export function useDeviceStatuses(org: string): { statuses: ReadonlyMap<string, 
       clearTimeout(timer);
       kick.current = () => undefined;
     };
-  }, [client, org]);
+  }, [client, org, enabled]);
   // The stream repeats an unchanged value after each bookmark interval: only a change reads again.
   const changed = value === undefined ? '' : JSON.stringify(value);
   useEffect(() => kick.current(), [changed]);

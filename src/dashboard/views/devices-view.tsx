@@ -50,7 +50,8 @@ function sortKey(r: Row, c: Column): string | number {
 /** Every device with its observed status: sortable, filterable, searchable, 10,000 rows without a stutter (only the visible ones are in the DOM). */
 export function DevicesView(props: { org: string }): JSX.Element {
   const devices = useInformerItems('device');
-  const { statuses, error } = useDeviceStatuses(props.org);
+  // Statuses are read once the devices are listed: the first rows don't wait behind a list of every status.
+  const { statuses, error } = useDeviceStatuses(props.org, devices.synced);
   const head = useConvergence(props.org).value?.revision;
   const [sort, setSort] = useState<{ by: Column; desc: boolean }>({ by: 'hostname', desc: false });
   const [filter, setFilter] = useState<Filter>('all');

@@ -1,53 +1,16 @@
 import type { JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { WATCH_KINDS } from '../../protocol/index.js';
-import { AuthError, FleetplaneError, type WatchKind } from '../../client/index.js';
-import { useClient, useInformers } from '../live/context.js';
-
-/** Events kept in the page: older ones fall off the end. */
-const MAX_EVENTS = 500;
-
-interface FeedEvent {
-  key: string;
-  kind: WatchKind;
-  type: 'created' | 'updated' | 'deleted';
-  id: string;
-  name: string;
-  revision: number;
-  at: number;
-}
-
-function nameOf(o: { id: string } & Partial<Record<'hostname' | 'description' | 'name', unknown>>): string {
-  for (const k of ['hostname', 'name', 'description'] as const) {
-    const v = o[k];
-    if (typeof v === 'string' && v !== '') return v;
-  }
-  return o.id;
-}
+import { AuthError, FleetplaneError } from '../../client/index.js';
+import { useClient } from '../live/context.js';
+import { MAX_EVENTS, useEventFeed } from '../live/event-feed.js';
 
 /** The organization's live change feed, newest first, with who made each change from the audit log. */
 export function EventsView(props: { org: string }): JSX.Element {
   const client = useClient();
-  const informers = useInformers();
-  const [events, setEvents] = useState<FeedEvent[]>([]);
+  const events = useEventFeed();
   const [actors, setActors] = useState<ReadonlyMap<number, string>>(new Map());
   const [auditNote, setAuditNote] = useState<string | undefined>(undefined);
   const highest = useRef(0);
-  useEffect(() => {
-    const offs: (() => void)[] = [];
-    const push = (kind: WatchKind, type: FeedEvent['type'], o: { id: string; revision: number }): void => {
-      // The initial list is the state, not news: only what happens after it shows.
-      if (!informers.informer(kind).hasSynced()) return;
-      setEvents((prev) => [{ key: `${kind}:${o.id}:${o.revision}:${type}`, kind, type, id: o.id, name: nameOf(o), revision: o.revision, at: Date.now() }, ...prev].slice(0, MAX_EVENTS));
-    };
-    for (const kind of WATCH_KINDS) {
-      const inf = informers.informer(kind);
-      offs.push(inf.onAdd((o) => push(kind, 'created', o)));
-      offs.push(inf.onUpdate((_old, o) => push(kind, 'updated', o)));
-      offs.push(inf.onDelete((o) => push(kind, 'deleted', o)));
-    }
-    return () => offs.forEach((off) => off());
-  }, [informers]);
   // New revisions arrived: one audit read for the entries after the last one asked for (not on a timer).
   const newest = events[0]?.revision ?? 0;
   useEffect(() => {
@@ -72,7 +35,7 @@ export function EventsView(props: { org: string }): JSX.Element {
   return (
     <main>
       <h1>Events</h1>
-      <p class="muted">Changes as they happen, newest first (the last {MAX_EVENTS} since this page opened).</p>
+      <p class="muted">Changes as they happen, newest first (the last {MAX_EVENTS} since this page was opened).</p>
       {auditNote ? <div class="banner warn" role="status">{auditNote}</div> : null}
       {events.length === 0 ? (
         <div class="panel" role="status">No change since this page opened.</div>

@@ -1,36 +1,11 @@
 import type { JSX } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
 import { ErrorState } from '../components/ui.js';
 import { useConvergence } from '../live/hooks.js';
 import { href } from '../router.js';
 
-/** How long the last change took to converge, measured in this page: from the head rising to at_head reaching every device. */
-function useLastConvergence(revision: number | undefined, converged: boolean): { ms: number | undefined; pendingSince: number | undefined } {
-  const state = useRef<{ revision: number | undefined; since: number | undefined }>({ revision: undefined, since: undefined });
-  const [ms, setMs] = useState<number | undefined>(undefined);
-  const [pendingSince, setPendingSince] = useState<number | undefined>(undefined);
-  useEffect(() => {
-    const s = state.current;
-    if (revision === undefined) return;
-    if (s.revision !== undefined && revision > s.revision && s.since === undefined) {
-      s.since = performance.now();
-      setPendingSince(s.since);
-    }
-    s.revision = revision;
-    if (converged && s.since !== undefined) {
-      setMs(performance.now() - s.since);
-      s.since = undefined;
-      setPendingSince(undefined);
-    }
-  }, [revision, converged]);
-  return { ms, pendingSince };
-}
-
 /** The fleet at a glance: how many devices are at the head, behind, failing or stale, and a bar that fills as they ACK. */
 export function FleetView(props: { org: string }): JSX.Element {
-  const { value, error } = useConvergence(props.org);
-  const converged = value !== undefined && value.at_head === value.devices;
-  const last = useLastConvergence(value?.revision, converged);
+  const { value, error, lastMs, pendingSince } = useConvergence(props.org);
   if (error && !value) return <main><ErrorState error={error} title="Could not follow the convergence" /></main>;
   if (!value) return <main><p class="muted">Loading…</p></main>;
   const pct = value.devices === 0 ? 100 : Math.round((value.at_head / value.devices) * 100);
@@ -67,10 +42,10 @@ export function FleetView(props: { org: string }): JSX.Element {
           </span>
           <span class="spacer" />
           <span data-testid="fleet-last-convergence">
-            {last.pendingSince !== undefined
+            {pendingSince !== undefined
               ? 'converging…'
-              : last.ms !== undefined
-                ? `last change converged in ${(last.ms / 1000).toFixed(2)} s (seen from this page)`
+              : lastMs !== undefined
+                ? `last change converged in ${(lastMs / 1000).toFixed(2)} s (seen from this page)`
                 : 'no change seen since this page opened'}
           </span>
         </div>

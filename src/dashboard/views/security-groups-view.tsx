@@ -79,7 +79,7 @@ function GroupEditor(props: { org: string; group: SecurityGroup | undefined; onD
           })}
         </tbody>
       </table>
-      <FieldError error={error} path={`/${dir}`} />
+      <FieldError error={error} path={`/${dir}`} exact />
       <button type="button" data-testid={`sg-add-${dir}`} onClick={() => setRules({ ...rules, [dir]: [...rules[dir], emptyRule()] })}>Add a rule</button>
     </fieldset>
   );

@@ -69,7 +69,8 @@ export class Access {
   principalOf(req: FastifyRequest): Promise<TokenPrincipal> {
     let principal = this.#principals.get(req);
     if (principal === undefined) {
-      principal = this.#resolve(req.headers, bearerSecret(req.headers) ?? this.#fromCookie(req));
+      const bearer = bearerSecret(req.headers);
+      principal = bearer !== undefined ? this.#resolve(req.headers, bearer) : this.#fromCookies(req);
       this.#principals.set(req, principal);
     }
     return principal;
@@ -80,10 +81,14 @@ export class Access {
    * bearer header wins. A cookie-authenticated request other than GET/HEAD
    * must come from this server's origin (CSRF), else 403.
    */
-  #fromCookie(req: FastifyRequest): string | undefined {
-    const secret = sessionCookie(req.headers) ?? tokenCookie(req.headers);
-    if (secret !== undefined && req.method !== 'GET' && req.method !== 'HEAD') this.checkOrigin(req);
-    return secret;
+  async #fromCookies(req: FastifyRequest): Promise<TokenPrincipal> {
+    const session = sessionCookie(req.headers);
+    const token = session === undefined ? tokenCookie(req.headers) : undefined;
+    if ((session !== undefined || token !== undefined) && req.method !== 'GET' && req.method !== 'HEAD') this.checkOrigin(req);
+    const p = await this.#resolve(req.headers, session ?? token);
+    // Only what an operator signs the dashboard in with counts in its cookie (a planted device token is no one).
+    if (token !== undefined && !isOperator(p)) throw new ApiError('unauthorized', 'unknown, expired or revoked token');
+    return p;
   }
 
   /** 403 unless the request comes from this server's origin (a browser's write: CSRF). */
@@ -125,6 +130,11 @@ export class Access {
     if (p.type !== 'device') throw new Error('the tunnel rule admits only device tokens');
     return { deviceId: p.deviceId, orgId: p.orgId, tokenId: p.tokenId };
   }
+}
+
+/** An admin token, an organization token or a personal API key: what the dashboard's token cookie may hold. */
+export function isOperator(p: TokenPrincipal): boolean {
+  return p.type === 'admin' || p.type === 'org' || (p.type === 'user' && p.credential === 'api_key');
 }
 
 /** What a request names in its path (as the router decoded it: not yet validated, so only ever compared). */

@@ -1,5 +1,5 @@
 /** Who may do what, at every entry point: principals, the rule table, and revocations. */
-export { Access, type TunnelPrincipal } from './access.js';
+export { Access, isOperator, type TunnelPrincipal } from './access.js';
 export { actorOf, SYSTEM_ACTOR, type Actor } from './actor.js';
 export { revocableTokenOf, PRINCIPAL_KINDS, type PrincipalKind } from './principal.js';
 export { authorizePrivate } from './private-principal.js';

@@ -23,13 +23,9 @@ export function sessionCookie(headers: IncomingHttpHeaders): string | undefined 
   return value?.startsWith(SECRET_PREFIX.session) ? value : undefined;
 }
 
-/** Prefixes a dashboard's token cookie may hold: what an operator signs in with, never a device's or an enrollment's credential. */
-export const DASHBOARD_TOKEN_PREFIXES: readonly string[] = [SECRET_PREFIX.admin, SECRET_PREFIX.orgToken, SECRET_PREFIX.apiKey];
-
-/** The token of a browser's `fleetplane_token` cookie (the dashboard's sign-in with a pasted token). */
+/** The token of a browser's `fleetplane_token` cookie (the dashboard's sign-in with a pasted token); the access layer checks what it is. */
 export function tokenCookie(headers: IncomingHttpHeaders): string | undefined {
-  const value = cookieValue(headers, COOKIES.token);
-  return value !== undefined && DASHBOARD_TOKEN_PREFIXES.some((p) => value.startsWith(p)) ? value : undefined;
+  return cookieValue(headers, COOKIES.token);
 }
 
 export interface CookieOptions {

@@ -1,4 +1,5 @@
 import { HEADERS, ROUTES, TokenSessionCreate } from '../../../protocol/index.js';
+import { isOperator } from '../../access/index.js';
 import { ApiError } from '../../errors.js';
 import { secureCookies, serverOrigin, setTokenCookie } from '../../login/index.js';
 import type { App } from '../app.js';
@@ -28,8 +29,7 @@ export function registerTokenSessionRoutes(app: App, ctx: ServerContext): void {
       // A login CSRF would sign a victim's browser in as the attacker: only this server's own page may ask.
       ctx.access.checkOrigin(req);
       const p = await ctx.access.authenticate(req.body.token);
-      const operator = p.type === 'admin' || p.type === 'org' || (p.type === 'user' && p.credential === 'api_key');
-      if (!operator) {
+      if (!isOperator(p)) {
         throw new ApiError('forbidden', 'the dashboard signs in with an admin token, an organization token or a personal API key; users of an identity provider sign in with it');
       }
       void reply.header(HEADERS.setCookie, setTokenCookie(req.body.token, secure(req)));
