@@ -136,7 +136,8 @@ describe('signing the dashboard in with a token', () => {
   });
 
   it('signs out by clearing the cookie; a revoked token in the cookie is 401 at once', async () => {
-    const out = await h.call('DELETE', paths.authTokenSession());
+    expect((await h.call('DELETE', paths.authTokenSession(), { headers: { origin: 'https://evil.example', host: 'localhost:80' } })).statusCode).toBe(403);
+    const out = await h.call('DELETE', paths.authTokenSession(), { headers: { origin: ORIGIN, host: 'localhost:80' } });
     expect(out.statusCode).toBe(204);
     expect(String(out.headers['set-cookie'])).toMatch(new RegExp(`^${COOKIES.token}=; Path=/; Max-Age=0;`));
     const org = await h.createOrg();

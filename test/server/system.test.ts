@@ -9,7 +9,8 @@ import { createDatabase } from '../support/postgres-server.js';
 import { Harness, pgAdminUrl, useServer } from './fixtures.js';
 
 /** Routes documented outside the OpenAPI document (docs/protocol.md: no auth, operational). */
-const HIDDEN = new Set<string>([ROUTES.healthz, ROUTES.readyz, ROUTES.metrics]);
+// The dashboard's page and files are not API: docs/protocol.md "The dashboard" describes them.
+const HIDDEN = new Set<string>([ROUTES.healthz, ROUTES.readyz, ROUTES.metrics, ROUTES.dashboard, ROUTES.dashboardAsset]);
 
 /**
  * Every (method, path) the app serves, from Fastify's route tree

@@ -21,6 +21,8 @@ interface Driver {
 const NOT_AUDITED: Readonly<Record<string, string>> = {
   [`PUT ${ROUTES.deviceStatus}`]: 'status reports are observed state, not a change',
   [`POST ${ROUTES.deviceRpc}`]: 'a call to an agent, relayed; it changes nothing the server keeps',
+  [`POST ${ROUTES.authTokenSession}`]: 'sets a cookie in the browser holding a token it already has; nothing on the server changes',
+  [`DELETE ${ROUTES.authTokenSession}`]: 'clears that cookie; the token stays as it was',
 };
 
 /**

@@ -21,6 +21,8 @@ export function registerTokenSessionRoutes(app: App, ctx: ServerContext): void {
         tags: ['sessions'],
         operationId: 'createTokenSession',
         summary: 'Sign the browser in with a token: an admin token, an organization token or a personal API key, kept in an HttpOnly cookie',
+        // The body is the credential.
+        security: [],
         body: TokenSessionCreate,
         response: { 204: empty('Signed in: the fleetplane_token cookie is set.'), ...errors([400, 401, 403]) },
       },
@@ -44,10 +46,13 @@ export function registerTokenSessionRoutes(app: App, ctx: ServerContext): void {
         tags: ['sessions'],
         operationId: 'deleteTokenSession',
         summary: 'Sign the browser out: clears the fleetplane_token cookie (the token itself stays valid)',
-        response: { 204: empty('Signed out.') },
+        security: [],
+        response: { 204: empty('Signed out.'), ...errors([403]) },
       },
     },
     async (req, reply) => {
+      // Another site can't sign an operator out either.
+      ctx.access.checkOrigin(req);
       void reply.header(HEADERS.setCookie, setTokenCookie('', secure(req)));
       return reply.status(204).send(null);
     },
