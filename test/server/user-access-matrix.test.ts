@@ -69,7 +69,8 @@ function pathFor(rule: AccessRule, org: string, kind: PrincipalKind | 'none', de
 function call(h: Harness, rule: AccessRule, url: string, token: string): Promise<InjectResponse> {
   // A body no schema accepts: an allowed caller gets its validation error, never a write or an open stream.
   const body = rule.method === 'GET' || rule.method === 'DELETE' ? undefined : { 'no-such-field': true };
-  return h.call(rule.method as Method, url, { token, body });
+  // The server's own Origin, as its dashboard sends: the cookie routes refuse any other before they look at anything.
+  return h.call(rule.method as Method, url, { token, body, headers: { origin: 'http://localhost:80' } });
 }
 
 /** What a call got: past authorization (`passes`), or its refusal. */
