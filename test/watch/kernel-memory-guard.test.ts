@@ -2,7 +2,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WATCH_KINDS } from '../../src/protocol/index.js';
-import { KernelMemoryGuard, STALL_GRACE_MS, type GuardedStream } from '../../src/server/watch/kernel-memory-guard.js';
+import { KernelMemoryGuard, type GuardedStream } from '../../src/server/watch/kernel-memory-guard.js';
 import { connectionKey, parseProcNetTcp, PAGE_BYTES, procTcpMemory, type TcpMemorySource } from '../../src/server/watch/proc-tcp.js';
 import { requireBinary } from '../support/binaries.js';
 import { hasKernelTcpFigures } from './support/kernel-tcp.js';
@@ -112,6 +112,9 @@ function fakeKernel(): TcpMemorySource & { now: number; queues: Map<string, numb
   };
 }
 
+/** The stall grace the tests give the guard: long enough to tell apart, short enough to wait for. */
+const GRACE_MS = 200;
+
 function guarded(n: number, source = fakeKernel()) {
   const streams = Array.from({ length: n }, (_, i) => new FakeStream(`s${i}`));
   const shed: FakeStream[] = [];
@@ -121,6 +124,7 @@ function guarded(n: number, source = fakeKernel()) {
     source,
     minHeld: 4 * PAGE_BYTES,
     watchers: open,
+    stallGraceMs: GRACE_MS,
     shed: (s) => {
       s.closed = true;
       open.delete(s);
@@ -133,7 +137,9 @@ function guarded(n: number, source = fakeKernel()) {
 
 /** Lets the guard's read of the send queues (started by `check`) finish. */
 const settle = () => new Promise((r) => setTimeout(r, 10));
-const longAgo = () => performance.now() - 2 * STALL_GRACE_MS;
+const longAgo = () => performance.now() - 10 * GRACE_MS;
+/** Past the grace since the last look, and past the least spacing between two reads of the send queues. */
+const pastGrace = () => new Promise((r) => setTimeout(r, GRACE_MS + 60));
 
 describe('KernelMemoryGuard', () => {
   it('under its share of the kernel pressure threshold lets everything go; past it, holds lists back, lets readers and streams that drained go on, and wakes the held once there is room', async () => {
@@ -181,25 +187,32 @@ describe('KernelMemoryGuard', () => {
     expect(admitted).toBe(3);
   });
 
-  it('closes streams paused past the grace, those paused longest first, until the excess is covered', async () => {
+  it('closes streams paused past the grace and seen holding their queues as long, those paused longest first, until the excess is covered', async () => {
     const { guard, source, streams, shed } = guarded(10);
     const [old, older, recent] = streams;
     if (!old || !older || !recent) throw new Error('unreachable');
     for (const s of [old, older, recent]) {
       s.paused = true;
       s.handed = 100 * PAGE_BYTES;
+      s.lastWriteAt = longAgo();
+      source.queues.set(s.connectionKey, 40 * PAGE_BYTES);
     }
     old.pausedAt = longAgo();
     older.pausedAt = old.pausedAt - 1000;
-    recent.pausedAt = performance.now();
-    // 50 pages over: one paused stream holds up to a whole send buffer (40 pages), so two are closed.
+    // 50 pages over: one paused stream holds up to a whole send buffer (40 pages), so two are closed, but
+    // only once the guard has seen them take nothing for the grace: the first look closes none.
     source.now = LIMIT + 50;
+    await guard.check();
+    await settle();
+    expect(shed).toEqual([]);
+    await pastGrace();
+    recent.pausedAt = performance.now();
     await guard.check();
     expect(shed).toEqual([older, old]);
     expect(recent.closed).toBe(false);
   });
 
-  it('past its share, reads the send queues: streams holding more than their limit wait, and those stalled past the grace are closed, the heaviest first', async () => {
+  it('past its share, reads the send queues: streams holding more than their limit wait, and those seen stalled for the grace are closed, the heaviest first', async () => {
     const { guard, source, streams, shed } = guarded(10);
     const [light, heavy, heavier, busy, reader] = streams;
     if (!light || !heavy || !heavier || !busy || !reader) throw new Error('unreachable');
@@ -207,7 +220,6 @@ describe('KernelMemoryGuard', () => {
       s.caughtUp = true;
       s.lastWriteAt = longAgo();
     }
-    busy.lastWriteAt = performance.now();
     source.queues = new Map([
       [reader.connectionKey, 0],
       [light.connectionKey, 3 * PAGE_BYTES],
@@ -218,6 +230,11 @@ describe('KernelMemoryGuard', () => {
     source.now = LIMIT + 25;
     await guard.check();
     await settle();
+    expect(shed).toEqual([]);
+    await pastGrace();
+    busy.lastWriteAt = performance.now();
+    await guard.check();
+    await settle();
     // 25 pages over: the heavier (30) covers it; the busy one wrote within the grace.
     expect(shed).toEqual([heavier]);
     // Streams at the head holding more than their limit in the kernel are held back; readers go on.
@@ -225,6 +242,39 @@ describe('KernelMemoryGuard', () => {
     expect(guard.admit(busy, 1)).toBe(false);
     expect(guard.admit(light, 1)).toBe(true);
     expect(guard.admit(reader, 1)).toBe(true);
+  });
+
+  it('does not close a stream it holds back, or one paused, while its client takes bytes from its send queue; one whose queue stays put for the grace is closed', async () => {
+    const { guard, source, streams, shed } = guarded(10);
+    const [reading, pausedReading, stuck] = streams;
+    if (!reading || !pausedReading || !stuck) throw new Error('unreachable');
+    // Held back by the guard (or waiting for a drain) long ago: none of them wrote since.
+    for (const s of [reading, pausedReading, stuck]) s.lastWriteAt = longAgo();
+    pausedReading.paused = true;
+    pausedReading.pausedAt = longAgo();
+    pausedReading.handed = 100 * PAGE_BYTES;
+    source.queues = new Map([
+      [reading.connectionKey, 60 * PAGE_BYTES],
+      [pausedReading.connectionKey, 60 * PAGE_BYTES],
+      [stuck.connectionKey, 50 * PAGE_BYTES],
+    ]);
+    source.now = LIMIT + 500;
+    expect(guard.admit(reading, 1)).toBe(false);
+    await guard.check();
+    await settle();
+    expect(shed).toEqual([]);
+    // Looks more frequent than the grace, as in the server (a look every check, the grace 10 s).
+    for (let i = 0; i < 6; i++) {
+      await new Promise((r) => setTimeout(r, GRACE_MS / 2));
+      // The clients of two of them took a little since the last look.
+      source.queues.set(reading.connectionKey, (source.queues.get(reading.connectionKey) ?? 0) - PAGE_BYTES);
+      source.queues.set(pausedReading.connectionKey, (source.queues.get(pausedReading.connectionKey) ?? 0) - PAGE_BYTES);
+      await guard.check();
+      await settle();
+    }
+    expect(shed).toEqual([stuck]);
+    expect(reading.closed).toBe(false);
+    expect(pausedReading.closed).toBe(false);
   });
 
   it('when the streams hold none of what is past the share, they all go on', async () => {

@@ -15,8 +15,9 @@ export const KERNEL_SHARE = 0.5;
  */
 export const OWN_SHARE = 0.1;
 /**
- * A stream that made no progress (no drain, no write) for this long while
- * the host is past its share may be closed. Holding streams back already
+ * A stream seen making no progress (no drain, no write, and no byte taken
+ * from its send queue between reads of the queues) for this long while the
+ * host is past its share may be closed. Holding streams back already
  * stops the growth; closing is for memory a client never takes. A herd of
  * joiners whose clients are busy pauses for seconds at a time (1 s closed 77
  * of 2,000 in the fleet bench's all-at-once join), and a reader's pauses end sooner.
@@ -59,6 +60,8 @@ export interface KernelGuardOptions<W extends GuardedStream> {
   watchers: ReadonlySet<W>;
   /** Closes a stream (with `slow_consumer`, resetting its connection, which frees its kernel buffers). */
   shed: (w: W) => void;
+  /** How long a stream must be seen making no progress before it may be closed (default STALL_GRACE_MS). */
+  stallGraceMs?: number;
   logger: Logger;
 }
 
@@ -75,10 +78,13 @@ export interface KernelGuardOptions<W extends GuardedStream> {
  * whose client drained a full send buffer (it reads: what they are handed
  * replaces what it took) and those at the head that the last look at the
  * send queues found holding at most `minHeld` (readers). `check` closes stalled streams
- * until the host is back under its share: first those paused (a full send
- * buffer) for STALL_GRACE_MS, then, from every connection's unacknowledged
- * bytes in /proc/net/tcp, those holding more than `minHeld` that wrote
- * nothing for as long, the most first. When none of the memory is the
+ * until the host is back under its share, from every connection's
+ * unacknowledged bytes in /proc/net/tcp (read at most every 50 ms): only a
+ * stream seen holding more than `minHeld` with its client taking none of it
+ * for STALL_GRACE_MS, and neither writing nor pausing meanwhile, is stalled.
+ * First those paused (a full send buffer) longest, then the heaviest. A
+ * stream the guard holds back writes nothing, and a herd's clients read
+ * slowly: neither is closed while its client takes bytes. When none of the memory is the
  * streams' (nothing to close), they all go on. Without the kernel's figures
  * (not Linux), or with streams too few to hold OWN_SHARE of the limit, the
  * guard does nothing.
@@ -96,6 +102,16 @@ export class KernelMemoryGuard<W extends GuardedStream> {
   private readonly waiting = new Set<W>();
   /** Streams at the head that held at most `minHeld` in their send queues at the last look, since the host went past its share. */
   private cleared = new Set<W>();
+  /**
+   * Streams that held more than `minHeld` at the last read of the send
+   * queues: the bytes then, and since when their queue has not been seen
+   * shrinking (their client took nothing; first seen: from then). A stream
+   * held back by the guard writes nothing, and a paused one may wait on a
+   * client that reads, only slowly: neither says the client stopped. Only
+   * being seen not to take anything for a whole grace does. Emptied when
+   * the host is back under its share.
+   */
+  private queueSeen = new Map<W, { bytes: number; progressAt: number }>();
   private nextQueuesRead = 0;
   private readingQueues = false;
   private readonly unlogged = { closed: 0, freedBytes: 0, at: Number.NEGATIVE_INFINITY };
@@ -137,6 +153,16 @@ export class KernelMemoryGuard<W extends GuardedStream> {
   forget(w: W): void {
     this.waiting.delete(w);
     this.cleared.delete(w);
+    this.queueSeen.delete(w);
+  }
+
+  /** Since when `w` is known to have held more than `minHeld` with its client taking nothing; +Infinity when not known. */
+  private stillSince(w: W): number {
+    return this.queueSeen.get(w)?.progressAt ?? Number.POSITIVE_INFINITY;
+  }
+
+  private get grace(): number {
+    return this.o.stallGraceMs ?? STALL_GRACE_MS;
   }
 
   get waitingCount(): number {
@@ -151,6 +177,7 @@ export class KernelMemoryGuard<W extends GuardedStream> {
     if (!this.over()) {
       this.notOurs = false;
       this.cleared.clear();
+      this.queueSeen.clear();
       this.wakeAll();
       return 0;
     }
@@ -158,7 +185,7 @@ export class KernelMemoryGuard<W extends GuardedStream> {
     const now = performance.now();
     const excess = (this.refresh(now) - limit) * PAGE_BYTES;
     // A paused stream's send buffer is full: it holds what it was handed, up to the buffer's size.
-    const paused = [...this.o.watchers].filter((w) => !w.closed && w.paused && now - w.pausedAt >= STALL_GRACE_MS);
+    const paused = [...this.o.watchers].filter((w) => !w.closed && w.paused && now - Math.max(w.pausedAt, this.stillSince(w)) >= this.grace);
     paused.sort((a, b) => a.pausedAt - b.pausedAt);
     let freed = 0;
     let closed = 0;
@@ -188,9 +215,11 @@ export class KernelMemoryGuard<W extends GuardedStream> {
     this.readAt = Number.NEGATIVE_INFINITY;
     const excess = (this.refresh() - limit) * PAGE_BYTES;
     if (excess <= 0) return;
-    const after = performance.now() - STALL_GRACE_MS;
+    const readAt = performance.now();
+    const after = readAt - this.grace;
     const held: [W, number][] = [];
     const cleared = new Set<W>();
+    const seen = new Map<W, { bytes: number; progressAt: number }>();
     let ours = 0;
     for (const w of this.o.watchers) {
       const bytes = w.closed || w.connectionKey === undefined ? undefined : queues.get(w.connectionKey);
@@ -200,8 +229,11 @@ export class KernelMemoryGuard<W extends GuardedStream> {
         continue;
       }
       ours++;
-      if (Math.max(w.lastWriteAt, w.pausedAt) <= after) held.push([w, bytes]);
+      const before = this.queueSeen.get(w);
+      seen.set(w, { bytes, progressAt: before === undefined || bytes < before.bytes ? readAt : before.progressAt });
     }
+    this.queueSeen = seen;
+    for (const [w, { bytes }] of seen) if (Math.max(w.lastWriteAt, w.pausedAt, this.stillSince(w)) <= after) held.push([w, bytes]);
     this.cleared = cleared;
     // Nothing of the streams' to close, now or after the grace: the memory is someone else's.
     if (ours === 0 && !this.notOurs) {
