@@ -16,7 +16,7 @@ async function pair(wss: WebSocketServer, maxPending = 4): Promise<{ tunnel: Ser
     if (f && 'method' in f) requests.push(f);
   });
   await new Promise((r) => agent.once('open', r));
-  const tunnel = new ServerTunnel(await accepted, 'device-1', 'org-1', { tokenId: 'token-1', maxPending, answerGraceMs: 50, logger: silent });
+  const tunnel = new ServerTunnel(await accepted, { deviceId: 'device-1', orgId: 'org-1', tokenId: 'token-1' }, { maxPending, answerGraceMs: 50, logger: silent });
   return { tunnel, agent, requests };
 }
 

@@ -26,7 +26,7 @@ import { privateKey } from '../access/index.js';
 import { RedisAgentRegistry } from './redis-agent-registry.js';
 import { rpcRoutes } from './rpc-route.js';
 import { RpcRouter } from './rpc-router.js';
-import { ServerTunnel } from './server-tunnel.js';
+import { ServerTunnel, type ServerTunnelShared } from './server-tunnel.js';
 import { attachTunnelEndpoint } from './tunnel-endpoint.js';
 import { TunnelTable, type TunnelChange } from './tunnel-table.js';
 
@@ -108,6 +108,8 @@ export class AgentGateway {
   #shutdown: Promise<void> | undefined;
   readonly #registry: AgentRegistry;
   readonly #tuning: GatewayTuning;
+  /** What every tunnel shares (limits, the status recorder, the logger). */
+  readonly #tunnelShared: ServerTunnelShared;
   readonly #pinger: NodeJS.Timeout;
   readonly #logger: Logger;
 
@@ -125,6 +127,13 @@ export class AgentGateway {
       recheckMs: settings.safetyCheckInterval * 1000,
       shutdownDrainMs: 5_000,
       ...options.tuning,
+    };
+    const fleet = options.fleet;
+    this.#tunnelShared = {
+      maxPending: this.#tuning.maxPendingPerTunnel,
+      answerGraceMs: this.#tuning.answerGraceMs,
+      ...(fleet ? { onStatus: (t: ServerTunnel, frame: TunnelStatusFrame) => fleet.tunnelStatus(t.device, frame) } : {}),
+      logger,
     };
     this.metrics = new GatewayMetrics(options.metrics.registry);
     this.tunnels = new TunnelTable(this.#tuning.maxTunnelsPerDevice, (c) => this.onTunnelChange(c));
@@ -204,14 +213,7 @@ export class AgentGateway {
           maxPayloadBytes: ctx.settings.bodyLimit,
           accept: (ws, device) => {
             if (this.#closing) return ws.close(1012, 'server shutting down');
-            const fleet = this.options.fleet;
-            const tunnel = new ServerTunnel(ws, device.deviceId, device.orgId, {
-              tokenId: device.tokenId,
-              maxPending: this.#tuning.maxPendingPerTunnel,
-              answerGraceMs: this.#tuning.answerGraceMs,
-              ...(fleet ? { onStatus: (frame: TunnelStatusFrame) => fleet.tunnelStatus(device, frame) } : {}),
-              logger: this.#logger,
-            });
+            const tunnel = new ServerTunnel(ws, { deviceId: device.deviceId, orgId: device.orgId, tokenId: device.tokenId }, this.#tunnelShared);
             this.tunnels.add(tunnel);
           },
           logger: this.#logger,

@@ -11,23 +11,50 @@ import {
 } from '../../protocol/index.js';
 import type { Delivery } from './delivery.js';
 
-export interface ServerTunnelOptions {
-  /** The device token the tunnel was opened with: its revocation closes the tunnel. */
-  tokenId: string;
-  /** Requests awaiting an answer on this tunnel; `full` past it. */
+/** What every tunnel of one gateway shares: made once, so a tunnel holds a reference, not a copy. */
+export interface ServerTunnelShared {
+  /** Requests awaiting an answer on one tunnel; `full` past it. */
   maxPending: number;
   /** How long past its `deadline_ms` an answer is still awaited (the agent answers at its deadline). */
   answerGraceMs: number;
   /**
-   * Records a status frame and gives the ack to send back; without it, status
-   * frames are answered `unavailable` (the agent falls back to `PUT`).
+   * Records a status frame of the tunnel's device and gives the ack to send
+   * back; without it, status frames are answered `unavailable` (the agent
+   * falls back to `PUT`).
    */
-  onStatus?: (frame: TunnelStatusFrame) => Promise<TunnelStatusAck>;
+  onStatus?: (tunnel: ServerTunnel, frame: TunnelStatusFrame) => Promise<TunnelStatusAck>;
   logger: Logger;
+}
+
+/** The device a tunnel was opened for, and the token it was opened with (its revocation closes the tunnel). */
+export interface TunnelDevice {
+  readonly deviceId: string;
+  readonly orgId: string;
+  readonly tokenId: string;
 }
 
 interface Pending {
   settle(d: Delivery): void;
+}
+
+let tunnelsOpened = 0;
+const EMPTY_PENDING: ReadonlyMap<string, Pending> = new Map();
+
+// One listener of each kind for every tunnel, finding its tunnel by its socket: a closure per
+// tunnel and event would cost a few hundred bytes for as long as each agent stays connected.
+const tunnelOf = new WeakMap<WebSocket, ServerTunnel>();
+function onSocketMessage(this: WebSocket, data: RawData, isBinary: boolean): void {
+  tunnelOf.get(this)?.received(data, isBinary);
+}
+function onSocketPong(this: WebSocket): void {
+  tunnelOf.get(this)?.heard();
+}
+function onSocketClose(this: WebSocket, code: number, reason: Buffer): void {
+  tunnelOf.get(this)?.ended(code, reason);
+}
+function onSocketError(this: WebSocket, err: Error): void {
+  const t = tunnelOf.get(this);
+  t?.shared.logger.debug({ err, device: t.deviceId }, 'tunnel socket error');
 }
 
 /**
@@ -37,10 +64,8 @@ interface Pending {
  *
  * When it closes, its unanswered requests end `not_delivered` if the agent
  * closed it as drained (TUNNEL_CLOSE_CODES.drained: it never started them),
- * `lost` otherwise.
+ * `lost` otherwise; then `onClosed` is called, once.
  */
-let tunnelsOpened = 0;
-
 export class ServerTunnel {
   /**
    * Tells this process's tunnels apart in its log lines. A number: a UUID string is built from 20 pieces,
@@ -48,37 +73,52 @@ export class ServerTunnel {
    */
   readonly id = ++tunnelsOpened;
   readonly openedAt = Date.now();
-  readonly tokenId: string;
-  readonly closed: Promise<void>;
-  readonly #pending = new Map<string, Pending>();
+  /** Called once when the tunnel has closed (set by whoever keeps it, e.g. the tunnel table). */
+  onClosed: ((t: ServerTunnel) => void) | undefined;
+  // Made on first use: most tunnels never carry a request.
+  #pending: Map<string, Pending> | undefined;
   #next = 0;
   #heard = true;
+  #ended = false;
   #localCode: number | undefined;
+  #closedWaiters: (() => void)[] | undefined;
 
   constructor(
     private readonly ws: WebSocket,
-    readonly deviceId: string,
-    readonly orgId: string,
-    private readonly options: ServerTunnelOptions,
+    readonly device: TunnelDevice,
+    readonly shared: ServerTunnelShared,
   ) {
-    this.tokenId = options.tokenId;
-    this.closed = new Promise((resolve) => {
-      ws.once('close', (code: number, reason: Buffer) => {
-        this.failPending(this.#localCode ?? code, reason.toString());
-        resolve();
-      });
-    });
-    ws.on('error', (err: Error) => options.logger.debug({ err, device: deviceId }, 'tunnel socket error'));
-    ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
-    ws.on('pong', () => (this.#heard = true));
+    tunnelOf.set(ws, this);
+    ws.once('close', onSocketClose);
+    ws.on('error', onSocketError);
+    ws.on('message', onSocketMessage);
+    ws.on('pong', onSocketPong);
+  }
+
+  get deviceId(): string {
+    return this.device.deviceId;
+  }
+
+  get orgId(): string {
+    return this.device.orgId;
+  }
+
+  get tokenId(): string {
+    return this.device.tokenId;
+  }
+
+  /** Settles once the tunnel has closed and its requests have ended. */
+  get closed(): Promise<void> {
+    if (this.#ended) return Promise.resolve();
+    return new Promise((resolve) => (this.#closedWaiters ??= []).push(resolve));
   }
 
   get pending(): number {
-    return this.#pending.size;
+    return this.#pending?.size ?? 0;
   }
 
   get full(): boolean {
-    return this.#pending.size >= this.options.maxPending;
+    return this.pending >= this.shared.maxPending;
   }
 
   get open(): boolean {
@@ -101,7 +141,7 @@ export class ServerTunnel {
       const finish = (): void => {
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
-        this.#pending.delete(id);
+        this.#pending?.delete(id);
       };
       const onAbort = (): void => {
         finish();
@@ -114,9 +154,9 @@ export class ServerTunnel {
           code: AGENT_ERROR_CODES.deadlineExceeded,
           message: `the agent did not answer within ${frame.deadline_ms} ms`,
         });
-      }, frame.deadline_ms + this.options.answerGraceMs);
+      }, frame.deadline_ms + this.shared.answerGraceMs);
       signal.addEventListener('abort', onAbort, { once: true });
-      this.#pending.set(id, {
+      (this.#pending ??= new Map<string, Pending>()).set(id, {
         settle: (d) => {
           finish();
           resolve(d);
@@ -124,9 +164,9 @@ export class ServerTunnel {
       });
       this.ws.send(JSON.stringify(frame), (err) => {
         if (!err) return;
-        this.options.logger.debug({ err, device: this.deviceId }, 'tunnel send failed');
+        this.shared.logger.debug({ err, device: this.deviceId }, 'tunnel send failed');
         // The frame never left: safe to try elsewhere.
-        this.#pending.get(id)?.settle({ kind: 'not_delivered', reason: 'the tunnel failed while sending' });
+        this.#pending?.get(id)?.settle({ kind: 'not_delivered', reason: 'the tunnel failed while sending' });
       });
     });
   }
@@ -135,7 +175,7 @@ export class ServerTunnel {
   heartbeat(): void {
     if (!this.open) return;
     if (!this.#heard) {
-      this.options.logger.info({ device: this.deviceId, tunnel: this.id }, 'agent stopped answering pings; closing its tunnel');
+      this.shared.logger.info({ device: this.deviceId, tunnel: this.id }, 'agent stopped answering pings; closing its tunnel');
       this.#localCode = TUNNEL_CLOSE_CODES.pingTimeout;
       this.ws.terminate();
       return;
@@ -155,27 +195,45 @@ export class ServerTunnel {
     if (this.open) this.ws.send(JSON.stringify(frame));
   }
 
-  private onMessage(data: RawData, isBinary: boolean): void {
+  /** A pong arrived (the socket's listener calls this). */
+  heard(): void {
+    this.#heard = true;
+  }
+
+  /** The socket closed (its listener calls this): requests end, then `onClosed` and `closed`. */
+  ended(code: number, reason: Buffer): void {
+    if (this.#ended) return;
+    this.failPending(this.#localCode ?? code, reason.toString());
+    this.#ended = true;
+    tunnelOf.delete(this.ws);
+    this.onClosed?.(this);
+    const waiters = this.#closedWaiters ?? [];
+    this.#closedWaiters = undefined;
+    for (const w of waiters) w();
+  }
+
+  /** A message arrived (the socket's listener calls this). */
+  received(data: RawData, isBinary: boolean): void {
     this.#heard = true;
     const text = isBinary ? undefined : Array.isArray(data) ? Buffer.concat(data).toString() : data.toString();
     const frame = text === undefined ? undefined : decodeTunnelFrame(text);
     if (!frame) {
-      this.options.logger.warn({ device: this.deviceId, binary: isBinary, sample: text?.slice(0, 200) }, 'ignored a malformed tunnel frame');
+      this.shared.logger.warn({ device: this.deviceId, binary: isBinary, sample: text?.slice(0, 200) }, 'ignored a malformed tunnel frame');
       return;
     }
     if ('type' in frame) {
       if (frame.type === 'ping') this.send({ type: 'pong' });
       else if (frame.type === 'status') this.onStatus(frame);
-      else if (frame.type === 'status_ack') this.options.logger.debug({ device: this.deviceId }, 'ignored a status_ack sent by an agent');
+      else if (frame.type === 'status_ack') this.shared.logger.debug({ device: this.deviceId }, 'ignored a status_ack sent by an agent');
       return;
     }
     if ('method' in frame) {
       this.send({ id: frame.id, error: { code: AGENT_ERROR_CODES.notFound, message: 'the server serves no methods on the tunnel' } });
       return;
     }
-    const pending = this.#pending.get(frame.id);
+    const pending = this.#pending?.get(frame.id);
     if (!pending) {
-      this.options.logger.debug({ device: this.deviceId, request: frame.id }, 'answer for a request nobody waits for any more');
+      this.shared.logger.debug({ device: this.deviceId, request: frame.id }, 'answer for a request nobody waits for any more');
       return;
     }
     if ('error' in frame) pending.settle({ kind: 'agent_error', code: frame.error.code, message: frame.error.message });
@@ -183,15 +241,15 @@ export class ServerTunnel {
   }
 
   private onStatus(frame: TunnelStatusFrame): void {
-    const record = this.options.onStatus;
+    const record = this.shared.onStatus;
     if (!record) {
       this.send({ type: 'status_ack', seq: frame.seq, error: { code: 'unavailable', message: 'this server records no statuses on tunnels; use PUT' } });
       return;
     }
-    record(frame).then(
+    record(this, frame).then(
       (ack) => this.send(ack),
       (err: unknown) => {
-        this.options.logger.error({ err, device: this.deviceId }, 'recording a tunnel status failed');
+        this.shared.logger.error({ err, device: this.deviceId }, 'recording a tunnel status failed');
         this.send({ type: 'status_ack', seq: frame.seq, error: { code: 'internal', message: 'the status could not be recorded' } });
       },
     );
@@ -199,7 +257,7 @@ export class ServerTunnel {
 
   private failPending(code: number, reason: string): void {
     const drained = code === TUNNEL_CLOSE_CODES.drained;
-    for (const p of [...this.#pending.values()]) {
+    for (const p of [...(this.#pending ?? EMPTY_PENDING).values()]) {
       p.settle(
         drained
           ? { kind: 'not_delivered', reason: 'the agent drained the tunnel' }

@@ -11,8 +11,10 @@ export type TunnelChange = { readonly type: 'opened' | 'closed'; readonly tunnel
  * exactly one tunnel: the one with the fewest pending requests.
  */
 export class TunnelTable {
-  readonly #byDevice = new Map<string, ServerTunnel[]>();
+  /** One tunnel per device is the rule: it is kept bare, a list only while a device holds several. */
+  readonly #byDevice = new Map<string, ServerTunnel | ServerTunnel[]>();
   #size = 0;
+  readonly #removeClosed = (t: ServerTunnel): void => this.remove(t);
 
   constructor(
     private readonly maxPerDevice: number,
@@ -37,14 +39,19 @@ export class TunnelTable {
     return [...this.#byDevice.values()].flat();
   }
 
-  /** Adds an open tunnel; it leaves the table by itself when it closes. */
+  #list(deviceId: string): readonly ServerTunnel[] | undefined {
+    const held = this.#byDevice.get(deviceId);
+    return held === undefined || Array.isArray(held) ? held : [held];
+  }
+
+  /** Adds an open tunnel; it leaves the table by itself when it closes (its `onClosed`). */
   add(tunnel: ServerTunnel): void {
-    const list = this.#byDevice.get(tunnel.deviceId) ?? [];
-    this.#byDevice.set(tunnel.deviceId, list);
-    list.push(tunnel);
+    const held = this.#byDevice.get(tunnel.deviceId);
+    const list = held === undefined ? [tunnel] : Array.isArray(held) ? [...held, tunnel] : [held, tunnel];
+    this.#byDevice.set(tunnel.deviceId, list.length === 1 ? tunnel : list);
     this.#size++;
     this.onChange({ type: 'opened', tunnel });
-    void tunnel.closed.then(() => this.remove(tunnel));
+    tunnel.onClosed = this.#removeClosed;
     const open = list.filter((t) => t.open);
     if (open.length > this.maxPerDevice) open[0]?.close(TUNNEL_CLOSE_CODES.tooManyTunnels, 'too many tunnels for this device');
   }
@@ -56,7 +63,7 @@ export class TunnelTable {
    * the device has none here (tunnels in `exclude` don't count).
    */
   pick(deviceId: string, exclude?: ReadonlySet<ServerTunnel>): ServerTunnel | 'busy' | undefined {
-    const list = this.#byDevice.get(deviceId)?.filter((t) => !exclude?.has(t));
+    const list = this.#list(deviceId)?.filter((t) => !exclude?.has(t));
     if (!list) return undefined;
     let best: ServerTunnel | undefined;
     for (const t of list) {
@@ -68,11 +75,12 @@ export class TunnelTable {
   }
 
   private remove(tunnel: ServerTunnel): void {
-    const list = this.#byDevice.get(tunnel.deviceId);
-    const i = list ? list.indexOf(tunnel) : -1;
-    if (!list || i < 0) return;
-    list.splice(i, 1);
-    if (list.length === 0) this.#byDevice.delete(tunnel.deviceId);
+    const list = this.#list(tunnel.deviceId);
+    if (!list?.includes(tunnel)) return;
+    const rest = list.filter((t) => t !== tunnel);
+    const [only] = rest;
+    if (only === undefined) this.#byDevice.delete(tunnel.deviceId);
+    else this.#byDevice.set(tunnel.deviceId, rest.length === 1 ? only : rest);
     this.#size--;
     this.onChange({ type: 'closed', tunnel });
   }

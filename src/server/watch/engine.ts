@@ -7,7 +7,7 @@ import type { Settings } from '../config/settings.js';
 import { ApiError, shuttingDown } from '../errors.js';
 import { runPeriodically } from '../../util/periodic.js';
 import { OrgFeed } from './org-feed.js';
-import { Watcher } from './watcher.js';
+import { Watcher, type WatcherShared } from './watcher.js';
 import { ListAdmission } from './list-admission.js';
 import { SnapshotBudget } from './org-snapshot.js';
 import { responseHead } from './encode.js';
@@ -51,7 +51,8 @@ export interface StreamPresence {
 export class WatchEngine {
   private readonly feeds = new Map<string, Promise<OrgFeed>>();
   private readonly watchers = new Set<Watcher>();
-  private readonly byToken = new Map<string, Set<Watcher>>();
+  /** Streams by the token they were opened with; one stream per token is the rule (an agent's), so it is kept bare, not in a set. */
+  private readonly byToken = new Map<string, Watcher | Set<Watcher>>();
   private readonly deviceOf = new Map<Watcher, string>();
   private readonly stop = new AbortController();
   private loops: Promise<void>[] = [];
@@ -63,6 +64,8 @@ export class WatchEngine {
   private lastQueueCheck = 0;
   /** Holds lists back and closes stalled watchers when the host nears TCP memory pressure. */
   readonly kernelGuard: KernelMemoryGuard<Watcher>;
+  /** What every watcher shares (settings, metrics, callbacks): one object, not one per stream. */
+  private readonly watcherShared: WatcherShared;
 
   constructor(
     private readonly store: Store,
@@ -92,6 +95,17 @@ export class WatchEngine {
       shed: (w) => w.close('slow_consumer', 'the server holds too much in its TCP buffers for watchers that do not read; resume from your last revision'),
       logger,
     });
+    this.watcherShared = {
+      store,
+      metrics,
+      logger,
+      onListed: (w) => {
+        if (this.listTurns.delete(w)) this.admission.release();
+      },
+      onPaused: () => this.checkQueue(),
+      kernel: this.kernelGuard,
+      onClose: (w) => this.remove(w),
+    };
   }
 
   start(): void {
@@ -214,22 +228,14 @@ export class WatchEngine {
     req.socket.setNoDelay(true);
     req.socket.write(responseHead(MEDIA.watch));
     const watcher = new Watcher({
+      shared: this.watcherShared,
       socket: req.socket,
       feed,
-      store: this.store,
       watches: req.watches,
       startHead: feed.head,
       tokenId: req.tokenId,
       bufferLimit: this.settings.watchBufferLimit,
       slowConsumerTimeoutMs: this.settings.slowConsumerTimeout * 1000,
-      metrics: this.metrics,
-      logger: this.logger,
-      onListed: (w) => {
-        if (this.listTurns.delete(w)) this.admission.release();
-      },
-      onPaused: () => this.checkQueue(),
-      kernel: this.kernelGuard,
-      onClose: (w) => this.remove(w),
     });
     if (listTurn) this.listTurns.add(watcher);
     this.watchers.add(watcher);
@@ -239,9 +245,10 @@ export class WatchEngine {
       this.deviceOf.set(watcher, req.deviceId);
     }
     if (req.tokenId !== undefined) {
-      let set = this.byToken.get(req.tokenId);
-      if (!set) this.byToken.set(req.tokenId, (set = new Set()));
-      set.add(watcher);
+      const held = this.byToken.get(req.tokenId);
+      if (held === undefined) this.byToken.set(req.tokenId, watcher);
+      else if (held instanceof Set) held.add(watcher);
+      else this.byToken.set(req.tokenId, new Set([held, watcher]));
     }
     this.metrics.watchers.set(this.watchers.size);
     if (this.closing) watcher.close('unavailable', 'the server is shutting down; resume elsewhere');
@@ -259,9 +266,12 @@ export class WatchEngine {
     }
     w.feed.listeners.delete(w);
     if (w.tokenId !== undefined) {
-      const set = this.byToken.get(w.tokenId);
-      set?.delete(w);
-      if (set?.size === 0) this.byToken.delete(w.tokenId);
+      const held = this.byToken.get(w.tokenId);
+      if (held === w) this.byToken.delete(w.tokenId);
+      else if (held instanceof Set) {
+        held.delete(w);
+        if (held.size === 0) this.byToken.delete(w.tokenId);
+      }
     }
     this.metrics.watchers.set(this.watchers.size);
     this.release(w.feed);
@@ -292,7 +302,9 @@ export class WatchEngine {
   /** Ends the streams opened with these (revoked) tokens with `forbidden`. */
   closeRevoked(tokenIds: readonly string[]): void {
     for (const id of tokenIds) {
-      for (const w of [...(this.byToken.get(id) ?? [])]) w.close('forbidden', 'the token was revoked or expired');
+      const held = this.byToken.get(id);
+      const streams = held === undefined ? [] : held instanceof Set ? [...held] : [held];
+      for (const w of streams) w.close('forbidden', 'the token was revoked or expired');
     }
   }
 

@@ -18,17 +18,9 @@ interface KindState {
   tailPending: boolean;
 }
 
-export interface WatcherOptions {
-  socket: Socket;
-  feed: OrgFeed;
+/** What every watcher of one engine shares: made once, so a stream holds a reference, not a copy. */
+export interface WatcherShared {
   store: Store;
-  watches: readonly Watch[];
-  /** The organization's head when the stream started. */
-  startHead: number;
-  /** Token whose revocation ends this stream. */
-  tokenId: string | undefined;
-  bufferLimit: number;
-  slowConsumerTimeoutMs: number;
   metrics: WatchMetrics;
   logger: Logger;
   /** Called once, when the stream first reached the head (all tails sent) or closed before. */
@@ -38,6 +30,20 @@ export interface WatcherOptions {
   /** Whether the watcher may hand the kernel more while the host nears TCP memory pressure (KernelMemoryGuard). */
   kernel?: { admit(w: Watcher, bytes: number): boolean };
   onClose(w: Watcher): void;
+}
+
+export interface WatcherOptions {
+  shared: WatcherShared;
+  socket: Socket;
+  feed: OrgFeed;
+  watches: readonly Watch[];
+  /** The organization's head when the stream started. */
+  startHead: number;
+  /** Token whose revocation ends this stream. */
+  tokenId: string | undefined;
+  /** Settings as they were when the stream opened. */
+  bufferLimit: number;
+  slowConsumerTimeoutMs: number;
 }
 
 /**
@@ -84,8 +90,14 @@ export class Watcher implements FeedListener {
   drained = false;
   /** The connection's key in the kernel's send-queue figures (see KernelMemoryGuard). */
   readonly connectionKey: string | undefined;
-  private readonly kinds = new Map<WatchKind, KindState>();
+  /** The kinds asked for, sorted (watchers asking for the same kinds share catch-up reads), and their states, index by index. */
   private readonly kindList: WatchKind[];
+  private readonly kindStates: KindState[];
+  private readonly o: WatcherShared;
+  private readonly socket: Socket;
+  private readonly startHead: number;
+  private readonly bufferLimit: number;
+  private readonly slowConsumerTimeoutMs: number;
   /**
    * Below this position the watcher must read the database, not the ring:
    * an initial list (gt_revision 0) suppresses deletes up to the start head,
@@ -113,34 +125,43 @@ export class Watcher implements FeedListener {
   /** Refused by the kernel guard: waits for `wake`. */
   private gated = false;
 
-  constructor(private readonly o: WatcherOptions) {
-    this.feed = o.feed;
-    this.tokenId = o.tokenId;
-    this.connectionKey = connectionKey(o.socket);
+  constructor(w: WatcherOptions) {
+    this.o = w.shared;
+    this.socket = w.socket;
+    this.startHead = w.startHead;
+    this.bufferLimit = w.bufferLimit;
+    this.slowConsumerTimeoutMs = w.slowConsumerTimeoutMs;
+    this.feed = w.feed;
+    this.tokenId = w.tokenId;
+    this.connectionKey = connectionKey(w.socket);
+    const watches = [...w.watches].sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
     let position = Number.MAX_SAFE_INTEGER;
     let listUntil = 0;
-    for (const w of o.watches) {
-      const gt = w.gt_revision ?? 0;
-      this.kinds.set(w.kind, { gt, deletesAfter: gt > 0 ? gt : o.startHead, tailPending: w.at_tail !== true });
+    let maxGt = 0;
+    this.kindList = [];
+    this.kindStates = [];
+    for (const x of watches) {
+      const gt = x.gt_revision ?? 0;
+      this.kindList.push(x.kind);
+      this.kindStates.push({ gt, deletesAfter: gt > 0 ? gt : w.startHead, tailPending: x.at_tail !== true });
       position = Math.min(position, gt);
-      if (gt === 0) listUntil = o.startHead;
+      maxGt = Math.max(maxGt, gt);
+      if (gt === 0) listUntil = w.startHead;
     }
     this.position = position;
-    this.maxGt = Math.max(0, ...o.watches.map((w) => w.gt_revision ?? 0));
+    this.maxGt = maxGt;
     this.listUntil = listUntil;
-    this.openedMark = o.feed.catchUp.mark();
-    // Sorted: watchers asking for the same kinds share catch-up reads.
-    this.kindList = [...this.kinds.keys()].sort();
+    this.openedMark = w.feed.catchUp.mark();
     // A fresh list at the snapshot's head is written from memory; resumes and mixed requests read as before.
-    const snapshot = o.feed.snapshot;
-    if (snapshot && o.startHead === o.feed.head && o.watches.every((w) => (w.gt_revision ?? 0) === 0)) {
+    const snapshot = w.feed.snapshot;
+    if (snapshot && w.startHead === w.feed.head && maxGt === 0) {
       this.snapshotList = { lists: this.kindList.map((k) => snapshot.list(k)), list: 0, offset: 0 };
       this.listedObjects = this.kindList.reduce((n, k) => n + snapshot.count(k), 0);
-      o.metrics.listsFromSnapshot.inc();
+      this.o.metrics.listsFromSnapshot.inc();
     }
-    o.socket.on('close', () => this.finish('client_closed'));
-    o.socket.on('error', (err) => {
-      o.logger.debug({ err, org: this.feed.orgId }, 'watch socket error');
+    w.socket.on('close', () => this.finish('client_closed'));
+    w.socket.on('error', (err) => {
+      this.o.logger.debug({ err, org: this.feed.orgId }, 'watch socket error');
       this.finish('socket_error');
     });
   }
@@ -180,12 +201,12 @@ export class Watcher implements FeedListener {
 
   /** Writes the list from the snapshot's shared buffers; false when it paused (the rest goes on drain). */
   private writeSnapshotList(l: SnapshotList): boolean {
-    const limit = Math.min(this.o.bufferLimit, LIST_HIGH_WATER);
+    const limit = Math.min(this.bufferLimit, LIST_HIGH_WATER);
     for (; l.list < l.lists.length; l.list++, l.offset = 0) {
       const list = l.lists[l.list] ?? EMPTY;
       while (l.offset < list.length) {
         // Slices share the snapshot's memory: what waits in the socket is a view, not a copy.
-        const want = Math.min(list.length, l.offset + Math.max(LIST_MIN_SLICE, limit - this.o.socket.writableLength));
+        const want = Math.min(list.length, l.offset + Math.max(LIST_MIN_SLICE, limit - this.socket.writableLength));
         // Slices end where a chunk ends, so a stream held back here can still be sent a keepalive line.
         const boundary = want === list.length ? -1 : list.indexOf(CHUNK_END, want - CHUNK_END.length);
         const end = boundary < 0 ? list.length : boundary + CHUNK_END.length;
@@ -193,7 +214,7 @@ export class Watcher implements FeedListener {
         this.write(list.subarray(l.offset, end), false);
         this.viewsEnd = this.writtenTotal;
         l.offset = end;
-        if (this.o.socket.writableLength > limit) {
+        if (this.socket.writableLength > limit) {
           this.pause();
           return false;
         }
@@ -202,7 +223,7 @@ export class Watcher implements FeedListener {
     this.snapshotList = undefined;
     this.o.metrics.written.events += this.listedObjects;
     // Everything that existed at the start head was sent: the ring (or the database) serves the rest.
-    this.position = Math.max(this.position, this.o.startHead);
+    this.position = Math.max(this.position, this.startHead);
     return true;
   }
 
@@ -211,7 +232,7 @@ export class Watcher implements FeedListener {
   }
 
   private wanted(e: Row): boolean {
-    const k = this.kinds.get(e.kind);
+    const k = this.kindStates[this.kindList.indexOf(e.kind)];
     if (!k || e.revision <= k.gt) return false;
     return !(e.deleted && e.revision <= k.deletesAfter);
   }
@@ -220,7 +241,7 @@ export class Watcher implements FeedListener {
     const from = ring.indexAfter(this.position);
     // Several events (a resume, a burst): one writev instead of a syscall per event.
     const batch = ring.size - from > 1;
-    if (batch) this.o.socket.cork();
+    if (batch) this.socket.cork();
     try {
       for (let i = from; i < ring.size; i++) {
         const e = ring.at(i);
@@ -236,7 +257,7 @@ export class Watcher implements FeedListener {
       if (ring.head > this.position) this.position = ring.head;
       this.reachedHead();
     } finally {
-      if (batch) this.o.socket.uncork();
+      if (batch) this.socket.uncork();
     }
   }
 
@@ -255,7 +276,7 @@ export class Watcher implements FeedListener {
       this.lastIssued = page.issued;
       const batch = page.batch;
       if (!batch.exists) return this.close(undefined, '');
-      for (const k of this.kinds.values()) {
+      for (const k of this.kindStates) {
         if (batch.compacted > Math.max(this.position, k.deletesAfter)) {
           return this.close(
             'revision_compacted',
@@ -263,7 +284,7 @@ export class Watcher implements FeedListener {
           );
         }
       }
-      this.o.socket.cork();
+      this.socket.cork();
       try {
         for (const [i, row] of batch.rows.entries()) {
           if (this.wanted(row)) this.write(page.bytes(i), true);
@@ -271,7 +292,7 @@ export class Watcher implements FeedListener {
           if (this.overLimit()) return this.pause();
         }
       } finally {
-        this.o.socket.uncork();
+        this.socket.uncork();
       }
       if (batch.deleted && batch.rows.length < CATCH_UP_PAGE) {
         // The organization's own delete event was just sent: nothing can follow it.
@@ -291,8 +312,10 @@ export class Watcher implements FeedListener {
 
   private reachedHead(): void {
     if (this.caughtUp) return;
-    for (const [kind, k] of this.kinds) {
-      if (!k.tailPending) continue;
+    for (let i = 0; i < this.kindStates.length; i++) {
+      const k = this.kindStates[i];
+      const kind = this.kindList[i];
+      if (!k?.tailPending || kind === undefined) continue;
       k.tailPending = false;
       this.write(encodeTail(kind, Math.max(this.position, k.gt)), false);
     }
@@ -307,7 +330,7 @@ export class Watcher implements FeedListener {
   }
 
   write(bytes: Buffer, isEvent: boolean): void {
-    this.o.socket.write(bytes);
+    this.socket.write(bytes);
     this.writtenTotal += bytes.length;
     this.lastWriteAt = performance.now();
     const written = this.o.metrics.written;
@@ -324,15 +347,15 @@ export class Watcher implements FeedListener {
    * nothing queued, so it adds no memory where the host has none.
    */
   keepAlive(now: number, idleMs: number): void {
-    if (this.caughtUp || this.paused || this.closed || this.o.socket.writableLength > 0) return;
+    if (this.caughtUp || this.paused || this.closed || this.socket.writableLength > 0) return;
     if (now - Math.max(this.lastWriteAt, this.lastKeepAliveAt) < idleMs) return;
     this.lastKeepAliveAt = now;
-    this.o.socket.write(KEEPALIVE);
+    this.socket.write(KEEPALIVE);
   }
 
   /** Bytes written but not yet taken by the kernel. */
   get buffered(): number {
-    return this.o.socket.writableLength;
+    return this.socket.writableLength;
   }
 
   /**
@@ -342,13 +365,13 @@ export class Watcher implements FeedListener {
    * their own, so they don't count against `--watch-queue-limit`.
    */
   get held(): number {
-    const queued = this.o.socket.writableLength;
+    const queued = this.socket.writableLength;
     return queued - Math.min(queued, Math.max(0, this.viewsEnd - this.handed));
   }
 
   /** Bytes handed to the kernel so far. */
   get handed(): number {
-    return this.writtenTotal - this.o.socket.writableLength;
+    return this.writtenTotal - this.socket.writableLength;
   }
 
   /** Whether the kernel guard lets `bytes` more go; when not, the watcher waits for `wake`. */
@@ -366,15 +389,15 @@ export class Watcher implements FeedListener {
   }
 
   private overLimit(): boolean {
-    return this.o.socket.writableLength > this.o.bufferLimit;
+    return this.socket.writableLength > this.bufferLimit;
   }
 
   private pause(): void {
     this.paused = true;
     this.pausedAt = performance.now();
     this.o.onPaused?.();
-    this.o.socket.once('drain', () => this.resume());
-    this.slowTimer = setTimeout(() => this.close('slow_consumer', 'the watcher could not keep up; resume from your last revision'), this.o.slowConsumerTimeoutMs);
+    this.socket.once('drain', () => this.resume());
+    this.slowTimer = setTimeout(() => this.close('slow_consumer', 'the watcher could not keep up; resume from your last revision'), this.slowConsumerTimeoutMs);
     this.slowTimer.unref();
   }
 
@@ -390,7 +413,7 @@ export class Watcher implements FeedListener {
   /** Ends the stream, with an `error` event first when `code` is given. */
   close(code: ErrorCode | undefined, message: string): void {
     if (this.closed) return;
-    const socket = this.o.socket;
+    const socket = this.socket;
     if (code === 'slow_consumer') {
       this.o.metrics.slowConsumerCloses.inc();
       // Reset, without the error line: it would wait behind what the kernel holds (up to 4 MiB) for a client
