@@ -12,6 +12,7 @@ import { createOrg, headRevision, listReplicaRows } from './support/rest.js';
 import { delay, emptyRoamStats, eventually, serverState } from './support/roaming.js';
 import { SpreadWriter } from './support/spread-writer.js';
 import { prng } from '../server/fixtures.js';
+import { WORKER_SEMI_SPACE_MB, workerExecArgv } from '../../src/cli/workers.js';
 
 const PG = inject('pgAdminUrl');
 const SEED = Number(process.env['SCALEOUT_SEED'] ?? Date.now() % 1_000_000);
@@ -82,6 +83,8 @@ describe.runIf(PG !== '')('--workers 2 on one PostgreSQL', () => {
     await eventually(async () => (await listReplicaRows(url)).length === 2, 'both workers are registered replicas');
     const workers = childPids(p.pid);
     expect(workers).toHaveLength(2);
+    // Each worker runs with its young generation bounded (WORKER_SEMI_SPACE_MB): thousands of connections, little short-lived garbage.
+    for (const pid of workers) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain(`--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`);
 
     const org = await createOrg(url);
     const stats = emptyRoamStats();
@@ -138,4 +141,12 @@ describe.runIf(PG !== '')('--workers 2 on one PostgreSQL', () => {
     expect(end.at(-1)).toMatchObject({ type: 'error', value: { code: 'unavailable' } });
     for (const pid of workers) expect(isGone(pid), `worker ${pid} is gone`).toBe(true);
   }, 60_000);
+});
+
+describe('workers\' V8 flags', () => {
+  it('bound the young generation, unless the primary was given its own bound (argv or NODE_OPTIONS)', () => {
+    expect(workerExecArgv(['--expose-gc'], undefined)).toEqual(['--expose-gc', `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`]);
+    expect(workerExecArgv(['--max-semi-space-size=32'], undefined)).toEqual(['--max-semi-space-size=32']);
+    expect(workerExecArgv([], '--enable-source-maps --max_semi_space_size=8')).toEqual([]);
+  });
 });
