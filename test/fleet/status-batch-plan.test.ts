@@ -44,6 +44,7 @@ async function planOf(db: Database, batch: StatusBatch): Promise<PlanNode> {
 describe.each(backends())('a status batch is one pass over its reports ($name)', ({ name, available }) => {
   let db: Database;
   let batch: StatusBatch;
+  let replace: (rev: number) => Promise<void>;
   beforeAll(async () => {
     if (!available) return;
     db = name === 'pglite' ? await openPglite(undefined) : await openPostgres(await createDatabase(pgAdminUrl()));
@@ -61,6 +62,9 @@ describe.each(backends())('a status batch is one pass over its reports ($name)',
     // Every device has a stored status already: the batch replaces them all.
     await writeStatusBatch(db, { replicaId: 'r', statuses: ids.map((id) => ({ deviceId: id, orgId: org, via: 'tunnel', input: status(1) })), connected: ids, disconnected: [] });
     batch = { replicaId: 'r', statuses: ids.map((id) => ({ deviceId: id, orgId: org, via: 'tunnel', input: status(2) })), connected: [], disconnected: ids.slice(0, 10) };
+    replace = async (rev) => {
+      await writeStatusBatch(db, { replicaId: 'r', statuses: ids.map((id) => ({ deviceId: id, orgId: org, via: 'tunnel', input: status(rev) })), connected: [], disconnected: [] });
+    };
   });
   afterAll(async () => {
     await db?.close();
@@ -75,5 +79,22 @@ describe.each(backends())('a status batch is one pass over its reports ($name)',
     expect(rescans.map((n) => `${n['Node Type']} × ${n['Actual Loops']}`)).toEqual([]);
     expect(loops).toBeLessThanOrEqual(DEVICES);
     expect(plan['Actual Rows']).toBe(DEVICES);
+  });
+
+  it.runIf(available)('replacing the statuses adds no index entries: the updates are HOT (device_status pages are half full)', async () => {
+    const [table] = await db.query<{ options: string[] | null }>(`SELECT reloptions AS options FROM pg_class WHERE relname = 'device_status'`);
+    expect(table?.options).toContain('fillfactor=50');
+    const hot = async (): Promise<{ hot: number; all: number }> => {
+      // This session's counts reach the statistics views once flushed.
+      await db.query('SELECT pg_stat_force_next_flush()');
+      const [row] = await db.query<{ hot: number; all: number }>(`SELECT n_tup_hot_upd::int AS hot, n_tup_upd::int AS "all" FROM pg_stat_user_tables WHERE relname = 'device_status'`);
+      return row ?? { hot: 0, all: 0 };
+    };
+    const before = await hot();
+    await replace(3);
+    await replace(4);
+    const after = await hot();
+    expect(after.all - before.all).toBe(2 * DEVICES);
+    expect(after.hot - before.hot).toBe(2 * DEVICES);
   });
 });
