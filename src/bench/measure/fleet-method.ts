@@ -30,9 +30,11 @@ export function fleetMethod(idleSeconds: number): string[] {
       'agent connected), convergence polls × their cost, fill/catch-up/convergence-stream queries, and the idle background rate.',
     `(d): ${idleSeconds} s with N agents connected and nothing changing: INSERT/UPDATE/DELETE statements (fleetplane_db_queries_total; ` +
       'the label is a statement\'s first keyword, or the first INSERT/UPDATE/DELETE of its CTEs, see src/server/db/instrumented.ts) and server CPU (/proc).',
-    '(e): the server\'s resident memory (whole process tree) with N agents connected (after the all-at-once join) minus before any agent ' +
-      'connected (after seeding and a full GC), / N; also after a full GC (SIGUSR2 → gc(), sent to the Node.js processes only). The verdict ' +
-      'uses PSS (/proc/<pid>/smaps_rollup: a page shared by several processes of the tree counts once in all); summed VmRSS is shown too.',
+    '(e): the server\'s resident memory (whole process tree) with N agents connected, read after (d)\'s idle window with no forced GC ' +
+      'before it (steady state: the agents joined all at once, then sat connected), minus before any agent connected (read the same way: ' +
+      'after seeding, an idle window as long, no forced GC), / N; also after a full GC (SIGUSR2 → gc(), sent to the Node.js processes only), and as read just after the join (the herd\'s ' +
+      'garbage not yet collected). The verdict uses the steady PSS (/proc/<pid>/smaps_rollup: a page shared by several processes of the tree ' +
+      'counts once in all); summed VmRSS is shown too.',
     'targets are stated for 10,000 agents; at other N they are shown for orientation. 10,000 agents hold 20,000+ sockets on the server, ' +
       'over one process\'s 20,000 open files: the server runs serve --workers. On the embedded storage the server\'s process tree ' +
       'includes its PostgreSQL, so its CPU and RSS count the database too.',

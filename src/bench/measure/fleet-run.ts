@@ -19,6 +19,7 @@ import { captureListBody } from './list-body.js';
 import { memoryFigures, type MemoryFigures } from './raw-floor-run.js';
 import { measureRestart, resumeTimeoutMs, type RestartFigures } from './restart-run.js';
 import { pssFigures, serverRss, type PssFigures } from './server-rss.js';
+import { treeMemory } from './tree-memory.js';
 import { measureStatementBaseline, type StatementBaseline } from './statement-baseline.js';
 import { awaitOnline, type OnlineWait } from './online-wait.js';
 import { probeTunnels, type TunnelProbe } from './tunnel-probe.js';
@@ -51,9 +52,12 @@ export interface FleetRunFigures {
   onlineAfterJoin?: OnlineWait;
   /** `ping` requests through a few agents' tunnels. */
   rpc?: TunnelProbe;
+  /** (e): with N agents connected, read after (d)'s idle window (steady state), then after a full GC. */
   memory?: MemoryFigures;
   /** (e) from PSS: the tree's memory with shared pages counted once. */
   memoryPss?: PssFigures;
+  /** PSS per agent read just after the all-at-once join (no GC): what a herd leaves behind until the heaps settle. */
+  pssPerAgentAfterJoin?: number;
   idle?: IdleFigures;
   convergence?: string;
   tunnel?: ChangeLoopResult;
@@ -123,7 +127,12 @@ export async function fleetRun(o: {
     fig.listBytesPerAgent = list.bodyBytes;
     fig.listLines = list.lines;
     const head = await api.headRevision(seed.org);
-    const rssBefore = await serverRss(server, true, o.signal);
+    // The baseline settles as long as the loaded reading does ((d)'s idle window), with no forced GC before either:
+    // V8 shrinks an idle heap by itself (its young generation from 32 MiB to 1), and a baseline taken at
+    // the seeding's peak would make the agents look cheaper than they are.
+    log.info({ seconds: o.idleSeconds }, 'settling before the memory baseline');
+    await sleep(o.idleSeconds * 1000, o.signal);
+    const rssBefore = await serverRss(server, false, o.signal);
 
     const agents = await AgentPool.start(seed.identities, o.socketsPerWorker);
     pool = agents;
@@ -154,10 +163,12 @@ export async function fleetRun(o: {
     fig.joinAck = await ackCatchUp(pool, fleetTarget.ack === 'put' ? 'put' : 'tunnel', head, ackTimeoutMs(n));
     fig.onlineAfterJoin = await awaitOnline(api, seed.org, n, ONLINE_TIMEOUT_MS);
     fig.rpc = await probeTunnels(api, seed.org, seed.identities, head);
+    fig.pssPerAgentAfterJoin = (treeMemory(server.current.pid).pssBytes - rssBefore.pssBytes) / n;
+    fig.idle = await measureIdle({ server, api, pg: o.pg, pool, seconds: o.idleSeconds, signal: o.signal });
+    // Read after the idle window and before any forced GC: what N connected agents cost once the join's garbage is the heaps' own business.
     const rssAfter = await serverRss(server, false, o.signal);
     fig.memory = memoryFigures(n, rssBefore, rssAfter);
     fig.memoryPss = pssFigures(n, rssBefore, rssAfter);
-    fig.idle = await measureIdle({ server, api, pg: o.pg, pool, seconds: o.idleSeconds, signal: o.signal });
     const backgroundPerSecond = fig.idle.statementsPerMinute / 60;
 
     follower = await ConvergenceFollower.start(api, server.url, seed.org, BENCH_ADMIN_TOKEN);

@@ -143,7 +143,7 @@ function memoryCheck(run: FleetRunFigures): Check {
   return {
     figure,
     measured: p
-      ? `${fmtBytes(p.perAgent)} PSS (after GC ${fmtBytes(p.perAgentAfterGc)}); ${rssSum}; tree PSS ${fmtBytes(p.idleBytes)} → ${fmtBytes(p.heldBytes)}`
+      ? `${fmtBytes(p.perAgent)} PSS after the idle window (after GC ${fmtBytes(p.perAgentAfterGc)}); just after the join ${fmtBytes(run.pssPerAgentAfterJoin ?? Number.NaN)} PSS; ${rssSum}; tree PSS ${fmtBytes(p.idleBytes)} → ${fmtBytes(p.heldBytes)}`
       : `${rssSum}; RSS ${fmtBytes(m.rssIdleBytes)} → ${fmtBytes(m.rssHeldBytes)}`,
     target,
     value,
