@@ -1,7 +1,8 @@
 import cluster, { type Worker } from 'node:cluster';
+import { randomBytes } from 'node:crypto';
 import { migrate, openPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from '../server/db/index.js';
 import { resolveAdminToken } from '../server/store/index.js';
-import { serveClusterMetrics, type Settings } from '../server/index.js';
+import { serveClusterAgentRegistry, serveClusterMetrics, type Settings } from '../server/index.js';
 import { cliLogger } from './cli-logger.js';
 import { fullJitterDelay } from '../util/backoff.js';
 
@@ -49,6 +50,24 @@ export function workerExecArgv(execArgv: readonly string[], nodeOptions: string 
   return set ? [...execArgv] : [...execArgv, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`];
 }
 
+/**
+ * Without Redis the workers find each other's agents through the primary
+ * (serveClusterAgentRegistry) and forward requests to each other like
+ * replicas do, over their private listeners. Unless --private-port is set,
+ * each worker gets one on loopback (an ephemeral port) with a secret made
+ * for this run: the workers are on one machine, and nothing else may call
+ * them. With --redis-url the registry spans machines, so the private
+ * listener is the operator's to configure.
+ */
+export function privateListenerEnv(settings: Pick<Settings, 'redisUrl' | 'privatePort' | 'privateSecret'>): Record<string, string> {
+  if (settings.redisUrl || settings.privatePort !== undefined) return {};
+  return {
+    FLEETPLANE_PRIVATE_PORT: '0',
+    FLEETPLANE_PRIVATE_HOST: '127.0.0.1',
+    ...(settings.privateSecret ? {} : { FLEETPLANE_PRIVATE_SECRET: randomBytes(32).toString('base64url') }),
+  };
+}
+
 const RESTART_BASE_MS = 500;
 const RESTART_CAP_MS = 30_000;
 
@@ -81,10 +100,14 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
 
   cluster.setupPrimary({ args: ['serve', ...argv], execArgv: workerExecArgv(process.execArgv, process.env['NODE_OPTIONS']) });
   // Flags win over the environment, and the primary's argv has no --database-url on the embedded storage.
-  const workerEnv = embedded ? { DATABASE_URL: embedded.url } : {};
+  const workerEnv: Record<string, string> = { ...(embedded ? { DATABASE_URL: embedded.url } : {}), ...privateListenerEnv(settings) };
   const stopMetrics = serveClusterMetrics(logger);
+  const stopRegistry = settings.redisUrl ? () => undefined : serveClusterAgentRegistry(logger);
   let stopping = false;
   let printed = false;
+  // The line says the server is listening: only once every worker takes connections, since the
+  // primary hands new connections only to workers that listen and a client would otherwise see one.
+  const listening = new Set<number>();
   let restarts = 0;
   // Counted here, not from cluster.workers: a worker leaves that map only once both its process
   // exited and its IPC channel closed, in either order, so it may still be there at 'exit'.
@@ -94,6 +117,8 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
     running.add(w);
     w.on('message', (m: unknown) => {
       if (!isWorkerReady(m) || printed) return;
+      listening.add(w.id);
+      if (listening.size < settings.workers) return;
       printed = true;
       process.stdout.write(
         [
@@ -111,6 +136,7 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
   return new Promise<number>((resolve) => {
     const finish = (): void => {
       stopMetrics();
+      stopRegistry();
       // The database goes last: draining workers still write their final statuses.
       void (embedded ? embedded.stop() : Promise.resolve()).then(
         () => resolve(exitCode),
@@ -122,6 +148,7 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
     };
     cluster.on('exit', (worker, code, signal) => {
       running.delete(worker);
+      listening.delete(worker.id);
       if (stopping) {
         if (running.size === 0) finish();
         return;

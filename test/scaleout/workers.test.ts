@@ -12,7 +12,25 @@ import { createOrg, headRevision, listReplicaRows } from './support/rest.js';
 import { delay, emptyRoamStats, eventually, serverState } from './support/roaming.js';
 import { SpreadWriter } from './support/spread-writer.js';
 import { prng } from '../server/fixtures.js';
-import { WORKER_SEMI_SPACE_MB, workerExecArgv } from '../../src/cli/workers.js';
+import { WORKER_SEMI_SPACE_MB, privateListenerEnv, workerExecArgv } from '../../src/cli/workers.js';
+import { request } from 'node:http';
+import { HEADERS, paths } from '../../src/protocol/index.js';
+import { Fleet, startAgent } from '../gateway/support.js';
+
+/** A POST on a connection of its own (no keep-alive pool), so the cluster's primary picks a worker for it. */
+function postOnFreshConnection(base: string, path: string, token: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, base), { method: 'POST', agent: false, headers: { [HEADERS.authorization]: `Bearer ${token}`, [HEADERS.contentType]: 'application/json' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end('{}');
+  });
+}
 
 const PG = inject('pgAdminUrl');
 const SEED = Number(process.env['SCALEOUT_SEED'] ?? Date.now() % 1_000_000);
@@ -74,6 +92,34 @@ describe.runIf(PG !== '')('--workers 2 on one PostgreSQL', () => {
   afterAll(async () => {
     await killAllProcesses();
   });
+
+  it('a request through either worker reaches an agent whose tunnel the other worker holds (no Redis)', async () => {
+    const p = primary;
+    if (!p) throw new Error('not started');
+    await eventually(async () => (await listReplicaRows(p.url)).length === 2, 'both workers are registered replicas');
+    const fleet = await Fleet.create(p.url, ADMIN_TOKEN);
+    const device = await fleet.enroll();
+    const agent = startAgent(p.url, device.token);
+    try {
+      await agent.client.whenConnected();
+      // Each request on a connection of its own: the primary hands connections to the workers in
+      // turn, so some land on the worker without the tunnel. Without the primary's directory they
+      // wait for the agent there and end in 504 agent_not_connected.
+      const answers: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        const a = await postOnFreshConnection(p.url, paths.deviceRpc(fleet.org, device.id, 'ping') + '?wait=2', ADMIN_TOKEN);
+        answers.push(a.status);
+        expect(a.status, a.body).toBe(200);
+        expect(JSON.parse(a.body)).toEqual({ pong: true, revision: 7 });
+      }
+      const routed = await scrape(p.url);
+      expect(routed.value('fleetplane_agent_rpc_requests_total', { route: 'forwarded' }), 'requests forwarded from one worker to the other').toBeGreaterThan(0);
+      expect(routed.value('fleetplane_agent_rpc_requests_total', { route: 'local' }), 'requests served by the worker holding the tunnel').toBeGreaterThan(0);
+      expect(answers).toEqual(Array(8).fill(200));
+    } finally {
+      await agent.stop();
+    }
+  }, 60_000);
 
   it(`a watcher and writers through the one port see every change; SIGTERM exits 0 and leaves no worker (seed ${SEED})`, async () => {
     const p = primary;
@@ -141,6 +187,18 @@ describe.runIf(PG !== '')('--workers 2 on one PostgreSQL', () => {
     expect(end.at(-1)).toMatchObject({ type: 'error', value: { code: 'unavailable' } });
     for (const pid of workers) expect(isGone(pid), `worker ${pid} is gone`).toBe(true);
   }, 60_000);
+});
+
+describe('workers\' private listeners', () => {
+  it('are on loopback with a secret of the run, unless Redis spans machines or the operator set --private-port', () => {
+    const env = privateListenerEnv({ redisUrl: undefined, privatePort: undefined, privateSecret: undefined });
+    expect(env).toMatchObject({ FLEETPLANE_PRIVATE_PORT: '0', FLEETPLANE_PRIVATE_HOST: '127.0.0.1' });
+    expect(env['FLEETPLANE_PRIVATE_SECRET']?.length).toBeGreaterThanOrEqual(32);
+    expect(privateListenerEnv({ redisUrl: undefined, privatePort: undefined, privateSecret: undefined })['FLEETPLANE_PRIVATE_SECRET']).not.toBe(env['FLEETPLANE_PRIVATE_SECRET']);
+    expect(privateListenerEnv({ redisUrl: undefined, privatePort: undefined, privateSecret: 'given' })).not.toHaveProperty('FLEETPLANE_PRIVATE_SECRET');
+    expect(privateListenerEnv({ redisUrl: 'redis://127.0.0.1:6379', privatePort: undefined, privateSecret: undefined })).toEqual({});
+    expect(privateListenerEnv({ redisUrl: undefined, privatePort: 7001, privateSecret: 's' })).toEqual({});
+  });
 });
 
 describe('workers\' V8 flags', () => {

@@ -24,6 +24,7 @@ import { PrivateListener } from './private-listener.js';
 import type { ConnectionLimiter } from '../http/connection-limits.js';
 import { privateKey } from '../access/index.js';
 import { RedisAgentRegistry } from './redis-agent-registry.js';
+import { ClusterAgentRegistry } from './cluster-agent-registry.js';
 import { rpcRoutes } from './rpc-route.js';
 import { RpcRouter } from './rpc-router.js';
 import { ServerTunnel, type ServerTunnelShared } from './server-tunnel.js';
@@ -149,7 +150,9 @@ export class AgentGateway {
           onRead,
           logger: logger.child({ component: 'agent-registry' }),
         })
-      : new MemoryAgentRegistry(this.replicaId, connected, onRead);
+      : cluster.isWorker && settings.workers > 1
+        ? new ClusterAgentRegistry({ replicaId: this.replicaId, connected, onRead, logger: logger.child({ component: 'agent-registry' }) })
+        : new MemoryAgentRegistry(this.replicaId, connected, onRead);
     this.waiters = new AgentWaiters({
       replicaId: this.replicaId,
       bus: options.bus,

@@ -1,0 +1,200 @@
+/**
+ * The agent registry of `serve --workers N` without Redis: the primary
+ * process keeps which worker holds a tunnel to which device, and the
+ * workers ask it over the cluster's IPC channel. Every worker is a replica
+ * of its own (own id, own loopback private listener), so a request landing
+ * on one worker reaches an agent whose tunnel another worker holds, as
+ * between replicas with `--redis-url`.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from 'pino';
+import type { AgentRegistry } from './agent-registry.js';
+
+const TYPE = 'fleetplane:agent-registry';
+/** Past this many requests waiting for the primary, lookups fail (503) and syncs stop waiting for their reply. */
+const MAX_IN_FLIGHT = 65_536;
+/** A primary busy for this long (the embedded PostgreSQL runs in it) is treated as not answering. */
+const REPLY_TIMEOUT_MS = 10_000;
+
+type Request =
+  | { type: typeof TYPE; op: 'set'; seq: number; replica: string; device: string; held: boolean }
+  | { type: typeof TYPE; op: 'lookup'; seq: number; device: string }
+  | { type: typeof TYPE; op: 'clear'; seq: number; replica: string };
+
+interface Reply {
+  type: typeof TYPE;
+  op: 'done';
+  seq: number;
+  replicas?: string[];
+}
+
+function isRequest(m: unknown): m is Request {
+  if (typeof m !== 'object' || m === null) return false;
+  const r = m as { type?: unknown; op?: unknown; seq?: unknown };
+  return r.type === TYPE && typeof r.seq === 'number' && (r.op === 'set' || r.op === 'lookup' || r.op === 'clear');
+}
+
+function isReply(m: unknown): m is Reply {
+  if (typeof m !== 'object' || m === null) return false;
+  const r = m as { type?: unknown; op?: unknown; seq?: unknown };
+  return r.type === TYPE && r.op === 'done' && typeof r.seq === 'number';
+}
+
+/** The primary did not answer, or the worker is no longer connected to it. */
+export class ClusterRegistryError extends Error {
+  override readonly name = 'ClusterRegistryError';
+}
+
+/**
+ * In the primary: the directory the workers' registries read and write.
+ * A device maps to the replica ids holding a tunnel to it (one string in
+ * the common case of one, to keep the primary's share of a 10,000-agent
+ * fleet small). A worker that exits loses its entries at once, so a dead
+ * worker is never offered. Returns a function that stops answering.
+ */
+export function serveClusterAgentRegistry(logger: Logger): () => void {
+  const holders = new Map<string, string | string[]>();
+  const replicaOf = new Map<Worker, string>();
+  const remove = (device: string, replica: string): void => {
+    const h = holders.get(device);
+    if (h === undefined) return;
+    if (typeof h === 'string') {
+      if (h === replica) holders.delete(device);
+      return;
+    }
+    const rest = h.filter((r) => r !== replica);
+    if (rest.length === h.length) return;
+    if (rest.length === 1 && rest[0] !== undefined) holders.set(device, rest[0]);
+    else holders.set(device, rest);
+  };
+  const add = (device: string, replica: string): void => {
+    const h = holders.get(device);
+    if (h === undefined) holders.set(device, replica);
+    else if (typeof h === 'string') {
+      if (h !== replica) holders.set(device, [h, replica]);
+    } else if (!h.includes(replica)) h.push(replica);
+  };
+  const clear = (replica: string): void => {
+    for (const [device, h] of holders) if (h === replica || (typeof h !== 'string' && h.includes(replica))) remove(device, replica);
+  };
+  const onMessage = (worker: Worker, m: unknown): void => {
+    if (!isRequest(m)) return;
+    const reply: Reply = { type: TYPE, op: 'done', seq: m.seq };
+    if (m.op === 'set') {
+      replicaOf.set(worker, m.replica);
+      if (m.held) add(m.device, m.replica);
+      else remove(m.device, m.replica);
+    } else if (m.op === 'clear') clear(m.replica);
+    else {
+      const h = holders.get(m.device);
+      reply.replicas = h === undefined ? [] : typeof h === 'string' ? [h] : [...h];
+    }
+    if (worker.isConnected()) worker.send(reply);
+  };
+  const onExit = (worker: Worker): void => {
+    const replica = replicaOf.get(worker);
+    replicaOf.delete(worker);
+    if (replica === undefined) return;
+    clear(replica);
+    logger.info({ replica, pid: worker.process.pid }, 'worker gone: its agent tunnels are no longer offered');
+  };
+  cluster.on('message', onMessage);
+  cluster.on('exit', onExit);
+  return () => {
+    cluster.off('message', onMessage);
+    cluster.off('exit', onExit);
+  };
+}
+
+export interface ClusterAgentRegistryOptions {
+  replicaId: string;
+  connected: (deviceId: string) => boolean;
+  onRead?: () => void;
+  logger: Logger;
+}
+
+interface Waiting {
+  resolve: (replicas: string[]) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * In a worker: the AgentRegistry contract over the primary's directory.
+ * The IPC channel delivers a worker's messages in order, so the last `sync`
+ * for a device wins without per-device serialization here; `sync` resolves
+ * once the primary has applied it, so the `agent:<device>` signal sent after
+ * it finds the entry.
+ */
+export class ClusterAgentRegistry implements AgentRegistry {
+  readonly #waiting = new Map<number, Waiting>();
+  #seq = 0;
+  #reads = 0;
+  readonly #onMessage = (m: unknown): void => {
+    if (!isReply(m)) return;
+    const w = this.#waiting.get(m.seq);
+    if (!w) return;
+    this.#waiting.delete(m.seq);
+    clearTimeout(w.timer);
+    w.resolve(m.replicas ?? []);
+  };
+
+  constructor(private readonly options: ClusterAgentRegistryOptions) {}
+
+  get reads(): number {
+    return this.#reads;
+  }
+
+  async start(): Promise<void> {
+    process.on('message', this.#onMessage);
+  }
+
+  async lookup(deviceId: string): Promise<string[]> {
+    this.#reads++;
+    this.options.onRead?.();
+    return this.#ask({ type: TYPE, op: 'lookup', seq: ++this.#seq, device: deviceId }, true);
+  }
+
+  async sync(deviceId: string): Promise<void> {
+    const held = this.options.connected(deviceId);
+    try {
+      await this.#ask({ type: TYPE, op: 'set', seq: ++this.#seq, replica: this.options.replicaId, device: deviceId, held }, false);
+    } catch (err) {
+      // The primary is gone or stuck: the whole server is going down with it, nothing to repair.
+      this.options.logger.warn({ err, device: deviceId, held }, 'the agent registry entry could not be confirmed by the primary');
+    }
+  }
+
+  async stop(): Promise<void> {
+    try {
+      await this.#ask({ type: TYPE, op: 'clear', seq: ++this.#seq, replica: this.options.replicaId }, false);
+    } catch (err) {
+      this.options.logger.warn({ err }, 'the primary did not confirm removing this worker’s agent registry entries (it drops them when the worker exits)');
+    }
+    process.off('message', this.#onMessage);
+    for (const [seq, w] of this.#waiting) {
+      this.#waiting.delete(seq);
+      clearTimeout(w.timer);
+      w.reject(new ClusterRegistryError('the worker is stopping'));
+    }
+  }
+
+  /** Sends `request`; waits for its reply unless too many are waiting and `mustWait` is false. */
+  #ask(request: Request, mustWait: boolean): Promise<string[]> {
+    if (!process.send || !process.connected) return Promise.reject(new ClusterRegistryError('not connected to the primary process'));
+    if (this.#waiting.size >= MAX_IN_FLIGHT) {
+      if (mustWait) return Promise.reject(new ClusterRegistryError(`${MAX_IN_FLIGHT} agent registry requests are already waiting for the primary`));
+      process.send(request);
+      return Promise.resolve([]);
+    }
+    return new Promise<string[]>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiting.delete(request.seq);
+        reject(new ClusterRegistryError(`the primary did not answer within ${REPLY_TIMEOUT_MS} ms`));
+      }, REPLY_TIMEOUT_MS);
+      timer.unref();
+      this.#waiting.set(request.seq, { resolve, reject, timer });
+      process.send?.(request);
+    });
+  }
+}
