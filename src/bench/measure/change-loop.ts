@@ -32,10 +32,11 @@ export interface ChangeFigures {
   statements: number;
   writeStatements: number;
   /**
-   * Estimate of the statements the ACKs cost: all statements in the window,
-   * minus the write's own (baseline), convergence polls × their cost,
-   * tail-cache fills, watch catch-up and convergence-stream reads, and the
-   * idle background rate × the window's length.
+   * The statements the ACKs cost: the window's INSERT/UPDATE/DELETE
+   * statements (a status batch is one, reads included), minus the change's
+   * own (baseline) and the idle write rate × the window's length. Reads
+   * the ACKs set off for the convergence view are not ACK statements: they
+   * are in `statements`.
    */
   ackStatements: number;
   polls: number;
@@ -80,8 +81,8 @@ export async function changeLoop(o: {
   org: string;
   groupId: string;
   baseline: StatementBaseline;
-  /** Statements per second with nothing happening (from the idle phase), subtracted per window. */
-  backgroundPerSecond: number;
+  /** Write statements per second with nothing happening (from the idle phase), subtracted per window. */
+  backgroundWritesPerSecond: number;
   ackTimeoutMs: number;
   signal: AbortSignal;
 }): Promise<ChangeLoopResult> {
@@ -113,7 +114,7 @@ export async function changeLoop(o: {
     const missingReceived = received.filter((t) => Number.isNaN(t)).length;
     const missingAcked = ackTimes.filter((t) => Number.isNaN(t)).length;
     const total = totalStatements(d.statements);
-    const other = (Number.isNaN(d.watchQueries) ? 0 : d.watchQueries) + (Number.isNaN(d.convergenceQueries) ? 0 : d.convergenceQueries);
+    const writes = writeStatements(d.statements);
     changes.push({
       revision: w.revision,
       writeMs: w.doneAt - w.sentAt,
@@ -127,8 +128,8 @@ export async function changeLoop(o: {
       cpuSeconds: d.cpuSeconds,
       databaseCpuSeconds: d.databaseCpuSeconds,
       statements: total,
-      writeStatements: writeStatements(d.statements),
-      ackStatements: total - o.baseline.perWriteTotal - polls * o.baseline.perPoll - other - o.backgroundPerSecond * d.seconds,
+      writeStatements: writes,
+      ackStatements: writes - writeStatements(o.baseline.perWrite) - o.backgroundWritesPerSecond * d.seconds,
       polls,
       statusBatches: d.statusBatches,
       statementDetail: describeStatements(d.statements),

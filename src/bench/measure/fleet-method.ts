@@ -26,8 +26,8 @@ export function fleetMethod(idleSeconds: number): string[] {
       `agent's ACK is confirmed, and GET .../convergence reports at_head = N at that revision (the ?watch=true stream when served, else ` +
       `a poll every ${POLL_INTERVAL_MS} ms, admin token). All times from sending the PATCH. CPU: the server's process tree from /proc/<pid>/stat ` +
       '(10 ms ticks), between the PATCH and the last wait; it includes the PATCH and following the convergence. Statements: deltas of ' +
-      'fleetplane_db_queries_total by statement label over the same window; "for the ACKs" subtracts the write alone (measured before any ' +
-      'agent connected), convergence polls × their cost, fill/catch-up/convergence-stream queries, and the idle background rate.',
+      'fleetplane_db_queries_total by statement label over the same window; "for the ACKs" is the INSERT/UPDATE/DELETE statements (a ' +
+      "status batch is one) minus the write's own (measured alone before any agent connected) and the idle write rate × the window.",
     `(d): ${idleSeconds} s with N agents connected and nothing changing: INSERT/UPDATE/DELETE statements (fleetplane_db_queries_total; ` +
       'the label is a statement\'s first keyword, or the first INSERT/UPDATE/DELETE of its CTEs, see src/server/db/instrumented.ts) and server CPU (/proc).',
     '(e): the server\'s resident memory (whole process tree) with N agents connected, read after (d)\'s idle window with no forced GC ' +

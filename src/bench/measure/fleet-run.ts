@@ -169,11 +169,11 @@ export async function fleetRun(o: {
     const rssAfter = await serverRss(server, false, o.signal);
     fig.memory = memoryFigures(n, rssBefore, rssAfter);
     fig.memoryPss = pssFigures(n, rssBefore, rssAfter);
-    const backgroundPerSecond = fig.idle.statementsPerMinute / 60;
+    const backgroundWritesPerSecond = fig.idle.writeStatementsPerMinute / 60;
 
     follower = await ConvergenceFollower.start(api, server.url, seed.org, BENCH_ADMIN_TOKEN);
     fig.convergence = follower.how;
-    const loop = { server, api, pg: o.pg, pool, follower, org: seed.org, groupId: seed.groupId, baseline: fig.baseline, backgroundPerSecond, signal: o.signal };
+    const loop = { server, api, pg: o.pg, pool, follower, org: seed.org, groupId: seed.groupId, baseline: fig.baseline, backgroundWritesPerSecond, signal: o.signal };
     for (const [i, ack] of o.acks.entries()) {
       if (i > 0) {
         await pool.setAck(ack);

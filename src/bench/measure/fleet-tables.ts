@@ -35,7 +35,7 @@ export function changeTable(runs: readonly FleetRunFigures[]): Table {
     if (r.storage === 'postgresql') both('PostgreSQL CPU per change', (l) => loopCell(l, (c) => c.databaseCpuSeconds, seconds));
     both('statements per change (all)', (l) => loopCell(l, (c) => c.statements));
     both('  of which INSERT/UPDATE/DELETE', (l) => loopCell(l, (c) => c.writeStatements));
-    both('  for the ACKs (estimate)', (l) => loopCell(l, (c) => c.ackStatements));
+    both('  for the ACKs (writes beyond the change\'s own)', (l) => loopCell(l, (c) => c.ackStatements));
     both('  by label, change 1', (l) => l?.changes[0]?.statementDetail ?? 'not measured');
     both('status batches per change', (l) => loopCell(l, (c) => c.statusBatches));
     both('convergence polls per change', (l) => loopCell(l, (c) => c.polls));
