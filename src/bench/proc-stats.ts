@@ -8,6 +8,8 @@ export interface ProcStats {
   pids: number[];
   /** Those of `pids` running this Node.js binary (the server and its workers, not an embedded PostgreSQL). */
   nodePids: number[];
+  /** CPU of `nodePids` alone: the rest of `cpuSeconds` is an embedded PostgreSQL's. */
+  nodeCpuSeconds: number;
 }
 
 let ticks: number | undefined;
@@ -84,11 +86,15 @@ function descendants(root: number): number[] {
 /** Sums CPU (user + system) and RSS over `pid` and its descendants. Resolution: one clock tick (usually 10 ms). */
 export function procTreeStats(pid: number): ProcStats {
   const pids = descendants(pid);
+  const nodePids = pids.filter(runsNode);
   let cpuTicks = 0;
+  let nodeCpuTicks = 0;
   let rssBytes = 0;
   for (const p of pids) {
-    cpuTicks += readStat(p)?.cpuTicks ?? 0;
+    const ticks = readStat(p)?.cpuTicks ?? 0;
+    cpuTicks += ticks;
+    if (nodePids.includes(p)) nodeCpuTicks += ticks;
     rssBytes += readRss(p);
   }
-  return { cpuSeconds: cpuTicks / clockTicks(), rssBytes, pids, nodePids: pids.filter(runsNode) };
+  return { cpuSeconds: cpuTicks / clockTicks(), rssBytes, pids, nodePids, nodeCpuSeconds: nodeCpuTicks / clockTicks() };
 }

@@ -11,7 +11,11 @@ export interface ServerSample {
   at: number;
   /** CPU (user + system) of the server's process tree, from /proc/<pid>/stat (10 ms ticks). */
   cpuSeconds: number;
-  /** CPU of the separate PostgreSQL cluster (postmaster and backends); NaN on the embedded storage, whose PostgreSQL is in the server's process tree. */
+  /**
+   * CPU of PostgreSQL (postmaster and backends): the separate cluster's, or
+   * on the embedded storage the part of `cpuSeconds` that isn't Node.js (its
+   * PostgreSQL runs in the server's process tree).
+   */
   databaseCpuSeconds: number;
   statements: StatementCounts;
   /** `fleetplane_status_batches_total` (NaN until the server has the status batcher). */
@@ -44,9 +48,10 @@ export interface ServerDelta {
  */
 export async function sampleServer(server: RestartableServer, api: FleetApi, pg: BenchPostgres | undefined): Promise<ServerSample> {
   const at = nowMs();
-  const cpuSeconds = server.current.procStats().cpuSeconds;
+  const tree = server.current.procStats();
+  const cpuSeconds = tree.cpuSeconds;
   const pgPid = pg?.pid();
-  const databaseCpuSeconds = pgPid !== undefined ? procTreeStats(pgPid).cpuSeconds : Number.NaN;
+  const databaseCpuSeconds = pgPid !== undefined ? procTreeStats(pgPid).cpuSeconds : tree.cpuSeconds - tree.nodeCpuSeconds;
   const text = await api.metricsText();
   return {
     at,

@@ -33,6 +33,7 @@ export function changeTable(runs: readonly FleetRunFigures[]): Table {
     both('  best at_head seen', (l) => loopCell(l, (c) => c.bestAtHead, count));
     both('server CPU per change', (l) => loopCell(l, (c) => c.cpuSeconds, seconds));
     if (r.storage === 'postgresql') both('PostgreSQL CPU per change', (l) => loopCell(l, (c) => c.databaseCpuSeconds, seconds));
+    else both('  of which its embedded PostgreSQL', (l) => loopCell(l, (c) => c.databaseCpuSeconds, seconds));
     both('statements per change (all)', (l) => loopCell(l, (c) => c.statements));
     both('  of which INSERT/UPDATE/DELETE', (l) => loopCell(l, (c) => c.writeStatements));
     both('  for the ACKs (writes beyond the change\'s own)', (l) => loopCell(l, (c) => c.ackStatements));
@@ -112,7 +113,7 @@ export function detailTable(runs: readonly FleetRunFigures[]): Table {
     if (r.ackSwitch) add(`after switching to ${r.ackSwitch.ack === 'put' ? 'PUT' : 'tunnel frames'}: all ACKed`, catchUp(r.ackSwitch, r.n));
     if (r.idle) {
       add('(d) idle statements by label', `${r.idle.statementDetail} (over ${fmt(r.idle.seconds)} s)`);
-      add('(d) idle server CPU', `${fmt(r.idle.serverCores)} cores${r.storage === 'postgresql' ? `; PostgreSQL ${fmt(r.idle.databaseCores)} cores` : ''}`);
+      add('(d) idle server CPU', `${fmt(r.idle.serverCores)} cores${r.storage === 'postgresql' ? `; PostgreSQL ${fmt(r.idle.databaseCores)} cores` : `, of which its embedded PostgreSQL ${fmt(r.idle.databaseCores)}`}`);
       add('(d) idle: agents connected / reports sent / errors', `${count(r.idle.agentsConnected)} / ${count(r.idle.agentReports)} / ${count(r.idle.errors)}${r.idle.errors > 0 ? `: ${r.idle.errorDetail}` : ''}`);
     }
     if (r.restart) {

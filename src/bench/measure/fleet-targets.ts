@@ -131,6 +131,13 @@ function idleCheck(run: FleetRunFigures): Check {
   };
 }
 
+function growthText(byCommand: Record<string, number>): string {
+  return Object.entries(byCommand)
+    .sort((a, b) => b[1] - a[1])
+    .map(([command, bytes]) => `${command} ${bytes < 0 ? '−' : '+'}${fmtBytes(Math.abs(bytes))}`)
+    .join(', ');
+}
+
 function memoryCheck(run: FleetRunFigures): Check {
   const figure = '(e) server RSS per connected agent';
   const target = `≤ ${fmtBytes(FLEET_TARGETS.rssPerAgentBytes)}`;
@@ -143,7 +150,7 @@ function memoryCheck(run: FleetRunFigures): Check {
   return {
     figure,
     measured: p
-      ? `${fmtBytes(p.perAgent)} PSS after the idle window (after GC ${fmtBytes(p.perAgentAfterGc)}); just after the join ${fmtBytes(run.pssPerAgentAfterJoin ?? Number.NaN)} PSS; ${rssSum}; tree PSS ${fmtBytes(p.idleBytes)} → ${fmtBytes(p.heldBytes)}`
+      ? `${fmtBytes(p.perAgent)} PSS after the idle window (after GC ${fmtBytes(p.perAgentAfterGc)}); just after the join ${fmtBytes(run.pssPerAgentAfterJoin ?? Number.NaN)} PSS; ${rssSum}; tree PSS ${fmtBytes(p.idleBytes)} → ${fmtBytes(p.heldBytes)} (${growthText(p.growthByCommand)})`
       : `${rssSum}; RSS ${fmtBytes(m.rssIdleBytes)} → ${fmtBytes(m.rssHeldBytes)}`,
     target,
     value,

@@ -13,6 +13,19 @@ export interface TreeMemory {
   processes: number;
   /** Command names, e.g. `node`, `postgres` (one per process). */
   commands: string[];
+  /**
+   * `pssBytes` by kind of process: `node`, and an embedded PostgreSQL's
+   * `postgres` (postmaster), `postgres backend` (client sessions) and its
+   * auxiliaries by their process titles (`postgres checkpointer`, …).
+   */
+  pssByCommand: Record<string, number>;
+}
+
+/** A PostgreSQL process's title (`postgres: checkpointer`, `postgres: user db [local] idle`) reduced to its kind. */
+function kindOf(command: string, cmdline: string): string {
+  if (command !== 'postgres' || !cmdline.startsWith('postgres: ')) return command;
+  const title = cmdline.slice('postgres: '.length);
+  return title.includes('[local]') || /\d+\.\d+\.\d+\.\d+\(/.test(title) ? 'postgres backend' : `postgres ${title.split(/\s/)[0] ?? ''}`.trim();
 }
 
 function pss(smapsRollup: string): number {
@@ -34,9 +47,14 @@ export function treeMemory(pid: number): TreeMemory {
   const { pids, rssBytes } = procTreeStats(pid);
   let pssBytes = 0;
   const commands: string[] = [];
+  const pssByCommand: Record<string, number> = {};
   for (const p of pids) {
-    pssBytes += pss(read(`/proc/${p}/smaps_rollup`));
-    commands.push(read(`/proc/${p}/comm`).trim());
+    const bytes = pss(read(`/proc/${p}/smaps_rollup`));
+    const command = read(`/proc/${p}/comm`).trim();
+    pssBytes += bytes;
+    commands.push(command);
+    const kind = kindOf(command, read(`/proc/${p}/cmdline`).replaceAll('\0', ' ').trim());
+    pssByCommand[kind] = (pssByCommand[kind] ?? 0) + bytes;
   }
-  return { rssBytes, pssBytes, processes: pids.length, commands };
+  return { rssBytes, pssBytes, processes: pids.length, commands, pssByCommand };
 }
