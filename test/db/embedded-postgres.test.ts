@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -61,6 +61,19 @@ describe('embedded PostgreSQL', () => {
       const again = await start(dir);
       const settings = `SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS sc, current_setting('full_page_writes') AS fpw`;
       expect(await query(again.url, settings)).toEqual([{ fsync: 'on', sc: 'on', fpw: 'on' }]);
+    },
+    START_TIMEOUT,
+  );
+
+  it(
+    'runs PostgreSQL with a fixed glibc mmap threshold, so a backend gives a large batch\'s memory back',
+    async () => {
+      const dir = freshDir();
+      await start(dir);
+      const [pid] = postgresPids(dir);
+      expect(pid).toBeDefined();
+      const environ = readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0');
+      expect(environ).toContain(`MALLOC_MMAP_THRESHOLD_=${32 * 1024}`);
     },
     START_TIMEOUT,
   );
