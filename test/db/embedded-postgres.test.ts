@@ -66,7 +66,8 @@ describe('embedded PostgreSQL', () => {
   );
 
   it(
-    'runs PostgreSQL with a fixed glibc mmap threshold, so a backend gives a large batch\'s memory back',
+    // What that saves (a backend's memory after a 10,000-row batch) is measured by `npm run bench -- fleet`.
+    'starts PostgreSQL with a fixed glibc mmap threshold (MALLOC_MMAP_THRESHOLD_), not glibc\'s sliding one',
     async () => {
       const dir = freshDir();
       await start(dir);
