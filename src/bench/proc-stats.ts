@@ -86,14 +86,17 @@ function descendants(root: number): number[] {
 /** Sums CPU (user + system) and RSS over `pid` and its descendants. Resolution: one clock tick (usually 10 ms). */
 export function procTreeStats(pid: number): ProcStats {
   const pids = descendants(pid);
-  const nodePids = pids.filter(runsNode);
+  const nodePids: number[] = [];
   let cpuTicks = 0;
   let nodeCpuTicks = 0;
   let rssBytes = 0;
   for (const p of pids) {
     const ticks = readStat(p)?.cpuTicks ?? 0;
     cpuTicks += ticks;
-    if (nodePids.includes(p)) nodeCpuTicks += ticks;
+    if (runsNode(p)) {
+      nodePids.push(p);
+      nodeCpuTicks += ticks;
+    }
     rssBytes += readRss(p);
   }
   return { cpuSeconds: cpuTicks / clockTicks(), rssBytes, pids, nodePids, nodeCpuSeconds: nodeCpuTicks / clockTicks() };

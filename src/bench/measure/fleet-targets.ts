@@ -131,10 +131,10 @@ function idleCheck(run: FleetRunFigures): Check {
   };
 }
 
-function growthText(byCommand: Record<string, number>): string {
-  return Object.entries(byCommand)
+function growthText(byKind: Record<string, number>): string {
+  return Object.entries(byKind)
     .sort((a, b) => b[1] - a[1])
-    .map(([command, bytes]) => `${command} ${bytes < 0 ? '−' : '+'}${fmtBytes(Math.abs(bytes))}`)
+    .map(([kind, bytes]) => `${kind} ${bytes < 0 ? '−' : '+'}${fmtBytes(Math.abs(bytes))}`)
     .join(', ');
 }
 
@@ -150,7 +150,7 @@ function memoryCheck(run: FleetRunFigures): Check {
   return {
     figure,
     measured: p
-      ? `${fmtBytes(p.perAgent)} PSS after the idle window (after GC ${fmtBytes(p.perAgentAfterGc)}); just after the join ${fmtBytes(run.pssPerAgentAfterJoin ?? Number.NaN)} PSS; ${rssSum}; tree PSS ${fmtBytes(p.idleBytes)} → ${fmtBytes(p.heldBytes)} (${growthText(p.growthByCommand)})`
+      ? `${fmtBytes(p.perAgent)} PSS after the idle window (after GC ${fmtBytes(p.perAgentAfterGc)}); just after the join ${fmtBytes(run.pssPerAgentAfterJoin ?? Number.NaN)} PSS; ${rssSum}; tree PSS ${fmtBytes(p.idleBytes)} → ${fmtBytes(p.heldBytes)} (${growthText(p.growthByKind)})`
       : `${rssSum}; RSS ${fmtBytes(m.rssIdleBytes)} → ${fmtBytes(m.rssHeldBytes)}`,
     target,
     value,

@@ -10,8 +10,8 @@ export interface RssReading {
   /** The same two readings as PSS: pages the processes share (an embedded PostgreSQL's shared buffers) counted once. */
   pssBytes: number;
   pssAfterGcBytes: number;
-  /** The first PSS reading by command name (`node`, `postgres`). */
-  pssByCommand: Record<string, number>;
+  /** The first PSS reading by kind of process (TreeMemory.pssByKind). */
+  pssByKind: Record<string, number>;
 }
 
 /**
@@ -25,7 +25,7 @@ export async function serverRss(server: RestartableServer, gcFirst: boolean, sig
   const before = treeMemory(server.current.pid);
   await server.current.collectGarbage();
   const after = treeMemory(server.current.pid);
-  return { rssBytes: before.rssBytes, rssAfterGcBytes: after.rssBytes, pssBytes: before.pssBytes, pssAfterGcBytes: after.pssBytes, pssByCommand: before.pssByCommand };
+  return { rssBytes: before.rssBytes, rssAfterGcBytes: after.rssBytes, pssBytes: before.pssBytes, pssAfterGcBytes: after.pssBytes, pssByKind: before.pssByKind };
 }
 
 /** Server memory per connected agent from PSS readings taken before and after the agents connected. */
@@ -34,8 +34,8 @@ export interface PssFigures {
   heldBytes: number;
   perAgent: number;
   perAgentAfterGc: number;
-  /** Growth (held − idle) by command name, bytes: which processes the agents' memory is in. */
-  growthByCommand: Record<string, number>;
+  /** Growth (held − idle) by kind of process, bytes: which processes the agents' memory is in. */
+  growthByKind: Record<string, number>;
 }
 
 export function pssFigures(n: number, idle: RssReading, held: RssReading): PssFigures {
@@ -44,8 +44,8 @@ export function pssFigures(n: number, idle: RssReading, held: RssReading): PssFi
     heldBytes: held.pssBytes,
     perAgent: n > 0 ? (held.pssBytes - idle.pssBytes) / n : Number.NaN,
     perAgentAfterGc: n > 0 ? (held.pssAfterGcBytes - idle.pssAfterGcBytes) / n : Number.NaN,
-    growthByCommand: Object.fromEntries(
-      [...new Set([...Object.keys(idle.pssByCommand), ...Object.keys(held.pssByCommand)])].map((c) => [c, (held.pssByCommand[c] ?? 0) - (idle.pssByCommand[c] ?? 0)]),
+    growthByKind: Object.fromEntries(
+      [...new Set([...Object.keys(idle.pssByKind), ...Object.keys(held.pssByKind)])].map((k) => [k, (held.pssByKind[k] ?? 0) - (idle.pssByKind[k] ?? 0)]),
     ),
   };
 }

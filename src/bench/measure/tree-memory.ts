@@ -18,14 +18,19 @@ export interface TreeMemory {
    * `postgres` (postmaster), `postgres backend` (client sessions) and its
    * auxiliaries by their process titles (`postgres checkpointer`, …).
    */
-  pssByCommand: Record<string, number>;
+  pssByKind: Record<string, number>;
 }
 
-/** A PostgreSQL process's title (`postgres: checkpointer`, `postgres: user db [local] idle`) reduced to its kind. */
-function kindOf(command: string, cmdline: string): string {
+/**
+ * A process's kind: its command, or for a PostgreSQL child its title reduced
+ * (`postgres: checkpointer` → `postgres checkpointer`; a client session,
+ * `postgres: user db [local] idle`, → `postgres backend`: the embedded
+ * PostgreSQL takes Unix-socket sessions only).
+ */
+export function processKind(command: string, cmdline: string): string {
   if (command !== 'postgres' || !cmdline.startsWith('postgres: ')) return command;
   const title = cmdline.slice('postgres: '.length);
-  return title.includes('[local]') || /\d+\.\d+\.\d+\.\d+\(/.test(title) ? 'postgres backend' : `postgres ${title.split(/\s/)[0] ?? ''}`.trim();
+  return title.includes('[local]') ? 'postgres backend' : `postgres ${title.split(' ')[0] ?? ''}`;
 }
 
 function pss(smapsRollup: string): number {
@@ -47,14 +52,14 @@ export function treeMemory(pid: number): TreeMemory {
   const { pids, rssBytes } = procTreeStats(pid);
   let pssBytes = 0;
   const commands: string[] = [];
-  const pssByCommand: Record<string, number> = {};
+  const pssByKind: Record<string, number> = {};
   for (const p of pids) {
     const bytes = pss(read(`/proc/${p}/smaps_rollup`));
     const command = read(`/proc/${p}/comm`).trim();
     pssBytes += bytes;
     commands.push(command);
-    const kind = kindOf(command, read(`/proc/${p}/cmdline`).replaceAll('\0', ' ').trim());
-    pssByCommand[kind] = (pssByCommand[kind] ?? 0) + bytes;
+    const kind = processKind(command, read(`/proc/${p}/cmdline`).replaceAll('\0', ' ').trim());
+    pssByKind[kind] = (pssByKind[kind] ?? 0) + bytes;
   }
-  return { rssBytes, pssBytes, processes: pids.length, commands, pssByCommand };
+  return { rssBytes, pssBytes, processes: pids.length, commands, pssByKind };
 }
