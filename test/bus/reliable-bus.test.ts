@@ -111,6 +111,31 @@ describe('reliable bus over a lossy in-process transport', () => {
     }
   });
 
+  it('wakes a listener that reconnected before a failed send, once the sender can send again', async () => {
+    const { hub, a, b, close } = hubPair();
+    try {
+      await warm(b);
+      const lost = uniqueName('lost-after-reconnect');
+      const atB = new WakeRecorder(b).watch(lost);
+      // b's listener is back first (its wake-up reads the state before the change below)...
+      b.simulateReconnect();
+      await eventually('wake-all after reconnect', () => atB.count(lost) === 1);
+      // ...then a's change is signalled while a's own connection is still down.
+      const publish = hub.publish.bind(hub);
+      hub.publish = async () => {
+        throw new Error('publisher connection down');
+      };
+      a.notify(lost);
+      await eventually('the send failed', () => a.stats.sendFailures > 0);
+      hub.publish = publish;
+      // b adopted a's numbers afresh, so the next hello's number shows it no gap: only an `all` can.
+      await eventually('b woken for the lost change', () => atB.count(lost) === 2);
+      expect(b.stats.allsReceived).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+
   it('restarts a listener that stopped hearing its own messages', async () => {
     const { hub, a, b, close } = hubPair();
     try {

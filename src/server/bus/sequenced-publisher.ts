@@ -23,6 +23,12 @@ export interface ReservedMessage {
  * Sends are single-flight: while one is in flight, further names queue (at
  * most MAX_PENDING_NAMES distinct names; beyond that they collapse into one
  * `all` message) and go out together when it settles.
+ *
+ * After a send fails, the next send (at the latest the next hello) carries an
+ * `all` message, repeated until one is confirmed. A hello alone can't stand in
+ * for the lost messages: a subscriber that reconnected after they were lost
+ * adopts the hello's number without seeing a gap, and its own wake-up on
+ * reconnect may have read the database before the lost change committed.
  */
 export class SequencedPublisher {
   /** Random per process start (per bus instance), so a restarted replica is a new publisher. */
@@ -30,6 +36,8 @@ export class SequencedPublisher {
   private seq = 0;
   private readonly pending = new Set<string>();
   private pendingAll = false;
+  /** A send failed and no `all` message was confirmed since. */
+  private owedAll = false;
   private helloWanted = false;
   private scheduled = false;
   private inFlight: Promise<void> | undefined;
@@ -160,7 +168,7 @@ export class SequencedPublisher {
     const add = (m: BusMessage): void => {
       payloads.push(encodeBusMessage(m));
     };
-    if (this.pendingAll) {
+    if (this.pendingAll || this.owedAll) {
       const seq = ++this.seq;
       if (!this.dropThis()) {
         add({ type: 'all', publisher: this.id, seq });
@@ -187,6 +195,7 @@ export class SequencedPublisher {
       () => {
         this.stats.signalsSent += signals;
         if (hello) this.stats.hellosSent++;
+        if (all) this.owedAll = false;
         this.confirmedAt = Math.max(this.confirmedAt, startedAt);
         if (this.consecutiveFailures > 0) {
           this.options.logger.info({ failedSends: this.consecutiveFailures }, 'bus publishing recovered');
@@ -195,6 +204,7 @@ export class SequencedPublisher {
       },
       (err: unknown) => {
         this.stats.sendFailures += payloads.length;
+        this.owedAll = true;
         // One log line per outage, not one per send.
         if (this.consecutiveFailures++ === 0) this.options.logger.error({ err }, 'bus publish failed; other replicas will see a gap');
         if (all) this.onSendFailed('all');
