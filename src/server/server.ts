@@ -266,18 +266,19 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     phase('tunnels');
     await watch.shutdown();
     phase('watches');
-    // After the connections closed: their disconnections are in the last batch.
-    // Until now statuses (PUT) were still recorded, so agents whose tunnel just
-    // closed reported here rather than getting errors.
-    refusing = true;
-    await fleet.close();
-    phase('statuses');
-    // In-flight requests get a grace period; a connection that never sent a request
-    // (clients open spare ones) would otherwise hold close() until headersTimeout.
+    // Requests on connections already open are answered (with Connection: close, so each
+    // connection ends after its request): an agent whose tunnel just closed reports by PUT,
+    // and its status joins a batch as usual. A connection that never sent a request (clients
+    // open spare ones) would otherwise hold close() until headersTimeout: hence the grace.
     const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
     await app.close();
     clearTimeout(force);
     phase('http');
+    // Once no request can reach the batcher: the last batch holds every status answered
+    // above and the disconnections of all streams and tunnels.
+    refusing = true;
+    await fleet.close();
+    phase('statuses');
     await compaction;
     await auditPruning;
     await replica.stop();
