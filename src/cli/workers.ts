@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { migrate, openPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from '../server/db/index.js';
 import { resolveAdminToken } from '../server/store/index.js';
-import { serveClusterAgentRegistry, serveClusterMetrics, type Settings } from '../server/index.js';
+import { EMBEDDED_POOL_SIZE, serveClusterAgentRegistry, serveClusterMetrics, type Settings } from '../server/index.js';
 import { cliLogger } from './cli-logger.js';
 import { fullJitterDelay } from '../util/backoff.js';
 
@@ -48,6 +48,16 @@ export const WORKER_SEMI_SPACE_MB = 2;
 export function workerExecArgv(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
   const set = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((a) => /^--max[-_]semi[-_]space[-_]size(=|$)/.test(a));
   return set ? [...execArgv] : [...execArgv, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`];
+}
+
+/**
+ * What a worker needs to reach the primary's embedded PostgreSQL: its URL,
+ * and the embedded pool size unless the operator chose one (a worker sees
+ * the URL as --database-url's, whose default pool is larger).
+ */
+export function embeddedWorkerEnv(settings: Pick<Settings, 'dbPoolSize'>, embeddedUrl: string | undefined): Record<string, string> {
+  if (embeddedUrl === undefined) return {};
+  return { DATABASE_URL: embeddedUrl, ...(settings.dbPoolSize === undefined ? { FLEETPLANE_DB_POOL_SIZE: String(EMBEDDED_POOL_SIZE) } : {}) };
 }
 
 /**
@@ -100,7 +110,7 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
 
   cluster.setupPrimary({ args: ['serve', ...argv], execArgv: workerExecArgv(process.execArgv, process.env['NODE_OPTIONS']) });
   // Flags win over the environment, and the primary's argv has no --database-url on the embedded storage.
-  const workerEnv: Record<string, string> = { ...(embedded ? { DATABASE_URL: embedded.url } : {}), ...privateListenerEnv(settings) };
+  const workerEnv: Record<string, string> = { ...embeddedWorkerEnv(settings, embedded?.url), ...privateListenerEnv(settings) };
   const stopMetrics = serveClusterMetrics(logger);
   const stopRegistry = settings.redisUrl ? () => undefined : serveClusterAgentRegistry(logger);
   let stopping = false;

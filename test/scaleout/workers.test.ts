@@ -12,7 +12,8 @@ import { createOrg, headRevision, listReplicaRows } from './support/rest.js';
 import { delay, emptyRoamStats, eventually, serverState } from './support/roaming.js';
 import { SpreadWriter } from './support/spread-writer.js';
 import { prng } from '../server/fixtures.js';
-import { WORKER_SEMI_SPACE_MB, privateListenerEnv, workerExecArgv } from '../../src/cli/workers.js';
+import { WORKER_SEMI_SPACE_MB, embeddedWorkerEnv, privateListenerEnv, workerExecArgv } from '../../src/cli/workers.js';
+import { EMBEDDED_POOL_SIZE } from '../../src/server/index.js';
 import { request } from 'node:http';
 import { HEADERS, paths } from '../../src/protocol/index.js';
 import { Fleet, startAgent } from '../gateway/support.js';
@@ -206,5 +207,16 @@ describe('workers\' V8 flags', () => {
     expect(workerExecArgv(['--expose-gc'], undefined)).toEqual(['--expose-gc', `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`]);
     expect(workerExecArgv(['--max-semi-space-size=32'], undefined)).toEqual(['--max-semi-space-size=32']);
     expect(workerExecArgv([], '--enable-source-maps --max_semi_space_size=8')).toEqual([]);
+  });
+});
+
+describe('workers\' database settings', () => {
+  it('workers on the embedded PostgreSQL get its URL and its pool size, unless the operator chose one', () => {
+    expect(embeddedWorkerEnv({ dbPoolSize: undefined }, 'postgres://u@localhost/db?host=/tmp/x')).toEqual({
+      DATABASE_URL: 'postgres://u@localhost/db?host=/tmp/x',
+      FLEETPLANE_DB_POOL_SIZE: String(EMBEDDED_POOL_SIZE),
+    });
+    expect(embeddedWorkerEnv({ dbPoolSize: 7 }, 'postgres://u@localhost/db?host=/tmp/x')).toEqual({ DATABASE_URL: 'postgres://u@localhost/db?host=/tmp/x' });
+    expect(embeddedWorkerEnv({ dbPoolSize: undefined }, undefined)).toEqual({});
   });
 });

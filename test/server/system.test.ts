@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DeviceCreate, OrganizationCreate, paths, ROUTES } from '../../src/protocol/index.js';
-import { startServer } from '../../src/server/index.js';
+import { EMBEDDED_POOL_SIZE, startServer, type FleetServer } from '../../src/server/index.js';
 import { MIGRATIONS } from '../../src/server/db/index.js';
 import { createDatabase } from '../support/postgres-server.js';
 import { Harness, pgAdminUrl, useServer } from './fixtures.js';
@@ -146,6 +146,37 @@ describe('embedded storage on disk', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe('embedded storage pool', () => {
+  /** Client backends of the server's database once 40 queries ran at once through its pool. */
+  async function backendsAfterBurst(server: FleetServer): Promise<number> {
+    await Promise.all(Array.from({ length: 40 }, () => server.db.query('SELECT pg_sleep(0.02)')));
+    const rows = await server.db.query<{ n: number | string }>(
+      `SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = current_database()`,
+    );
+    return Number(rows[0]?.n);
+  }
+
+  it(`holds ${EMBEDDED_POOL_SIZE} connections by default, and --db-pool-size of them when given`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleetplane-data-'));
+    try {
+      const first = await startServer({ dataDir: dir, logLevel: 'silent' }, { listen: false });
+      try {
+        expect(await backendsAfterBurst(first)).toBe(EMBEDDED_POOL_SIZE);
+      } finally {
+        await first.close();
+      }
+      const second = await startServer({ dataDir: dir, logLevel: 'silent', dbPoolSize: 2 }, { listen: false });
+      try {
+        expect(await backendsAfterBurst(second)).toBe(2);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe.runIf(pgAdminUrl() !== '')('several servers on one PostgreSQL database', () => {
