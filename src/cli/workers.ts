@@ -32,22 +32,23 @@ export async function serveAsWorker(url: string, stopped: Promise<number>): Prom
 }
 
 /**
- * V8's young generation for a worker, in MiB per semi-space (V8's default
- * on 64-bit: 16, about 33 MiB of committed new space). A worker holds
- * thousands of connections whose objects live long, and its short-lived
- * garbage (a change's fan-out, a status frame) is small: the fleet bench
- * found each worker's new space at 33.6 MiB, empty after a GC, which with
- * 5,000 agents per worker is 6.7 KiB per agent. A few MiB keeps scavenges
- * cheap (their cost follows what survives, not the space's size) at an
- * eighth of that. A --max-semi-space-size given to the primary (argv or
+ * V8's young generation for a worker, in MiB per semi-space, as both its
+ * least and its most (V8's default on 64-bit: 1 to 16, and 16 is about 33
+ * MiB of committed new space). A worker holds thousands of connections whose
+ * objects live long: the fleet bench found each worker's new space at 33.6
+ * MiB, empty after a GC, which with 5,000 agents per worker is 6.7 KiB per
+ * agent. With only a bound, V8 kept 1 MiB, and a change ACKed by 5,000
+ * agents ran 31 scavenges per worker (`--trace-gc`), 115 ms of pauses: a
+ * scavenge costs a few ms here whatever it frees, so their number is what
+ * counts. A --min- or --max-semi-space-size given to the primary (argv or
  * NODE_OPTIONS) wins.
  */
 export const WORKER_SEMI_SPACE_MB = 2;
 
-/** The V8 flags a worker is started with: the primary's, and the worker's young-generation bound unless one is set. */
+/** The V8 flags a worker is started with: the primary's, and the worker's young-generation size unless one is set. */
 export function workerExecArgv(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
-  const set = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((a) => /^--max[-_]semi[-_]space[-_]size(=|$)/.test(a));
-  return set ? [...execArgv] : [...execArgv, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`];
+  const set = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((a) => /^--(max|min)[-_]semi[-_]space[-_]size(=|$)/.test(a));
+  return set ? [...execArgv] : [...execArgv, `--min-semi-space-size=${WORKER_SEMI_SPACE_MB}`, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`];
 }
 
 /**

@@ -130,8 +130,12 @@ describe.runIf(PG !== '')('--workers 2 on one PostgreSQL', () => {
     await eventually(async () => (await listReplicaRows(url)).length === 2, 'both workers are registered replicas');
     const workers = childPids(p.pid);
     expect(workers).toHaveLength(2);
-    // Each worker runs with its young generation bounded (WORKER_SEMI_SPACE_MB): thousands of connections, little short-lived garbage.
-    for (const pid of workers) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain(`--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`);
+    // Each worker runs with its young generation sized (WORKER_SEMI_SPACE_MB): thousands of connections, little short-lived garbage.
+    for (const pid of workers) {
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toEqual(
+        expect.arrayContaining([`--min-semi-space-size=${WORKER_SEMI_SPACE_MB}`, `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`]),
+      );
+    }
 
     const org = await createOrg(url);
     const stats = emptyRoamStats();
@@ -203,9 +207,14 @@ describe('workers\' private listeners', () => {
 });
 
 describe('workers\' V8 flags', () => {
-  it('bound the young generation, unless the primary was given its own bound (argv or NODE_OPTIONS)', () => {
-    expect(workerExecArgv(['--expose-gc'], undefined)).toEqual(['--expose-gc', `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`]);
+  it('size the young generation, unless the primary was given its own size (argv or NODE_OPTIONS)', () => {
+    expect(workerExecArgv(['--expose-gc'], undefined)).toEqual([
+      '--expose-gc',
+      `--min-semi-space-size=${WORKER_SEMI_SPACE_MB}`,
+      `--max-semi-space-size=${WORKER_SEMI_SPACE_MB}`,
+    ]);
     expect(workerExecArgv(['--max-semi-space-size=32'], undefined)).toEqual(['--max-semi-space-size=32']);
+    expect(workerExecArgv(['--min-semi-space-size=8'], undefined)).toEqual(['--min-semi-space-size=8']);
     expect(workerExecArgv([], '--enable-source-maps --max_semi_space_size=8')).toEqual([]);
   });
 });
