@@ -16,6 +16,10 @@ import { Presence } from './presence.js';
 import { StatusBatcher } from './status-batcher.js';
 import { fleetRoutes } from './routes.js';
 
+function refused(seq: number, path: string, message: string): TunnelStatusAck {
+  return { type: 'status_ack', seq, error: { code: 'validation_failed', message: `status${path}: ${message}` } };
+}
+
 export interface FleetOptions {
   store: Store;
   bus: SignalBus;
@@ -98,23 +102,28 @@ export class Fleet {
     return fleetRoutes(this);
   }
 
-  /** A status frame from a device's tunnel: validated, batched, answered with its ack once recorded. */
-  async tunnelStatus(device: { deviceId: string; orgId: string }, frame: TunnelStatusFrame): Promise<TunnelStatusAck> {
-    const refuse = (path: string, message: string): TunnelStatusAck => ({
-      type: 'status_ack',
-      seq: frame.seq,
-      error: { code: 'validation_failed', message: `status${path}: ${message}` },
-    });
+  /**
+   * A status frame from a device's tunnel: validated, batched, and answered
+   * by one call of `reply` once recorded (or refused). Callbacks, not
+   * promises: 10,000 agents ACK each change, and each promise is garbage
+   * (and an async hook call) per ACK.
+   */
+  tunnelStatus(device: { deviceId: string; orgId: string }, frame: TunnelStatusFrame, reply: (ack: TunnelStatusAck) => void): void {
     if (!validStatus(frame.status)) {
       const issue = validStatus.errors?.[0];
-      return refuse(issue?.instancePath ?? '', issue?.message ?? 'does not match the schema');
+      reply(refused(frame.seq, issue?.instancePath ?? '', issue?.message ?? 'does not match the schema'));
+      return;
     }
     // What PUT's body parser refuses (json-body.ts): a NUL or an unpaired surrogate passes the schema,
     // then fails the whole batch's statement, and with it every other device's status in that batch.
     const bad = findIllFormed(frame.status);
-    if (bad) return refuse(bad.path, bad.expected);
-    const outcome = await this.batcher.submit({ deviceId: device.deviceId, orgId: device.orgId, input: frame.status, via: 'tunnel' });
-    return outcome.ok ? { type: 'status_ack', seq: frame.seq } : { type: 'status_ack', seq: frame.seq, error: { code: outcome.error.code, message: outcome.error.message } };
+    if (bad) {
+      reply(refused(frame.seq, bad.path, bad.expected));
+      return;
+    }
+    this.batcher.enqueue({ deviceId: device.deviceId, orgId: device.orgId, input: frame.status, via: 'tunnel' }, (outcome) =>
+      reply(outcome.ok ? { type: 'status_ack', seq: frame.seq } : { type: 'status_ack', seq: frame.seq, error: { code: outcome.error.code, message: outcome.error.message } }),
+    );
   }
 
   /** Ends convergence streams, writes what is pending (disconnections included: call after connections closed). */

@@ -79,27 +79,35 @@ export class StatusBatcher {
   }
 
   submit(write: StatusWrite): Promise<StatusOutcome> {
-    if (this.#closed) return Promise.resolve({ ok: false, error: new ApiError('unavailable', 'the server is shutting down') });
+    return new Promise((resolve) => this.enqueue(write, resolve));
+  }
+
+  /** `submit` without a promise: `done` is called once with the outcome (at once when there is nothing to write). */
+  enqueue(write: StatusWrite, done: (outcome: StatusOutcome) => void): void {
+    if (this.#closed) {
+      done({ ok: false, error: new ApiError('unavailable', 'the server is shutting down') });
+      return;
+    }
     const key = JSON.stringify(write.input);
     if (write.via === 'tunnel' && !this.#pending.has(write.deviceId) && this.#written.get(write.deviceId) === key) {
       this.#o.metrics.statusUnchanged.inc();
-      return Promise.resolve(OK);
+      done(OK);
+      return;
     }
     const current = this.#pending.get(write.deviceId);
     if (!current && this.#pending.size >= this.#o.maxPending) {
       this.#o.metrics.statusRefused.inc();
-      return Promise.resolve({ ok: false, error: new ApiError('unavailable', 'too many statuses are waiting to be written; retry', undefined, { retryAfterS: 1 }) });
+      done({ ok: false, error: new ApiError('unavailable', 'too many statuses are waiting to be written; retry', undefined, { retryAfterS: 1 }) });
+      return;
     }
-    return new Promise((resolve) => {
-      if (current) {
-        current.write = write;
-        current.key = key;
-        current.receivedAt = performance.now();
-        current.waiters.push(resolve);
-      } else this.#pending.set(write.deviceId, { write, key, receivedAt: performance.now(), waiters: [resolve] });
-      this.#o.metrics.statusPending.set(this.#pending.size);
-      this.#schedule();
-    });
+    if (current) {
+      current.write = write;
+      current.key = key;
+      current.receivedAt = performance.now();
+      current.waiters.push(done);
+    } else this.#pending.set(write.deviceId, { write, key, receivedAt: performance.now(), waiters: [done] });
+    this.#o.metrics.statusPending.set(this.#pending.size);
+    this.#schedule();
   }
 
   /** The device's first connection (tunnel or watch stream) on this replica opened. */
@@ -138,8 +146,19 @@ export class StatusBatcher {
       // A database that keeps failing must not hold the shutdown forever.
       if (this.#pending.size + this.#presence.size >= before) break;
     }
-    for (const p of this.#pending.values()) for (const w of p.waiters) w({ ok: false, error: new ApiError('unavailable', 'the server is shutting down') });
+    for (const p of this.#pending.values()) this.#settle(p, { ok: false, error: new ApiError('unavailable', 'the server is shutting down') });
     this.#pending.clear();
+  }
+
+  /** Tells every sender of a pending status; one whose callback throws does not keep the others from hearing. */
+  #settle(p: Pending, outcome: StatusOutcome): void {
+    for (const w of p.waiters) {
+      try {
+        w(outcome);
+      } catch (err) {
+        this.#o.logger.error({ err, device: p.write.deviceId }, 'answering a status sender failed');
+      }
+    }
   }
 
   #schedule(): void {
@@ -178,7 +197,7 @@ export class StatusBatcher {
       // A newer presence change of the same device, made meanwhile, wins.
       for (const [id, v] of presence) if (!this.#presence.has(id)) this.#presence.set(id, v);
       const error = new ApiError('unavailable', 'the status could not be written; retry', undefined, { cause: err });
-      for (const p of taken) for (const w of p.waiters) w({ ok: false, error });
+      for (const p of taken) this.#settle(p, { ok: false, error });
       return;
     }
     this.#o.metrics.statusBatches.inc();
@@ -193,7 +212,7 @@ export class StatusBatcher {
         if (recorded.get(id) === true) this.#o.onChanged?.(p.write, p.receivedAt);
       }
       const outcome: StatusOutcome = ok ? OK : { ok: false, error: new ApiError('not_found', 'device not found') };
-      for (const w of p.waiters) w(outcome);
+      this.#settle(p, outcome);
     }
     for (const v of presence.values()) orgs.add(v.orgId);
     if (orgs.size > 0) this.#o.onFlushed(orgs);

@@ -69,7 +69,8 @@ export interface AgentGatewayOptions {
 /** What the gateway tells the fleet module. */
 export interface GatewayFleetHooks {
   presence: { add(deviceId: string, orgId: string): void; remove(deviceId: string): void };
-  tunnelStatus(device: { deviceId: string; orgId: string }, frame: TunnelStatusFrame): Promise<TunnelStatusAck>;
+  /** Records a tunnel status frame and calls `reply` once with its ack (see Fleet.tunnelStatus). */
+  tunnelStatus(device: { deviceId: string; orgId: string }, frame: TunnelStatusFrame, reply: (ack: TunnelStatusAck) => void): void;
 }
 
 /** Counters for tests and diagnostics. */
@@ -133,7 +134,7 @@ export class AgentGateway {
     this.#tunnelShared = {
       maxPending: this.#tuning.maxPendingPerTunnel,
       answerGraceMs: this.#tuning.answerGraceMs,
-      ...(fleet ? { onStatus: (t: ServerTunnel, frame: TunnelStatusFrame) => fleet.tunnelStatus(t.device, frame) } : {}),
+      ...(fleet ? { onStatus: (t: ServerTunnel, frame: TunnelStatusFrame, reply: (ack: TunnelStatusAck) => void) => fleet.tunnelStatus(t.device, frame, reply) } : {}),
       logger,
     };
     this.metrics = new GatewayMetrics(options.metrics.registry);

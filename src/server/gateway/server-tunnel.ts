@@ -18,11 +18,11 @@ export interface ServerTunnelShared {
   /** How long past its `deadline_ms` an answer is still awaited (the agent answers at its deadline). */
   answerGraceMs: number;
   /**
-   * Records a status frame of the tunnel's device and gives the ack to send
-   * back; without it, status frames are answered `unavailable` (the agent
-   * falls back to `PUT`).
+   * Records a status frame of the tunnel's device and calls `reply` once
+   * with the ack to send back; without it, status frames are answered
+   * `unavailable` (the agent falls back to `PUT`).
    */
-  onStatus?: (tunnel: ServerTunnel, frame: TunnelStatusFrame) => Promise<TunnelStatusAck>;
+  onStatus?: (tunnel: ServerTunnel, frame: TunnelStatusFrame, reply: (ack: TunnelStatusAck) => void) => void;
   logger: Logger;
 }
 
@@ -246,13 +246,12 @@ export class ServerTunnel {
       this.send({ type: 'status_ack', seq: frame.seq, error: { code: 'unavailable', message: 'this server records no statuses on tunnels; use PUT' } });
       return;
     }
-    record(this, frame).then(
-      (ack) => this.send(ack),
-      (err: unknown) => {
-        this.shared.logger.error({ err, device: this.deviceId }, 'recording a tunnel status failed');
-        this.send({ type: 'status_ack', seq: frame.seq, error: { code: 'internal', message: 'the status could not be recorded' } });
-      },
-    );
+    try {
+      record(this, frame, (ack) => this.send(ack));
+    } catch (err) {
+      this.shared.logger.error({ err, device: this.deviceId }, 'recording a tunnel status failed');
+      this.send({ type: 'status_ack', seq: frame.seq, error: { code: 'internal', message: 'the status could not be recorded' } });
+    }
   }
 
   private failPending(code: number, reason: string): void {

@@ -38,11 +38,38 @@ function pointer(visit: Visit | undefined): string {
 }
 
 /**
+ * Whether `value` has no ill-formed part (see findIllFormed). Allocates
+ * nothing, since it runs on every status frame and body: the recursion is
+ * bounded by MAX_DEPTH, past which the value is not well-formed anyway.
+ */
+export function isWellFormed(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return !ILL_FORMED_STRING.test(value);
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || value === null) return true;
+  if (depth >= MAX_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!isWellFormed(value[i], depth + 1)) return false;
+    return true;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    if (!Object.hasOwn(record, key)) continue;
+    if (ILL_FORMED_STRING.test(key) || !isWellFormed(record[key], depth + 1)) return false;
+  }
+  return true;
+}
+
+/**
  * The first ill-formed part of `root`: a string (value or key) with a NUL or
  * an unpaired surrogate, a number that isn't finite, or nesting deeper than
- * MAX_DEPTH. Iterative, so a deep value can't overflow the stack here.
+ * MAX_DEPTH.
  */
 export function findIllFormed(root: unknown): IllFormed | undefined {
+  return isWellFormed(root) ? undefined : locateIllFormed(root);
+}
+
+/** findIllFormed's search for the path. Iterative, so a deep value can't overflow the stack here. */
+export function locateIllFormed(root: unknown): IllFormed | undefined {
   const stack: Visit[] = [{ value: root, key: undefined, parent: undefined, depth: 0 }];
   for (let visit = stack.pop(); visit !== undefined; visit = stack.pop()) {
     const { value, depth } = visit;
