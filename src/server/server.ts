@@ -16,7 +16,7 @@ import { ConnectionLimiter } from './http/connection-limits.js';
 import { readTlsPair, ReloadableCertificate, type TlsFiles } from './http/tls-certificate.js';
 import { isLoopbackHost } from './http/loopback.js';
 import type { RouteModule, ServerContext } from './http/context.js';
-import { DEFAULT_POOL_SIZE, EMBEDDED_POOL_SIZE, makeSettings, type Settings } from './config/settings.js';
+import { makeSettings, type Settings } from './config/settings.js';
 import { runPeriodically } from '../util/periodic.js';
 import { WatchEngine, WatchMetrics, watchRoutes, type TcpMemorySource } from './watch/index.js';
 import { AgentGateway } from './gateway/index.js';
@@ -98,9 +98,9 @@ function memoryTemplate(path: string): Promise<Blob> {
 
 async function openDatabase(settings: Settings, logger: Logger): Promise<OpenedDatabase> {
   const onNotice = (message: string): void => logger.debug({ message }, 'postgres notice');
-  if (settings.databaseUrl) return { db: await openPostgres(settings.databaseUrl, { onNotice, max: settings.dbPoolSize ?? DEFAULT_POOL_SIZE }) };
+  if (settings.databaseUrl) return { db: await openPostgres(settings.databaseUrl, { onNotice, max: settings.dbPoolSize }) };
   if (settings.memory) return { db: await openPglite(undefined, settings.memoryTemplate ? await memoryTemplate(settings.memoryTemplate) : undefined) };
-  const embedded = await openEmbedded({ dataDir: settings.dataDir, logger }, { onNotice, max: settings.dbPoolSize ?? EMBEDDED_POOL_SIZE });
+  const embedded = await openEmbedded({ dataDir: settings.dataDir, logger }, { onNotice, max: settings.dbPoolSize });
   return { db: embedded.db, embeddedExit: embedded.exited };
 }
 

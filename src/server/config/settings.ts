@@ -1,3 +1,6 @@
+import { DEFAULT_POOL_SIZE } from '../db/postgres.js';
+import { EMBEDDED_POOL_SIZE } from '../db/embedded/open-embedded.js';
+
 /**
  * Every setting of `fleetplane serve`. Each is a flag and (where named) an
  * environment variable; flags win over the environment, which wins over the
@@ -23,8 +26,7 @@ export interface Settings {
   databaseUrl: string | undefined;
   /**
    * Connections each server process pools to PostgreSQL (LISTEN has its own);
-   * undefined: DEFAULT_POOL_SIZE on --database-url, EMBEDDED_POOL_SIZE on the
-   * embedded PostgreSQL.
+   * undefined: the pool's default (db/DEFAULT_POOL_SIZE, EMBEDDED_POOL_SIZE).
    */
   dbPoolSize: number | undefined;
   adminToken: string | undefined;
@@ -103,17 +105,6 @@ export interface Settings {
   /** The URL browsers reach this server at (the login callback and the CSRF check); default: from each request. */
   publicUrl: string | undefined;
 }
-
-/** Pool size per server process on a PostgreSQL of its own machine or elsewhere (postgres.js's default). */
-export const DEFAULT_POOL_SIZE = 10;
-/**
- * Pool size per server process on the embedded PostgreSQL. It shares the
- * server's cores, so more connections add no throughput (postgres.js
- * pipelines queries on busy ones), while each backend keeps its own caches
- * of every statement it ran: 10 per process left the backends 30 MiB larger
- * after 10,000 agents joined.
- */
-export const EMBEDDED_POOL_SIZE = 4;
 
 export const DEFAULT_SETTINGS: Settings = {
   host: '0.0.0.0',
@@ -208,7 +199,7 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'memory', flag: 'memory', env: 'FLEETPLANE_MEMORY', kind: 'bool', help: 'Keep everything in memory (PGlite), for development and tests: NOT durable, nothing survives a restart.' },
   { key: 'memoryTemplate', flag: 'memory-template', env: 'FLEETPLANE_MEMORY_TEMPLATE', kind: 'string', help: 'With --memory: start from this dump of a migrated empty database instead of creating one (0.4 s instead of 2 s; for test suites).' },
   { key: 'databaseUrl', flag: 'database-url', env: 'DATABASE_URL', kind: 'string', help: 'PostgreSQL URL (libpq form; ?host=/dir for a Unix socket); replaces the embedded PostgreSQL.' },
-  { key: 'dbPoolSize', flag: 'db-pool-size', env: 'FLEETPLANE_DB_POOL_SIZE', kind: 'int', min: 1, max: 1000, help: 'Connections each server process pools to PostgreSQL (default: 10 on --database-url, 4 on the embedded PostgreSQL).' },
+  { key: 'dbPoolSize', flag: 'db-pool-size', env: 'FLEETPLANE_DB_POOL_SIZE', kind: 'int', min: 1, max: 1000, help: `Connections each server process pools to PostgreSQL (default: ${DEFAULT_POOL_SIZE} on --database-url, ${EMBEDDED_POOL_SIZE} on the embedded PostgreSQL).` },
   { key: 'adminToken', flag: 'admin-token', env: 'FLEETPLANE_ADMIN_TOKEN', kind: 'string', help: 'Bootstrap admin token (else generated once and kept).' },
   { key: 'tombstoneRetention', flag: 'tombstone-retention', env: 'FLEETPLANE_TOMBSTONE_RETENTION', kind: 'seconds', min: 1, help: 'How long deletes are remembered for resuming watchers.' },
   { key: 'compactionInterval', flag: 'compaction-interval', env: 'FLEETPLANE_COMPACTION_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often expired tombstones are compacted (default: min(60, retention/2)).' },

@@ -1,9 +1,12 @@
 import postgres from 'postgres';
 import type { Database, ListenHandlers, Listener, Queryable, Row } from './database.js';
 
+/** Pool size per server process on a PostgreSQL of its own (postgres.js's default too). */
+export const DEFAULT_POOL_SIZE = 10;
+
 export interface PostgresOptions {
-  /** Pool size for queries; LISTEN uses a connection of its own on top. */
-  max?: number;
+  /** Pool size for queries (default DEFAULT_POOL_SIZE); LISTEN uses a connection of its own on top. */
+  max?: number | undefined;
   onNotice?: (message: string) => void;
 }
 
@@ -31,7 +34,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
   const target = socketAware(url);
   const sql = postgres(target.url, {
     ...(target.host === undefined ? {} : { host: target.host }),
-    max: options.max ?? 10,
+    max: options.max ?? DEFAULT_POOL_SIZE,
     onnotice: (n) => options.onNotice?.(String(n['message'] ?? '')),
     // Revisions are bigint; they stay below 2^53 (docs/protocol.md), so numbers are exact.
     types: {

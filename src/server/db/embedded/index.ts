@@ -1,4 +1,4 @@
-export { openEmbedded, type EmbeddedDatabase } from './open-embedded.js';
+export { openEmbedded, EMBEDDED_POOL_SIZE, type EmbeddedDatabase } from './open-embedded.js';
 export { startEmbeddedPostgres, type EmbeddedPostgres, type EmbeddedOptions } from './embedded-postgres.js';
 export { DataDirInUseError } from './data-dir-lock.js';
 export { CannotRunAsRootError, type RunAs } from './run-as.js';
