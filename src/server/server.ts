@@ -172,7 +172,6 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   });
   await replica.start();
   let closing = false;
-  let refusing = false;
   const stop = new AbortController();
   const ctx: ServerContext = {
     settings,
@@ -183,7 +182,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     access,
     connections,
     clusterMetrics: cluster.isWorker && settings.workers > 1 ? clusterMetricsSource(metrics.registry) : undefined,
-    shutdownPhase: () => (refusing ? 'refusing' : closing ? 'draining' : 'open'),
+    draining: () => closing,
     async isReady() {
       if (closing) return false;
       try {
@@ -276,7 +275,6 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     phase('http');
     // Once no request can reach the batcher: the last batch holds every status answered
     // above and the disconnections of all streams and tunnels.
-    refusing = true;
     await fleet.close();
     phase('statuses');
     await compaction;

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { RecordedStatuses, StatusBatch, StatusWrite } from '../store/index.js';
-import { ApiError } from '../errors.js';
+import { ApiError, shuttingDown } from '../errors.js';
 import type { FleetMetrics } from './fleet-metrics.js';
 
 /** How a submitted status ended: recorded (its batch committed), or not, with the error to answer. */
@@ -85,7 +85,7 @@ export class StatusBatcher {
   /** `submit` without a promise: `done` is called once with the outcome (at once when there is nothing to write). */
   enqueue(write: StatusWrite, done: (outcome: StatusOutcome) => void): void {
     if (this.#closed) {
-      done({ ok: false, error: new ApiError('unavailable', 'the server is shutting down') });
+      done({ ok: false, error: shuttingDown() });
       return;
     }
     const key = JSON.stringify(write.input);
@@ -146,7 +146,7 @@ export class StatusBatcher {
       // A database that keeps failing must not hold the shutdown forever.
       if (this.#pending.size + this.#presence.size >= before) break;
     }
-    for (const p of this.#pending.values()) this.#settle(p, { ok: false, error: new ApiError('unavailable', 'the server is shutting down') });
+    for (const p of this.#pending.values()) this.#settle(p, { ok: false, error: shuttingDown() });
     this.#pending.clear();
   }
 

@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyInstance, type RawReplyDefaultExpre
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { ApiError, shuttingDown } from '../errors.js';
+import { ApiError } from '../errors.js';
 import { errorHandler } from './error-handler.js';
 import type { RouteModule, ServerContext } from './context.js';
 import { registerSystemRoutes } from './routes/system.js';
@@ -76,9 +76,7 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
   });
 
   app.addHook('onRequest', async (_req, reply) => {
-    const phase = ctx.shutdownPhase();
-    if (phase === 'refusing') throw shuttingDown();
-    if (phase === 'draining') void reply.header('connection', 'close');
+    if (ctx.draining()) void reply.header('connection', 'close');
   });
 
   app.addHook('onResponse', async (req, reply) => {

@@ -28,11 +28,11 @@ export interface ServerContext {
   /** True once migrations ran and until shutdown began. */
   isReady(): Promise<boolean>;
   /**
-   * Where shutdown is: `open`; `draining` (the listener is closed, streams and
-   * tunnels are ending, statuses are still recorded): requests are served
-   * and answered with `Connection: close`, so a client's next request goes to
-   * the next server, not into an error; `refusing` (the last status batch is
-   * written): new requests get 503 with Retry-After.
+   * True once shutdown began (the listener is closed, streams and tunnels are
+   * ending): requests on connections already open are served, statuses
+   * recorded, and answered with `Connection: close`, so a client's next
+   * request goes to the next server, not into an error. The last status
+   * batch is written only after the last connection closed.
    */
-  shutdownPhase(): 'open' | 'draining' | 'refusing';
+  draining(): boolean;
 }
