@@ -49,13 +49,12 @@ export interface ServerDelta {
 export async function sampleServer(server: RestartableServer, api: FleetApi, pg: BenchPostgres | undefined): Promise<ServerSample> {
   const at = nowMs();
   const tree = server.current.procStats();
-  const cpuSeconds = tree.cpuSeconds;
   const pgPid = pg?.pid();
   const databaseCpuSeconds = pgPid !== undefined ? procTreeStats(pgPid).cpuSeconds : tree.cpuSeconds - tree.nodeCpuSeconds;
   const text = await api.metricsText();
   return {
     at,
-    cpuSeconds,
+    cpuSeconds: tree.cpuSeconds,
     databaseCpuSeconds,
     statements: statementCounts(text),
     statusBatches: promValue(text, 'fleetplane_status_batches_total'),

@@ -42,19 +42,23 @@ function pointer(visit: Visit | undefined): string {
  * nothing, since it runs on every status frame and body: the recursion is
  * bounded by MAX_DEPTH, past which the value is not well-formed anyway.
  */
-export function isWellFormed(value: unknown, depth = 0): boolean {
+export function isWellFormed(value: unknown): boolean {
+  return wellFormedFrom(value, 0);
+}
+
+function wellFormedFrom(value: unknown, depth: number): boolean {
   if (typeof value === 'string') return !ILL_FORMED_STRING.test(value);
   if (typeof value === 'number') return Number.isFinite(value);
   if (typeof value !== 'object' || value === null) return true;
   if (depth >= MAX_DEPTH) return false;
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (!isWellFormed(value[i], depth + 1)) return false;
+    for (let i = 0; i < value.length; i++) if (!wellFormedFrom(value[i], depth + 1)) return false;
     return true;
   }
   const record = value as Record<string, unknown>;
   for (const key in record) {
     if (!Object.hasOwn(record, key)) continue;
-    if (ILL_FORMED_STRING.test(key) || !isWellFormed(record[key], depth + 1)) return false;
+    if (ILL_FORMED_STRING.test(key) || !wellFormedFrom(record[key], depth + 1)) return false;
   }
   return true;
 }
