@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { WATCH_KINDS } from '../../src/protocol/index.js';
 import { plain } from '../watch/support/client-state.js';
@@ -192,6 +194,28 @@ describe.runIf(PG !== '')('--workers 2 on one PostgreSQL', () => {
     expect(end.at(-1)).toMatchObject({ type: 'error', value: { code: 'unavailable' } });
     for (const pid of workers) expect(isGone(pid), `worker ${pid} is gone`).toBe(true);
   }, 60_000);
+});
+
+describe('--workers 2 on the embedded PostgreSQL', () => {
+  it('each worker reaches the primary\'s PostgreSQL with the embedded pool size', async () => {
+    ensureBuilt();
+    const dataDir = mkdtempSync(join(tmpdir(), 'fleetplane-workers-'));
+    const p = spawnServe('workers-embedded', ['--workers', '2', '--data-dir', dataDir, '--port', '0', '--host', '127.0.0.1', '--log-level', 'warn']);
+    try {
+      await p.waitForOutput(/fleetplane is listening on (http:\/\/\S+?) \(2 workers\)/);
+      const workers = childPids(p.pid).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('serve'));
+      expect(workers).toHaveLength(2);
+      for (const pid of workers) {
+        const environ = readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0');
+        expect(environ).toContain(`FLEETPLANE_DB_POOL_SIZE=${EMBEDDED_POOL_SIZE}`);
+        expect(environ.some((e) => e.startsWith('DATABASE_URL=postgres://'))).toBe(true);
+      }
+    } finally {
+      // SIGTERM: the primary stops its workers, then its PostgreSQL.
+      await p.stop('SIGTERM');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe('workers\' private listeners', () => {
