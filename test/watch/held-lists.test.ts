@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WATCH_KINDS } from '../../src/protocol/index.js';
 import { startServer, type FleetServer } from '../../src/server/index.js';
-import type { TcpMemorySource } from '../../src/server/watch/index.js';
+import type { TcpConnection, TcpMemorySource } from '../../src/server/watch/index.js';
 import { openWatch } from './support/watch-client.js';
 import { eventually, WatchServer } from './support/watch-server.js';
 import { ResumingClient, plain, serverState } from './support/client-state.js';
@@ -29,9 +29,10 @@ class TestHost implements TcpMemorySource {
     return 4 * 1024 * 1024;
   }
   /** The streams still listing hold a full send buffer each: the memory past the limit is theirs. */
-  sendQueues(): Promise<Map<string, number>> {
-    const listing = this.server?.watch.list().filter((w) => !w.caughtUp && w.connectionKey !== undefined) ?? [];
-    return Promise.resolve(new Map(listing.map((w) => [w.connectionKey ?? '', this.sendBufferMax()])));
+  sendQueues(): Promise<Map<TcpConnection, number>> {
+    const queues = new Map<TcpConnection, number>();
+    for (const w of this.server?.watch.list() ?? []) if (!w.caughtUp && w.connection !== undefined) queues.set(w.connection, this.sendBufferMax());
+    return Promise.resolve(queues);
   }
 }
 

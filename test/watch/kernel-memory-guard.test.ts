@@ -1,44 +1,86 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WATCH_KINDS } from '../../src/protocol/index.js';
 import { KernelMemoryGuard, type GuardedStream } from '../../src/server/watch/kernel-memory-guard.js';
-import { connectionKey, parseProcNetTcp, PAGE_BYTES, procTcpMemory, type TcpMemorySource } from '../../src/server/watch/proc-tcp.js';
+import { PAGE_BYTES, procTcpMemory, type TcpMemorySource } from '../../src/server/watch/proc-tcp.js';
+import { ConnectionIndex, scanProcNetTcp, scanProcNetTcpFile } from '../../src/server/watch/proc-tcp-scan.js';
+import { tcpConnection, type TcpConnection } from '../../src/server/watch/tcp-connection.js';
 import { requireBinary } from '../support/binaries.js';
 import { hasKernelTcpFigures } from './support/kernel-tcp.js';
 import { createBigGroup, openTracked } from './support/stall.js';
 import { eventually, startWatchServer, type WatchServer } from './support/watch-server.js';
 
+function fail(message: string): never {
+  throw new Error(message);
+}
+
 const linux = hasKernelTcpFigures() || requireBinary('Linux /proc TCP figures (/proc/net/tcp, /proc/net/sockstat)', false);
 
 describe('/proc/net/tcp figures', () => {
-  it('parses connections of /proc/net/tcp and tcp6 (IPv4-mapped addresses as IPv4), leaving listening sockets out', () => {
-    const out = new Map<string, number>();
-    parseProcNetTcp(
-      [
-        '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
-        '   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0',
-        '   1: 0100007F:1F90 0200007F:9C40 01 003C0000:00000000 01:00000014 00000000     0        0 2 1 0 20 4 30 10 -1',
-      ].join('\n'),
-      out,
-    );
-    parseProcNetTcp(
-      [
-        '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
-        '   0: 0000000000000000FFFF00000100007F:1F90 0000000000000000FFFF00000300007F:9C41 01 00000010:00000000 00:00000000 00000000     0        0 3 1 0 20 4 30 10 -1',
-        '   1: 00000000000000000000000001000000:1F90 00000000000000000000000001000000:9C42 08 00000000:00000000 00:00000000 00000000     0        0 4 1 0 20 4 30 10 -1',
-        '   2: 000080FE00000000FF000002FE01A8C0:0050 B80D0120000000000000000001000000:C350 01 00000001:00000000 00:00000000 00000000     0        0 5 1 0 20 4 30 10 -1',
-      ].join('\n'),
-      out,
-    );
-    expect(out).toEqual(
-      new Map([
-        [connectionKey({ localAddress: '127.0.0.1', localPort: 8080, remoteAddress: '127.0.0.2', remotePort: 40000 }), 0x3c0000],
-        [connectionKey({ localAddress: '::ffff:127.0.0.1', localPort: 8080, remoteAddress: '::ffff:127.0.0.3', remotePort: 40001 }), 0x10],
-        [connectionKey({ localAddress: '::1', localPort: 8080, remoteAddress: '::1', remotePort: 40002 }), 0],
-        [connectionKey({ localAddress: 'fe80::200:ff:c0a8:1fe', localPort: 80, remoteAddress: '2001:db8::1', remotePort: 50000 }), 1],
-      ]),
-    );
+  const v4 = tcpConnection({ localAddress: '127.0.0.1', localPort: 8080, remoteAddress: '127.0.0.2', remotePort: 40000 });
+  const mapped = tcpConnection({ localAddress: '::ffff:127.0.0.1', localPort: 8080, remoteAddress: '::ffff:127.0.0.3', remotePort: 40001 });
+  const loopback6 = tcpConnection({ localAddress: '::1', localPort: 8080, remoteAddress: '::1', remotePort: 40002 });
+  const v6 = tcpConnection({ localAddress: 'fe80::200:ff:c0a8:1fe', localPort: 80, remoteAddress: '2001:db8::1', remotePort: 50000 });
+  const TCP = [
+    '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+    '   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0',
+    '   1: 0100007F:1F90 0200007F:9C40 01 003C0000:00000000 01:00000014 00000000     0        0 2 1 0 20 4 30 10 -1',
+    // The same remote endpoint to another local port, and another remote port: not wanted.
+    '   2: 0100007F:1F91 0200007F:9C40 01 00000099:00000000 01:00000014 00000000     0        0 2 1 0 20 4 30 10 -1',
+    '   3: 0100007F:1F90 0200007F:9C3F 01 00000098:00000000 01:00000014 00000000     0        0 2 1 0 20 4 30 10 -1',
+  ];
+  const TCP6 = [
+    '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+    '   0: 0000000000000000FFFF00000100007F:1F90 0000000000000000FFFF00000300007F:9C41 01 00000010:00000000 00:00000000 00000000     0        0 3 1 0 20 4 30 10 -1',
+    '   1: 00000000000000000000000001000000:1F90 00000000000000000000000001000000:9C42 08 00000000:00000000 00:00000000 00000000     0        0 4 1 0 20 4 30 10 -1',
+    '   2: 000080FE00000000FF000002FE01A8C0:0050 B80D0120000000000000000001000000:C350 01 00000001:00000000 00:00000000 00000000     0        0 5 1 0 20 4 30 10 -1',
+    // Differs from the one above only in the remote address's first word.
+    '   3: 000080FE00000000FF000002FE01A8C0:0050 B80D0121000000000000000001000000:C350 01 00000002:00000000 00:00000000 00000000     0        0 5 1 0 20 4 30 10 -1',
+  ];
+
+  it('finds the wanted connections of /proc/net/tcp and tcp6 (IPv4-mapped addresses as IPv4), every endpoint compared', () => {
+    const wanted = [v4, mapped, loopback6, v6].map((c) => c ?? fail('no connection'));
+    const out = new Map<TcpConnection, number>();
+    const index = new ConnectionIndex(wanted);
+    scanProcNetTcp(Buffer.from(TCP.join('\n'), 'latin1'), index, out);
+    scanProcNetTcp(Buffer.from(`${TCP6.join('\n')}\n`, 'latin1'), index, out);
+    expect([...out.entries()]).toEqual([
+      [v4, 0x3c0000],
+      [mapped, 0x10],
+      [loopback6, 0],
+      [v6, 1],
+    ]);
+    // The IPv4 connection as a dual-stack socket reports it: the same line.
+    const dual = tcpConnection({ localAddress: '::ffff:127.0.0.1', localPort: 8080, remoteAddress: '::ffff:127.0.0.2', remotePort: 40000 }) ?? fail('no connection');
+    const found = new Map<TcpConnection, number>();
+    scanProcNetTcp(Buffer.from(TCP.join('\n'), 'latin1'), new ConnectionIndex([dual]), found);
+    expect(found.get(dual)).toBe(0x3c0000);
+  });
+
+  it('reads a file in pieces: lines cut by a read are found whole', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fleetplane-proc-tcp-'));
+    try {
+      // 4,000 lines of 150 bytes: 600 KB, more than two reads' worth.
+      const lines = [TCP[0] ?? ''];
+      const wanted: TcpConnection[] = [];
+      for (let i = 0; i < 4000; i++) {
+        const port = 10_000 + i;
+        lines.push(`${String(i).padStart(4)}: 0100007F:1F90 0200007F:${port.toString(16).toUpperCase().padStart(4, '0')} 01 ${i.toString(16).toUpperCase().padStart(8, '0')}:00000000 00:00000000 00000000     0        0 ${i} 1 0 20 4 30 10 -1`.padEnd(149));
+        if (i % 3 === 0) wanted.push(tcpConnection({ localAddress: '127.0.0.1', localPort: 8080, remoteAddress: '127.0.0.2', remotePort: port }) ?? fail('no connection'));
+      }
+      const file = join(dir, 'tcp');
+      await writeFile(file, `${lines.join('\n')}\n`);
+      const out = new Map<TcpConnection, number>();
+      await scanProcNetTcpFile(file, new ConnectionIndex(wanted), out);
+      expect(out.size).toBe(wanted.length);
+      for (const c of wanted) expect(out.get(c)).toBe(c.remotePort - 10_000);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   describe.runIf(linux)('on this kernel', () => {
@@ -66,9 +108,11 @@ describe('/proc/net/tcp figures', () => {
       await eventually(() => accepted.length === 1, 'the connection is accepted');
       const served = accepted[0];
       if (!served) throw new Error('unreachable');
-      await eventually(async () => ((await procTcpMemory.sendQueues()).get(connectionKey(served) ?? '') ?? 0) > 1024 * 1024, 'the kernel holds what the client does not read');
-      const queues = await procTcpMemory.sendQueues();
-      expect(queues.get(connectionKey(client) ?? '')).toBe(0);
+      const servedConnection = tcpConnection(served) ?? fail('no connection');
+      const clientConnection = tcpConnection(client) ?? fail('no connection');
+      await eventually(async () => ((await procTcpMemory.sendQueues([servedConnection])).get(servedConnection) ?? 0) > 1024 * 1024, 'the kernel holds what the client does not read');
+      const queues = await procTcpMemory.sendQueues([servedConnection, clientConnection]);
+      expect(queues.get(clientConnection)).toBe(0);
       expect(procTcpMemory.pages()).toBeGreaterThan(0);
       expect(procTcpMemory.pressurePages()).toBeGreaterThan(0);
       expect(procTcpMemory.sendBufferMax()).toBeGreaterThan(0);
@@ -87,7 +131,7 @@ class FakeStream implements GuardedStream {
   handed = 0;
   drained = false;
   woken = 0;
-  constructor(readonly connectionKey: string) {}
+  constructor(readonly connection: TcpConnection) {}
   wake(): void {
     this.woken++;
   }
@@ -97,7 +141,7 @@ const PRESSURE = 1000;
 const LIMIT = PRESSURE / 2;
 const BUFFER_MAX = 40 * PAGE_BYTES;
 
-function fakeKernel(): TcpMemorySource & { now: number; queues: Map<string, number> } {
+function fakeKernel(): TcpMemorySource & { now: number; queues: Map<TcpConnection, number> } {
   return {
     now: 0,
     queues: new Map(),
@@ -116,7 +160,7 @@ function fakeKernel(): TcpMemorySource & { now: number; queues: Map<string, numb
 const GRACE_MS = 200;
 
 function guarded(n: number, source = fakeKernel()) {
-  const streams = Array.from({ length: n }, (_, i) => new FakeStream(`s${i}`));
+  const streams = Array.from({ length: n }, (_, i) => new FakeStream(tcpConnection({ localAddress: '127.0.0.1', localPort: 8080, remoteAddress: '127.0.0.2', remotePort: 10_000 + i }) ?? fail('no connection')));
   const shed: FakeStream[] = [];
   // As the watch engine keeps them: a closed stream leaves the set.
   const open = new Set(streams);
@@ -149,8 +193,8 @@ describe('KernelMemoryGuard', () => {
     reader.caughtUp = true;
     // What is past the share is the streams': one holds a lot in the kernel (and wrote just now: not closed yet).
     stalled.caughtUp = true;
-    source.queues.set(stalled.connectionKey, 50 * PAGE_BYTES);
-    source.queues.set(reader.connectionKey, 0);
+    source.queues.set(stalled.connection, 50 * PAGE_BYTES);
+    source.queues.set(reader.connection, 0);
     source.now = LIMIT - 5;
     expect(guard.admit(list, 1000)).toBe(true);
     expect(guard.admit(reader, 1000)).toBe(true);
@@ -195,7 +239,7 @@ describe('KernelMemoryGuard', () => {
       s.paused = true;
       s.handed = 100 * PAGE_BYTES;
       s.lastWriteAt = longAgo();
-      source.queues.set(s.connectionKey, 40 * PAGE_BYTES);
+      source.queues.set(s.connection, 40 * PAGE_BYTES);
     }
     old.pausedAt = longAgo();
     older.pausedAt = old.pausedAt - 1000;
@@ -221,11 +265,11 @@ describe('KernelMemoryGuard', () => {
       s.lastWriteAt = longAgo();
     }
     source.queues = new Map([
-      [reader.connectionKey, 0],
-      [light.connectionKey, 3 * PAGE_BYTES],
-      [heavy.connectionKey, 20 * PAGE_BYTES],
-      [heavier.connectionKey, 30 * PAGE_BYTES],
-      [busy.connectionKey, 90 * PAGE_BYTES],
+      [reader.connection, 0],
+      [light.connection, 3 * PAGE_BYTES],
+      [heavy.connection, 20 * PAGE_BYTES],
+      [heavier.connection, 30 * PAGE_BYTES],
+      [busy.connection, 90 * PAGE_BYTES],
     ]);
     source.now = LIMIT + 25;
     await guard.check();
@@ -254,9 +298,9 @@ describe('KernelMemoryGuard', () => {
     pausedReading.pausedAt = longAgo();
     pausedReading.handed = 100 * PAGE_BYTES;
     source.queues = new Map([
-      [reading.connectionKey, 60 * PAGE_BYTES],
-      [pausedReading.connectionKey, 60 * PAGE_BYTES],
-      [stuck.connectionKey, 50 * PAGE_BYTES],
+      [reading.connection, 60 * PAGE_BYTES],
+      [pausedReading.connection, 60 * PAGE_BYTES],
+      [stuck.connection, 50 * PAGE_BYTES],
     ]);
     source.now = LIMIT + 500;
     expect(guard.admit(reading, 1)).toBe(false);
@@ -267,8 +311,8 @@ describe('KernelMemoryGuard', () => {
     for (let i = 0; i < 6; i++) {
       await new Promise((r) => setTimeout(r, GRACE_MS / 2));
       // The clients of two of them took a little since the last look.
-      source.queues.set(reading.connectionKey, (source.queues.get(reading.connectionKey) ?? 0) - PAGE_BYTES);
-      source.queues.set(pausedReading.connectionKey, (source.queues.get(pausedReading.connectionKey) ?? 0) - PAGE_BYTES);
+      source.queues.set(reading.connection, (source.queues.get(reading.connection) ?? 0) - PAGE_BYTES);
+      source.queues.set(pausedReading.connection, (source.queues.get(pausedReading.connection) ?? 0) - PAGE_BYTES);
       await guard.check();
       await settle();
     }
@@ -320,14 +364,14 @@ describe.runIf(linux)('a watcher closed with slow_consumer', () => {
     // About 7 MB: more than a loopback connection takes when its client doesn't read.
     for (let i = 0; i < 20; i++) await createBigGroup(ws, org, i);
     const { stream, watcher } = await openTracked(ws, org, { paused: true, watches: WATCH_KINDS.map((kind) => ({ kind })) });
-    const served = watcher.connectionKey;
-    const client = connectionKey(stream.socket);
-    if (served === undefined || client === undefined) throw new Error('no connection key');
+    const served = watcher.connection;
+    const client = tcpConnection(stream.socket);
+    if (served === undefined || client === undefined) throw new Error('no connection');
     await eventually(() => watcher.closed, 'the stalled watcher is closed');
     expect(await ws.metric('fleetplane_watch_streams_ended_total', { reason: 'slow_consumer' })).toBe(1);
     // Twice: a read of the table while connections come and go may skip one.
     for (let i = 0; i < 2; i++) {
-      const queues = await procTcpMemory.sendQueues();
+      const queues = await procTcpMemory.sendQueues([served, client]);
       expect(queues.has(served)).toBe(false);
       expect(queues.has(client)).toBe(false);
     }
@@ -340,12 +384,12 @@ describe.runIf(linux)('a watcher closed with slow_consumer', () => {
     const { stream, watcher } = await openTracked(ws, org, { paused: true, watches: WATCH_KINDS.map((kind) => ({ kind })) });
     await eventually(() => watcher.caughtUp, 'the watcher sent everything');
     expect(watcher.paused).toBe(false);
-    const served = watcher.connectionKey;
-    if (served === undefined) throw new Error('no connection key');
+    const served = watcher.connection;
+    if (served === undefined) throw new Error('no connection');
     const endedBefore = await ws.metric('fleetplane_watch_streams_ended_total', { reason: 'slow_consumer' });
     watcher.close('slow_consumer', 'closed by the test');
     expect(await ws.metric('fleetplane_watch_streams_ended_total', { reason: 'slow_consumer' })).toBe(endedBefore + 1);
-    await eventually(async () => !(await procTcpMemory.sendQueues()).has(served), 'the connection is gone from the kernel');
+    await eventually(async () => !(await procTcpMemory.sendQueues([served])).has(served), 'the connection is gone from the kernel');
     stream.destroy();
   });
 });

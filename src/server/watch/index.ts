@@ -3,3 +3,4 @@ export { WatchMetrics } from './watch-metrics.js';
 export { watchRoutes } from './route.js';
 export type { Watcher } from './watcher.js';
 export type { TcpMemorySource } from './proc-tcp.js';
+export type { TcpConnection } from './tcp-connection.js';

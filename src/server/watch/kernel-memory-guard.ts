@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { PAGE_BYTES, type TcpMemorySource } from './proc-tcp.js';
+import type { TcpConnection } from './tcp-connection.js';
 
 /**
  * Share of the kernel's TCP pressure threshold (tcp_mem's middle value) that
@@ -35,8 +36,8 @@ const LOG_INTERVAL_MS = 10_000;
 /** What the guard needs of a watcher. */
 export interface GuardedStream {
   readonly closed: boolean;
-  /** Its connection's key in `TcpMemorySource.sendQueues`. */
-  readonly connectionKey: string | undefined;
+  /** Its connection, to find in `TcpMemorySource.sendQueues`; undefined when its endpoints aren't known. */
+  readonly connection: TcpConnection | undefined;
   /** Over its buffer limit: the kernel's send buffer is full. */
   readonly paused: boolean;
   /** At the head: what it is sent now are changes. */
@@ -204,9 +205,11 @@ export class KernelMemoryGuard<W extends GuardedStream> {
   private async closeHeaviest(now: number): Promise<void> {
     if (this.readingQueues || now < this.nextQueuesRead) return;
     this.readingQueues = true;
-    let queues: Map<string, number>;
+    let queues: Map<TcpConnection, number>;
     try {
-      queues = await this.o.source.sendQueues();
+      const connections: TcpConnection[] = [];
+      for (const w of this.o.watchers) if (!w.closed && w.connection !== undefined) connections.push(w.connection);
+      queues = await this.o.source.sendQueues(connections);
     } finally {
       this.readingQueues = false;
       this.nextQueuesRead = performance.now() + Math.max(MIN_SPACING_MS, SPACING_PER_READ * (performance.now() - now));
@@ -222,7 +225,7 @@ export class KernelMemoryGuard<W extends GuardedStream> {
     const seen = new Map<W, { bytes: number; progressAt: number }>();
     let ours = 0;
     for (const w of this.o.watchers) {
-      const bytes = w.closed || w.connectionKey === undefined ? undefined : queues.get(w.connectionKey);
+      const bytes = w.closed || w.connection === undefined ? undefined : queues.get(w.connection);
       if (bytes === undefined) continue;
       if (bytes <= this.o.minHeld) {
         cleared.add(w);

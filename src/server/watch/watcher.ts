@@ -7,7 +7,7 @@ import type { FeedListener, OrgFeed } from './org-feed.js';
 import { CATCH_UP_PAGE } from './catch-up-reads.js';
 import { CHUNK_END, encodeError, encodeTail, KEEPALIVE, LAST_CHUNK } from './encode.js';
 import type { WatchMetrics } from './watch-metrics.js';
-import { connectionKey } from './proc-tcp.js';
+import { tcpConnection, type TcpConnection } from './tcp-connection.js';
 import { resetConnection } from './socket-reset.js';
 
 interface KindState {
@@ -88,8 +88,8 @@ export class Watcher implements FeedListener {
   pausedAt = Number.NEGATIVE_INFINITY;
   /** Its client took what filled its send buffer, at least once: it reads. */
   drained = false;
-  /** The connection's key in the kernel's send-queue figures (see KernelMemoryGuard). */
-  readonly connectionKey: string | undefined;
+  /** Its connection, as the kernel's send-queue figures list it (see KernelMemoryGuard). */
+  readonly connection: TcpConnection | undefined;
   /** The kinds asked for, sorted (watchers asking for the same kinds share catch-up reads), and their states, index by index. */
   private readonly kindList: WatchKind[];
   private readonly kindStates: KindState[];
@@ -133,7 +133,7 @@ export class Watcher implements FeedListener {
     this.slowConsumerTimeoutMs = w.slowConsumerTimeoutMs;
     this.feed = w.feed;
     this.tokenId = w.tokenId;
-    this.connectionKey = connectionKey(w.socket);
+    this.connection = tcpConnection(w.socket);
     const watches = [...w.watches].sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
     let position = Number.MAX_SAFE_INTEGER;
     let listUntil = 0;

@@ -1,6 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { bearerAuthorization, HEADERS, MEDIA, paths } from '../../../src/protocol/index.js';
-import { connectionKey, procTcpMemory } from '../../../src/server/watch/proc-tcp.js';
+import { procTcpMemory } from '../../../src/server/watch/proc-tcp.js';
+import { tcpConnection, type TcpConnection } from '../../../src/server/watch/tcp-connection.js';
 import type { WatchTarget, WatchSpec } from './watch-client.js';
 
 /**
@@ -95,11 +96,16 @@ export class StalledStreams {
 
   /** Replaces the streams whose connection the server reset; resolves with how many. */
   async reap(): Promise<number> {
-    const live = await procTcpMemory.sendQueues();
+    const connections = new Map<Socket, TcpConnection>();
+    for (const s of this.open) {
+      const c = tcpConnection(s);
+      if (c !== undefined) connections.set(s, c);
+    }
+    const live = await procTcpMemory.sendQueues([...connections.values()]);
     const missing = new Set<Socket>();
     let dead = 0;
     for (const s of [...this.open]) {
-      const key = connectionKey(s);
+      const key = connections.get(s);
       if (key === undefined || live.has(key)) continue;
       if (!this.missing.has(s)) {
         missing.add(s);
