@@ -3,10 +3,10 @@ import type { CachedEvent } from './event-ring.js';
 
 /**
  * What one object costs a snapshot beyond its encoded bytes: the map entry,
- * the CachedEvent, the Buffer object and its slot in the shared list. Used
- * to charge the per-replica budget. Measured on Node 20 (heap and array
- * buffers after GC, 20,000 devices of 521 encoded bytes): 764 bytes each,
- * so about 243 beyond the bytes.
+ * its entry object and its Buffer object (a view of its kind's list once
+ * listed). Used to charge the per-replica budget. Measured on Node 20 (heap
+ * and array buffers after GC, 20,000 devices of 521 encoded bytes): 764
+ * bytes each, so about 243 beyond the bytes.
  */
 export const SNAPSHOT_OBJECT_OVERHEAD = 250;
 
@@ -32,21 +32,41 @@ export class SnapshotBudget {
   }
 }
 
+/** A kind's list as last built: the bytes its objects' entries are views of, while any is. */
+interface ListBase {
+  readonly bytes: Buffer;
+  /** Entries whose bytes are a view of this list. */
+  views: number;
+}
+
+/** One live object: its encoded change event, in a buffer of its own (as the fill made it) or as a view of its kind's list. */
+interface Entry {
+  bytes: Buffer;
+  base: ListBase | undefined;
+}
+
 /**
  * Every live object of one organization at the feed's head, each as the
- * change event the fill encoded once (the same Buffer the ring holds), by
- * kind in revision order. Initial lists are written from it: the buffer
- * `list` returns is shared by every watcher listing between two changes,
- * so a joiner holds references to it, never copies.
+ * change event the fill encoded once (the bytes the ring holds), by kind in
+ * revision order. Initial lists are written from it: the buffer `list`
+ * returns is shared by every watcher listing between two changes, so a
+ * joiner holds references to it, never copies.
+ *
+ * Each object's bytes are held once: building a kind's list makes its
+ * entries views of the list, and the buffers the fill made go (but those
+ * the ring still holds). A list stays in memory while an entry is a view of
+ * it, after the kind changed too, until the next list is built.
  *
  * Kept current by the feed's fill (`apply` for every row, in revision
- * order), so it is consistent with the ring's head. It charges its bytes to
- * the budget; `apply` returns false when the budget can't take a change, and
- * the feed then drops the snapshot (lists page the database again).
+ * order), so it is consistent with the ring's head. It charges what it
+ * holds to the budget; `apply` returns false when the budget can't take a
+ * change, and the feed then drops the snapshot (lists page the database
+ * again).
  */
 export class OrgSnapshot {
-  readonly #byKind = new Map<WatchKind, Map<string, CachedEvent>>();
-  readonly #lists = new Map<WatchKind, Buffer>();
+  readonly #byKind = new Map<WatchKind, Map<string, Entry>>();
+  /** Each kind's list, until the kind changes. */
+  readonly #lists = new Map<WatchKind, ListBase>();
   #bytes = 0;
   #released = false;
 
@@ -76,12 +96,13 @@ export class OrgSnapshot {
     if (old) {
       // Deleted and set again so the map's order stays revision order.
       objects.delete(id);
-      this.#charge(-cost(old));
+      this.#release(old);
+      this.#charge(-SNAPSHOT_OBJECT_OVERHEAD);
     }
-    this.#dropList(event.kind);
+    this.#lists.delete(event.kind);
     if (event.deleted) return true;
-    if (!this.#charge(cost(event))) return false;
-    objects.set(id, event);
+    if (!this.#charge(event.bytes.length + SNAPSHOT_OBJECT_OVERHEAD)) return false;
+    objects.set(id, { bytes: event.bytes, base: undefined });
     return true;
   }
 
@@ -89,20 +110,30 @@ export class OrgSnapshot {
    * The kind's change events in revision order, as one buffer: the same
    * bytes for every caller until the kind changes (built at most once per
    * change, when a list asks). Watchers write slices of it, so a list costs a
-   * few writes, not one per object. Its bytes are charged to the budget too.
+   * few writes, not one per object.
    */
   list(kind: WatchKind): Buffer {
-    let list = this.#lists.get(kind);
-    if (!list) {
-      const events = [...(this.#byKind.get(kind)?.values() ?? [])];
-      list = Buffer.concat(
-        events.map((e) => e.bytes),
-        events.reduce((n, e) => n + e.bytes.length, 0),
-      );
-      // Over the budget the list is still served (the snapshot is dropped at the next change that doesn't fit).
-      if (this.#charge(list.length)) this.#lists.set(kind, list);
+    const built = this.#lists.get(kind);
+    if (built) return built.bytes;
+    const entries = [...(this.#byKind.get(kind)?.values() ?? [])];
+    const bytes = Buffer.concat(
+      entries.map((e) => e.bytes),
+      entries.reduce((n, e) => n + e.bytes.length, 0),
+    );
+    // Over the budget the list is still served, and its objects keep their bytes (the snapshot is dropped at the next change that doesn't fit).
+    if (!this.#charge(bytes.length)) return bytes;
+    const base: ListBase = { bytes, views: 0 };
+    let at = 0;
+    for (const e of entries) {
+      const length = e.bytes.length;
+      this.#release(e);
+      e.bytes = bytes.subarray(at, at + length);
+      e.base = base;
+      base.views++;
+      at += length;
     }
-    return list;
+    this.#lists.set(kind, base);
+    return bytes;
   }
 
   /** Gives its bytes back to the budget (the feed closes or drops it). Idempotent. */
@@ -115,11 +146,16 @@ export class OrgSnapshot {
     this.#lists.clear();
   }
 
-  #dropList(kind: WatchKind): void {
-    const list = this.#lists.get(kind);
-    if (!list) return;
-    this.#lists.delete(kind);
-    this.#charge(-list.length);
+  /** Stops charging an entry's bytes: its own, or its share of the list it is a view of (the list's when it was the last view). */
+  #release(e: Entry): void {
+    const base = e.base;
+    if (base === undefined) {
+      this.#charge(-e.bytes.length);
+      return;
+    }
+    e.base = undefined;
+    base.views--;
+    if (base.views === 0) this.#charge(-base.bytes.length);
   }
 
   #charge(bytes: number): boolean {
@@ -128,8 +164,4 @@ export class OrgSnapshot {
     this.#bytes += bytes;
     return true;
   }
-}
-
-function cost(e: CachedEvent): number {
-  return e.bytes.length + SNAPSHOT_OBJECT_OVERHEAD;
 }
