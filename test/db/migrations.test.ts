@@ -35,6 +35,13 @@ describe('migrations', () => {
     await db.close();
   });
 
+  it.runIf(inject('pgAdminUrl') !== '')('sessions on PostgreSQL run with JIT off (the planner overrates our statements)', async () => {
+    const db = await openPostgres(await createDatabase(inject('pgAdminUrl')), { max: 2 });
+    const rows = await Promise.all([1, 2].map(() => db.query<{ jit: string }>('SHOW jit')));
+    expect(rows.flat()).toEqual([{ jit: 'off' }, { jit: 'off' }]);
+    await db.close();
+  });
+
   it.runIf(inject('pgAdminUrl') !== '')('apply exactly once when replicas start together on PostgreSQL', async () => {
     const url = await createDatabase(inject('pgAdminUrl'));
     const dbs = await Promise.all([1, 2, 3, 4].map(() => openPostgres(url, { max: 2 })));
