@@ -19,6 +19,8 @@ export class FakeTunnel {
   readonly #answers = new Map<string, (r: TunnelResponse) => void>();
   /** When false the server ignores the agent's pings (a dead server, as the agent sees it). */
   answerPings = true;
+  /** WebSocket pings (control frames) the agent sent. */
+  wsPings = 0;
 
   constructor(
     readonly ws: WebSocket,
@@ -31,6 +33,11 @@ export class FakeTunnel {
         this.closeCode = code;
         resolve(code);
       });
+    });
+    // The server answers pings by hand (the WebSocketServer's autoPong is off), so a dead one can be played.
+    ws.on('ping', () => {
+      this.wsPings++;
+      if (this.answerPings) ws.pong();
     });
     ws.on('message', (data: Buffer) => {
       const frame = decodeTunnelFrame(data.toString());
@@ -99,6 +106,7 @@ export class FakeTunnelServer {
     const wss = new WebSocketServer({
       port: 0,
       host: '127.0.0.1',
+      autoPong: false,
       verifyClient: (info, cb) => {
         server?.tokens.push(info.req.headers.authorization ?? '');
         const refusal = server?.refuse.shift();

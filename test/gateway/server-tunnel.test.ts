@@ -7,9 +7,9 @@ import { TunnelTable } from '../../src/server/gateway/tunnel-table.js';
 import { eventually, silent } from './support.js';
 
 /** A server-side tunnel wired to a raw client socket the test drives by hand. */
-async function pair(wss: WebSocketServer, maxPending = 4): Promise<{ tunnel: ServerTunnel; agent: WebSocket; requests: TunnelRequest[] }> {
+async function pair(wss: WebSocketServer, maxPending = 4, autoPong = true): Promise<{ tunnel: ServerTunnel; agent: WebSocket; requests: TunnelRequest[] }> {
   const accepted = new Promise<WebSocket>((resolve) => wss.once('connection', resolve));
-  const agent = new WebSocket(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}`);
+  const agent = new WebSocket(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, { autoPong });
   const requests: TunnelRequest[] = [];
   agent.on('message', (data: Buffer) => {
     const f = decodeTunnelFrame(data.toString());
@@ -61,26 +61,51 @@ describe('server tunnel', () => {
     expect(await pendingCut).toMatchObject({ kind: 'lost' });
   });
 
-  it('cuts a tunnel whose agent stays silent for a whole ping round', async () => {
-    const { tunnel } = await pair(wss);
+  it('cuts a tunnel whose agent stays silent for a whole round after a ping', async () => {
+    const { tunnel, agent } = await pair(wss, 4, false);
+    let pings = 0;
+    agent.on('ping', () => pings++);
     const pending = tunnel.call('ping', {}, 60_000, new AbortController().signal);
-    tunnel.heartbeat(); // sends a ping the raw agent never answers
+    tunnel.heartbeat(); // heard from at the open: no ping yet
+    tunnel.heartbeat(); // silent since: a WebSocket ping, which this agent doesn't answer
+    await eventually('the ping at the agent', () => pings === 1);
+    expect(tunnel.open).toBe(true);
     tunnel.heartbeat();
     await tunnel.closed;
     expect(await pending).toMatchObject({ kind: 'lost', reason: expect.stringContaining(String(TUNNEL_CLOSE_CODES.pingTimeout)) });
   });
 
-  it('keeps a tunnel whose agent answers pings', async () => {
+  it('keeps a tunnel whose agent answers WebSocket pings (as WebSocket libraries do by themselves), pinging it every other round', async () => {
     const { tunnel, agent } = await pair(wss);
-    agent.on('message', (data: Buffer) => {
-      const f = decodeTunnelFrame(data.toString());
-      if (f && 'type' in f && f.type === 'ping') agent.send(JSON.stringify({ type: 'pong' }));
-    });
-    for (let i = 0; i < 3; i++) {
+    let pings = 0;
+    agent.on('ping', () => pings++);
+    for (let i = 0; i < 6; i++) {
       tunnel.heartbeat();
       await new Promise((r) => setTimeout(r, 30));
     }
     expect(tunnel.open).toBe(true);
+    expect(pings).toBe(3);
+  });
+
+  it('never pings an agent it hears from every round, and answers its pings', async () => {
+    const { tunnel, agent } = await pair(wss);
+    let pings = 0;
+    let pongs = 0;
+    agent.on('ping', () => pings++);
+    agent.on('message', (data: Buffer) => {
+      const f = decodeTunnelFrame(data.toString());
+      if (f && 'type' in f && f.type === 'pong') pongs++;
+      // A ping frame of the server's would be a ping too.
+      if (f && 'type' in f && f.type === 'ping') pings++;
+    });
+    for (let i = 0; i < 4; i++) {
+      agent.send(JSON.stringify({ type: 'ping' }));
+      await eventually('the pong', () => pongs === i + 1);
+      tunnel.heartbeat();
+    }
+    await new Promise((r) => setTimeout(r, 30));
+    expect(tunnel.open).toBe(true);
+    expect(pings).toBe(0);
   });
 
   it('answers past the deadline as deadline_exceeded, and drops the answer of a caller that gave up', async () => {

@@ -73,16 +73,33 @@ describe('tunnel client', () => {
     expect(sawAbort).toBe(true);
   });
 
-  it('answers pings and sends its own; gives up on a silent server and reconnects', async () => {
+  it('answers pings; pings a server it has not heard from in an interval; gives up on a silent server and reconnects', async () => {
     agent = startAgent(server.url, 't', {}, { pingIntervalMs: 60 });
     const t = await server.tunnel(0);
     t.send({ type: 'ping' });
     await eventually('a pong', () => t.count('pong') === 1);
-    await eventually('pings from the agent', () => t.count('ping') >= 2);
+    await eventually('WebSocket pings from the agent', () => t.wsPings >= 2);
+    // Keepalives are control frames, never JSON pings (a server pays a parse for those).
+    expect(t.count('ping')).toBe(0);
     t.answerPings = false; // the agent hears nothing more from this connection
     await t.closed;
     await server.tunnel(1);
     expect(server.tunnels.length).toBe(2);
+  });
+
+  it('does not ping a server it hears from: pings of the server count', async () => {
+    agent = startAgent(server.url, 't', {}, { pingIntervalMs: 60 });
+    const t = await server.tunnel(0);
+    let pongs = 0;
+    t.ws.on('pong', () => pongs++);
+    for (let i = 0; i < 8; i++) {
+      t.ws.ping();
+      await eventually('the agent answers the ping', () => pongs === i + 1);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    expect(t.wsPings).toBe(0);
+    expect(t.count('ping')).toBe(0);
+    expect(agent.client.connected).toBe(true);
   });
 
   it('retries refused and lost connections with backoff until one opens', async () => {

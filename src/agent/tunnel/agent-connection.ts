@@ -51,8 +51,10 @@ const CLOSE_GRACE_MS = 2_000;
 
 /**
  * One open tunnel WebSocket: answers the server's requests through the
- * runner, exchanges `ping`/`pong` frames every `pingIntervalMs`, and cuts the
- * connection when the server has sent nothing for a whole interval.
+ * runner, sends a WebSocket ping after an interval of `pingIntervalMs` in
+ * which the server sent nothing (its pings count: docs/protocol.md "Agent
+ * tunnel"), and cuts the connection when the server stays silent for an
+ * interval after that ping.
  *
  * Status frames (`sendStatus`) carry this connection's own increasing `seq`;
  * their acks are matched by it, and any still waiting when the connection
@@ -71,6 +73,8 @@ export class AgentConnection {
   readonly #acks = new StatusAcks();
   #draining = false;
   #heard = true;
+  /** A ping went out at the last tick, after an interval the server sent nothing in. */
+  #pinged = false;
   #localClose: CloseInfo | undefined;
   #pingTimer: NodeJS.Timeout | undefined;
   #drainTimer: NodeJS.Timeout | undefined;
@@ -88,6 +92,8 @@ export class AgentConnection {
     });
     ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
     ws.on('pong', () => (this.#heard = true));
+    // ws answers the server's pings by itself; they say the server is there.
+    ws.on('ping', () => (this.#heard = true));
     this.#pingTimer = setInterval(() => this.tick(), options.pingIntervalMs);
     this.#pingTimer.unref();
   }
@@ -179,14 +185,19 @@ export class AgentConnection {
   }
 
   private tick(): void {
-    if (!this.#heard) {
+    if (this.#heard) {
+      this.#heard = false;
+      this.#pinged = false;
+      return;
+    }
+    if (this.#pinged) {
       this.options.logger.warn({ intervalMs: this.options.pingIntervalMs }, 'tunnel server stopped answering pings; reconnecting');
       this.#localClose = { code: TUNNEL_CLOSE_CODES.pingTimeout, reason: 'ping timeout' };
       this.ws.terminate();
       return;
     }
-    this.#heard = false;
-    this.send({ type: 'ping' });
+    this.#pinged = true;
+    this.ws.ping();
   }
 
   private stopTimers(): void {

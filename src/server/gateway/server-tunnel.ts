@@ -60,7 +60,7 @@ function onSocketError(this: WebSocket, err: Error): void {
 /**
  * The server's end of one agent tunnel: sends request frames, matches the
  * answers by id, answers the agent's pings, and is given up on by
- * `heartbeat()` when the agent has sent nothing for a whole interval.
+ * `heartbeat()` when the agent stays silent for a round after a ping.
  *
  * When it closes, its unanswered requests end `not_delivered` if the agent
  * closed it as drained (TUNNEL_CLOSE_CODES.drained: it never started them),
@@ -79,6 +79,8 @@ export class ServerTunnel {
   #pending: Map<string, Pending> | undefined;
   #next = 0;
   #heard = true;
+  /** A WebSocket ping went out at the last round, after a round the agent sent nothing in. */
+  #pinged = false;
   #ended = false;
   #localCode: number | undefined;
   #closedWaiters: (() => void)[] | undefined;
@@ -171,17 +173,31 @@ export class ServerTunnel {
     });
   }
 
-  /** One ping round: cuts the tunnel if nothing arrived since the last round, else sends a ping. */
+  /**
+   * One keepalive round (docs/protocol.md "Agent tunnel"): an agent heard
+   * from since the last round is left alone; a silent one gets a WebSocket
+   * ping (a control frame, which WebSocket libraries answer by themselves);
+   * one still silent a round after its ping is cut. An idle fleet of agents
+   * that ping the server costs the server no ping of its own, and a silent
+   * one two tiny frames a tunnel every other round: the allocations of JSON
+   * pings to every tunnel kept V8 from ever seeing the process idle, so it
+   * never gave back the heap a herd of joiners had grown.
+   */
   heartbeat(): void {
     if (!this.open) return;
-    if (!this.#heard) {
+    if (this.#heard) {
+      this.#heard = false;
+      this.#pinged = false;
+      return;
+    }
+    if (this.#pinged) {
       this.shared.logger.info({ device: this.deviceId, tunnel: this.id }, 'agent stopped answering pings; closing its tunnel');
       this.#localCode = TUNNEL_CLOSE_CODES.pingTimeout;
       this.ws.terminate();
       return;
     }
-    this.#heard = false;
-    this.send({ type: 'ping' });
+    this.#pinged = true;
+    this.ws.ping();
   }
 
   /** Closes the tunnel; cuts it if the agent doesn't complete the close in `graceMs`. */
