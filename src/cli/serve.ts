@@ -38,6 +38,9 @@ export async function runServe(argv: readonly string[]): Promise<number> {
     const { serveAsWorker } = await import('./workers.js');
     return serveAsWorker(server.url ?? '', waitForSignal(server));
   }
+  // Before the banner: whoever reads it may signal at once, and a SIGTERM that came before the listener would kill
+  // the process instead of draining it.
+  const stopped = waitForSignal(server);
   const token = server.adminToken.token;
   process.stdout.write(
     [
@@ -49,7 +52,7 @@ export async function runServe(argv: readonly string[]): Promise<number> {
       '',
     ].join('\n'),
   );
-  return waitForSignal(server);
+  return stopped;
 }
 
 function waitForSignal(server: Awaited<ReturnType<typeof startServer>>): Promise<number> {
