@@ -20,10 +20,6 @@ export class ConnectionIndex {
     }
   }
 
-  get size(): number {
-    return this.#byRemote.size;
-  }
-
   /** The wanted connection with these endpoints, if any. */
   find(line: TcpConnection): TcpConnection | undefined {
     const held = this.#byRemote.get(remoteKey(line.remote[3], line.remotePort));

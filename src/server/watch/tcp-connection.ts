@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { ipv6Groups } from '../../protocol/index.js';
+import { ipv6Groups, parseIpv4 } from '../../protocol/index.js';
 
 /** An address as four 32-bit words in network order, each as a signed integer (so it stays a small integer in V8). */
 export type AddressWords = readonly [number, number, number, number];
@@ -28,14 +28,12 @@ export interface Endpoints {
 /** The third word of an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`); the first two are 0. */
 export const IPV4_MAPPED = 0xffff;
 
-/** The words of an IPv4 address given as its 32-bit value in network order. */
-export function ipv4Words(value: number): AddressWords {
-  return [0, 0, IPV4_MAPPED, value | 0];
-}
-
 function addressWords(address: string): AddressWords | undefined {
   const family = isIP(address);
-  if (family === 4) return ipv4Words(address.split('.').reduce((n, octet) => n * 256 + Number(octet), 0));
+  if (family === 4) {
+    const v4 = parseIpv4(address);
+    return v4 === undefined ? undefined : [0, 0, IPV4_MAPPED, v4 | 0];
+  }
   if (family !== 6) return undefined;
   const g = ipv6Groups(address.toLowerCase());
   const word = (i: number): number => ((g[2 * i] ?? 0) << 16) | (g[2 * i + 1] ?? 0);
