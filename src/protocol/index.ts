@@ -11,6 +11,7 @@ export * from './formats.js';
 export * from './watch.js';
 export * from './watch-line.js';
 export * from './tunnel.js';
+export * from './keepalive.js';
 export * from './tunnel-frames.js';
 export * from './agent-local.js';
 export * from './bus.js';

@@ -108,6 +108,22 @@ describe('server tunnel', () => {
     expect(pings).toBe(0);
   });
 
+  it("counts an agent's WebSocket pings as heard: it needs no ping of the server's", async () => {
+    const { tunnel, agent } = await pair(wss);
+    let pings = 0;
+    let pongs = 0;
+    agent.on('ping', () => pings++);
+    agent.on('pong', () => pongs++);
+    for (let i = 0; i < 4; i++) {
+      agent.ping();
+      await eventually('the pong', () => pongs === i + 1);
+      tunnel.heartbeat();
+    }
+    await new Promise((r) => setTimeout(r, 30));
+    expect(tunnel.open).toBe(true);
+    expect(pings).toBe(0);
+  });
+
   it('answers past the deadline as deadline_exceeded, and drops the answer of a caller that gave up', async () => {
     const { tunnel, agent, requests } = await pair(wss);
     expect(await tunnel.call('slow', {}, 20, new AbortController().signal)).toMatchObject({ kind: 'agent_error', code: 'deadline_exceeded' });

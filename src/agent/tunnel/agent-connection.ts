@@ -2,6 +2,7 @@ import WebSocket, { type ClientOptions, type RawData } from 'ws';
 import type { Logger } from 'pino';
 import {
   AGENT_ERROR_CODES,
+  KeepaliveRounds,
   HEADERS,
   TUNNEL_CLOSE_CODES,
   bearerAuthorization,
@@ -72,9 +73,7 @@ export class AgentConnection {
   #statusSeq = 0;
   readonly #acks = new StatusAcks();
   #draining = false;
-  #heard = true;
-  /** A ping went out at the last tick, after an interval the server sent nothing in. */
-  #pinged = false;
+  readonly #keepalive = new KeepaliveRounds();
   #localClose: CloseInfo | undefined;
   #pingTimer: NodeJS.Timeout | undefined;
   #drainTimer: NodeJS.Timeout | undefined;
@@ -91,9 +90,9 @@ export class AgentConnection {
       });
     });
     ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
-    ws.on('pong', () => (this.#heard = true));
-    // ws answers the server's pings by itself; they say the server is there.
-    ws.on('ping', () => (this.#heard = true));
+    // ws answers the server's pings by itself; they, and its pongs, say the server is there.
+    ws.on('pong', () => this.#keepalive.heard());
+    ws.on('ping', () => this.#keepalive.heard());
     this.#pingTimer = setInterval(() => this.tick(), options.pingIntervalMs);
     this.#pingTimer.unref();
   }
@@ -185,19 +184,13 @@ export class AgentConnection {
   }
 
   private tick(): void {
-    if (this.#heard) {
-      this.#heard = false;
-      this.#pinged = false;
-      return;
-    }
-    if (this.#pinged) {
+    const round = this.#keepalive.round();
+    if (round === 'ping') this.ws.ping();
+    else if (round === 'dead') {
       this.options.logger.warn({ intervalMs: this.options.pingIntervalMs }, 'tunnel server stopped answering pings; reconnecting');
       this.#localClose = { code: TUNNEL_CLOSE_CODES.pingTimeout, reason: 'ping timeout' };
       this.ws.terminate();
-      return;
     }
-    this.#pinged = true;
-    this.ws.ping();
   }
 
   private stopTimers(): void {
@@ -222,7 +215,7 @@ export class AgentConnection {
   }
 
   private onMessage(data: RawData, isBinary: boolean): void {
-    this.#heard = true;
+    this.#keepalive.heard();
     const text = isBinary ? undefined : Array.isArray(data) ? Buffer.concat(data).toString() : data.toString();
     const frame = text === undefined ? undefined : decodeTunnelFrame(text);
     if (!frame) {

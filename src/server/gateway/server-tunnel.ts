@@ -2,6 +2,7 @@ import WebSocket, { type RawData } from 'ws';
 import type { Logger } from 'pino';
 import {
   AGENT_ERROR_CODES,
+  KeepaliveRounds,
   TUNNEL_CLOSE_CODES,
   decodeTunnelFrame,
   type TunnelFrame,
@@ -46,7 +47,8 @@ const tunnelOf = new WeakMap<WebSocket, ServerTunnel>();
 function onSocketMessage(this: WebSocket, data: RawData, isBinary: boolean): void {
   tunnelOf.get(this)?.received(data, isBinary);
 }
-function onSocketPong(this: WebSocket): void {
+/** A ping or a pong: the agent is there (ws answers its pings by itself). */
+function onSocketControl(this: WebSocket): void {
   tunnelOf.get(this)?.heard();
 }
 function onSocketClose(this: WebSocket, code: number, reason: Buffer): void {
@@ -78,9 +80,7 @@ export class ServerTunnel {
   // Made on first use: most tunnels never carry a request.
   #pending: Map<string, Pending> | undefined;
   #next = 0;
-  #heard = true;
-  /** A WebSocket ping went out at the last round, after a round the agent sent nothing in. */
-  #pinged = false;
+  readonly #keepalive = new KeepaliveRounds();
   #ended = false;
   #localCode: number | undefined;
   #closedWaiters: (() => void)[] | undefined;
@@ -94,7 +94,8 @@ export class ServerTunnel {
     ws.once('close', onSocketClose);
     ws.on('error', onSocketError);
     ws.on('message', onSocketMessage);
-    ws.on('pong', onSocketPong);
+    ws.on('ping', onSocketControl);
+    ws.on('pong', onSocketControl);
   }
 
   get deviceId(): string {
@@ -185,19 +186,13 @@ export class ServerTunnel {
    */
   heartbeat(): void {
     if (!this.open) return;
-    if (this.#heard) {
-      this.#heard = false;
-      this.#pinged = false;
-      return;
-    }
-    if (this.#pinged) {
+    const round = this.#keepalive.round();
+    if (round === 'ping') this.ws.ping();
+    else if (round === 'dead') {
       this.shared.logger.info({ device: this.deviceId, tunnel: this.id }, 'agent stopped answering pings; closing its tunnel');
       this.#localCode = TUNNEL_CLOSE_CODES.pingTimeout;
       this.ws.terminate();
-      return;
     }
-    this.#pinged = true;
-    this.ws.ping();
   }
 
   /** Closes the tunnel; cuts it if the agent doesn't complete the close in `graceMs`. */
@@ -211,9 +206,9 @@ export class ServerTunnel {
     if (this.open) this.ws.send(JSON.stringify(frame));
   }
 
-  /** A pong arrived (the socket's listener calls this). */
+  /** A ping or pong arrived (the socket's listeners call this). */
   heard(): void {
-    this.#heard = true;
+    this.#keepalive.heard();
   }
 
   /** The socket closed (its listener calls this): requests end, then `onClosed` and `closed`. */
@@ -230,7 +225,7 @@ export class ServerTunnel {
 
   /** A message arrived (the socket's listener calls this). */
   received(data: RawData, isBinary: boolean): void {
-    this.#heard = true;
+    this.#keepalive.heard();
     const text = isBinary ? undefined : Array.isArray(data) ? Buffer.concat(data).toString() : data.toString();
     const frame = text === undefined ? undefined : decodeTunnelFrame(text);
     if (!frame) {
