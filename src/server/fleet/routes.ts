@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { Convergence, ConvergenceEventSchema, DeviceStatus, DeviceStatusInput, MEDIA, OrgIdParams, OrgParams, QUERY, ROUTES } from '../../protocol/index.js';
 import type { RouteModule } from '../http/context.js';
+import { ownConnection } from '../http/own-connection.js';
 import { errors, json } from '../http/route-responses.js';
 import type { Fleet } from './fleet.js';
 
@@ -71,6 +72,7 @@ export function fleetRoutes(fleet: Fleet): RouteModule {
           const current = await ctx.store.convergence(req.params.org);
           if (req.query[QUERY.watch] !== true) return current;
           reply.hijack();
+          ownConnection(req.raw, reply.raw, ctx.logger);
           fleet.convergence.open(req.params.org, req.raw.socket, current);
           return reply;
         },

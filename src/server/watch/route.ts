@@ -3,6 +3,7 @@ import type { RouteModule } from '../http/context.js';
 import { errors } from '../http/route-responses.js';
 import { revocableTokenOf } from '../access/index.js';
 import { validationFailed } from '../errors.js';
+import { ownConnection } from '../http/own-connection.js';
 import type { WatchEngine } from './engine.js';
 
 /** `POST /api/organizations/{org}/events` (docs/protocol.md "Watch"). */
@@ -40,6 +41,8 @@ export function watchRoutes(engine: WatchEngine): RouteModule {
           const p = await ctx.access.principalOf(req);
           const prepared = await engine.prepare(req.params.org, req.body);
           reply.hijack();
+          // A stream holds its connection for good: node:http's per-request state would be most of what it costs.
+          ownConnection(req.raw, reply.raw, ctx.logger);
           engine.open(prepared, {
             orgId: req.params.org,
             watches: req.body,
