@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { registerOpenFdsGauge } from './open-fds.js';
 import type { BusStats } from './bus/index.js';
 import { registerBusMetrics } from './bus-metrics.js';
 
@@ -70,6 +71,9 @@ export class Metrics {
         const perHandle = m.name.startsWith('nodejs_active_');
         if (perHandle || (String(m.type) !== 'counter' && m.name.endsWith('_total'))) this.registry.removeSingleMetric(m.name);
       }
+      // The library's own lists /proc/self/fd at each scrape: a string per socket.
+      this.registry.removeSingleMetric('process_open_fds');
+      registerOpenFdsGauge(this.registry);
     }
     this.up.set(1);
   }
