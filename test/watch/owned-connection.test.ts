@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
-import { get, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, get, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pino from 'pino';
 import type { Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -8,6 +10,7 @@ import { HEADERS, QUERY, WATCH_KINDS, bearerAuthorization, paths } from '../../s
 import { openWatch, type WatchStream } from './support/watch-client.js';
 import { eventually, startWatchServer, type WatchServer } from './support/watch-server.js';
 import { patchDevice } from './support/objects.js';
+import { ownConnection } from '../../src/server/http/own-connection.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -114,6 +117,34 @@ describe('a stream owns its connection', () => {
       await collected(c);
     } finally {
       res.destroy();
+    }
+  });
+});
+
+describe('ownConnection on a Node whose HTTP internals differ', () => {
+  it("leaves the connection to node:http, which still answers on it, and says so once", async () => {
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) });
+    const taken: boolean[] = [];
+    const server = createServer((req, res) => {
+      const socket: Socket & { parser?: unknown } = req.socket;
+      // As if a Node release named its drain listener otherwise.
+      for (const l of socket.listeners('drain') as ((...a: unknown[]) => void)[]) if (l.name === 'bound socketOnDrain') socket.removeListener('drain', l);
+      taken.push(ownConnection(req, res, logger), ownConnection(req, res, logger));
+      expect(socket.parser).toBeTruthy();
+      res.end('still served');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const res = await new Promise<IncomingMessage>((resolve, reject) => get(`http://127.0.0.1:${port}/`, { agent: false }, resolve).on('error', reject));
+      const chunks: Buffer[] = [];
+      for await (const c of res) chunks.push(c as Buffer);
+      expect(Buffer.concat(chunks).toString()).toBe('still served');
+      expect(taken).toEqual([false, false]);
+      expect(warnings).toHaveLength(1);
+    } finally {
+      server.close();
     }
   });
 });

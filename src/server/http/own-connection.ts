@@ -5,7 +5,13 @@ import type { Logger } from 'pino';
 
 type Listener = (...args: unknown[]) => void;
 
-/** node:http's own listeners on a connection it serves (lib/_http_server.js), by event. */
+/**
+ * node:http's own listeners on a connection it serves (lib/_http_server.js),
+ * by event; each is there on every connection it serves. Should a Node
+ * release name them otherwise, the connection is left to node:http: freeing
+ * the parser under a 'data' listener that still feeds it would be worse
+ * than keeping it.
+ */
 const HTTP_LISTENERS: Readonly<Record<string, RegExp>> = {
   data: /^bound socketOnData$/,
   end: /^bound socketOnEnd$/,
@@ -68,7 +74,8 @@ interface HttpSocket extends Socket {
 export function ownConnection(req: IncomingMessage, res: ServerResponse, logger: Logger): boolean {
   const socket: HttpSocket = req.socket;
   if (socket.destroyed) return true;
-  if (!freeParser || socket.parser === undefined || socket._httpMessage !== res) {
+  const found = freeParser && socket.parser !== undefined && socket._httpMessage === res ? httpListeners(socket) : undefined;
+  if (!freeParser || !found) {
     if (!fallbackLogged) {
       fallbackLogged = true;
       logger.warn(
@@ -78,11 +85,7 @@ export function ownConnection(req: IncomingMessage, res: ServerResponse, logger:
     }
     return false;
   }
-  for (const [event, name] of Object.entries(HTTP_LISTENERS)) {
-    for (const listener of socket.listeners(event) as Listener[]) {
-      if (name.test(listener.name)) socket.removeListener(event, listener);
-    }
-  }
+  for (const [event, listener] of found) socket.removeListener(event, listener);
   freeParser(socket.parser, req, socket);
   res.detachSocket(socket);
   const own = socket as unknown as Record<string, unknown>;
@@ -91,6 +94,18 @@ export function ownConnection(req: IncomingMessage, res: ServerResponse, logger:
   // read and dropped, and its close is seen at once, with nothing to write.
   socket.on('end', endSocket);
   return true;
+}
+
+/** node:http's listeners on `socket`, or undefined unless every one of them is there. */
+function httpListeners(socket: Socket): [string, Listener][] | undefined {
+  const found: [string, Listener][] = [];
+  for (const [event, name] of Object.entries(HTTP_LISTENERS)) {
+    const mine = (socket.listeners(event) as Listener[]).filter((l) => name.test(l.name));
+    const [listener] = mine;
+    if (mine.length !== 1 || !listener) return undefined;
+    found.push([event, listener]);
+  }
+  return found;
 }
 
 function endSocket(this: Socket): void {
