@@ -17,6 +17,11 @@ const gc = runInNewContext('gc') as () => void;
 
 const ALL = WATCH_KINDS.map((kind) => ({ kind }));
 
+/** Waits for the last kind's tail: the stream has listed everything and streams on. */
+async function listed(s: WatchStream): Promise<void> {
+  await s.waitFor((e) => e.type === 'tail' && e.kind === WATCH_KINDS[WATCH_KINDS.length - 1]);
+}
+
 interface Captured {
   req: WeakRef<IncomingMessage>;
   res: WeakRef<ServerResponse>;
@@ -70,7 +75,7 @@ describe('a stream owns its connection', () => {
     const d = await ws.h.createDevice(org.id);
     const s = await openWatch(ws.target(org.id), ALL);
     streams.push(s);
-    await s.waitFor((e) => e.type === 'tail' && e.kind === WATCH_KINDS[WATCH_KINDS.length - 1]);
+    await listed(s);
     const c = only(paths.events(org.id));
     expect(c.socket.parser).toBeNull();
     expect(c.socket._httpMessage).toBeNull();
@@ -83,7 +88,7 @@ describe('a stream owns its connection', () => {
   it("sees the client's close at once, with nothing to write", async () => {
     const org = await ws.h.createOrg();
     const s = await openWatch(ws.target(org.id), ALL);
-    await s.waitFor((e) => e.type === 'tail' && e.kind === WATCH_KINDS[WATCH_KINDS.length - 1]);
+    await listed(s);
     const c = only(paths.events(org.id));
     expect(await ws.metric('fleetplane_watchers')).toBe(1);
     // No bookmarks here (the interval is an hour): only reading the socket can notice the close.
@@ -96,7 +101,7 @@ describe('a stream owns its connection', () => {
     const org = await ws.h.createOrg();
     const s = await openWatch(ws.target(org.id), ALL);
     streams.push(s);
-    await s.waitFor((e) => e.type === 'tail' && e.kind === WATCH_KINDS[WATCH_KINDS.length - 1]);
+    await listed(s);
     const c = only(paths.events(org.id));
     s.socket.end();
     await eventually(() => c.socket.destroyed, "the server's socket closes after the client's half-close");

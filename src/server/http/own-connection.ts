@@ -12,15 +12,15 @@ type Listener = (...args: unknown[]) => void;
  * the parser under a 'data' listener that still feeds it would be worse
  * than keeping it.
  */
-const HTTP_LISTENERS: Readonly<Record<string, RegExp>> = {
-  data: /^bound socketOnData$/,
-  end: /^bound socketOnEnd$/,
-  close: /^bound socketOnClose$/,
-  drain: /^bound socketOnDrain$/,
-  error: /^socketOnError$/,
-  timeout: /^socketOnTimeout$/,
-  resume: /^onSocketResume$/,
-  pause: /^onSocketPause$/,
+const HTTP_LISTENERS: Readonly<Record<string, string>> = {
+  data: 'bound socketOnData',
+  end: 'bound socketOnEnd',
+  close: 'bound socketOnClose',
+  drain: 'bound socketOnDrain',
+  error: 'socketOnError',
+  timeout: 'socketOnTimeout',
+  resume: 'onSocketResume',
+  pause: 'onSocketPause',
 };
 
 /** Per-connection wrappers node:http installs to watch for 'data' listeners (they go once it has no parser). */
@@ -100,7 +100,7 @@ export function ownConnection(req: IncomingMessage, res: ServerResponse, logger:
 function httpListeners(socket: Socket): [string, Listener][] | undefined {
   const found: [string, Listener][] = [];
   for (const [event, name] of Object.entries(HTTP_LISTENERS)) {
-    const mine = (socket.listeners(event) as Listener[]).filter((l) => name.test(l.name));
+    const mine = (socket.listeners(event) as Listener[]).filter((l) => l.name === name);
     const [listener] = mine;
     if (mine.length !== 1 || !listener) return undefined;
     found.push([event, listener]);
