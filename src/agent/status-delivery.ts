@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import { NotFoundError, type FleetplaneClient } from '../client/index.js';
 import type { DeviceStatusInput } from '../protocol/index.js';
-import type { SendStatusOptions, StatusSendOutcome } from './tunnel/index.js';
+import type { SendStatusOptions, StatusRejection, StatusSendOutcome } from './tunnel/index.js';
 
 /**
  * The part of the tunnel client the status reporter uses (TunnelClient has
@@ -16,6 +16,8 @@ export interface StatusTunnel {
   readonly connected: boolean;
   sendStatus(status: DeviceStatusInput, opts: SendStatusOptions): Promise<StatusSendOutcome>;
   onOpen(listener: () => void): () => void;
+  /** Follows TunnelClient.onStatusRejected: refusals of frames sent as `sent` (or timed out). */
+  onStatusRejected(listener: (rejection: StatusRejection) => void): () => void;
 }
 
 /** Which way a status went. */
@@ -39,7 +41,9 @@ function frameStatus(s: DeviceStatusInput): DeviceStatusInput {
 /**
  * Delivers statuses, tunnel first:
  * - over the tunnel (when one is attached, connected, and hasn't left a
- *   frame unacknowledged since it (re)connected): delivered once acked;
+ *   frame unacknowledged since it (re)connected): delivered once acked, or
+ *   once sent on a connection whose server acked a frame before (it
+ *   answers such frames only when it can't record them: `refusedLate`);
  *   `not_found` means the device is gone (NotFoundError, as a PUT's 404);
  *   any other outcome (no connection, no ack in time, `unavailable`, another
  *   error) sends the same status by PUT at once.
@@ -54,6 +58,8 @@ export class StatusDelivery {
   /** Counts tunnel connections, so a timeout on an old one doesn't silence a newer one. */
   #generation = 0;
   #silent = false;
+  /** The server refused a frame after it counted as delivered: the next status goes by PUT. */
+  #putNext = false;
 
   constructor(options: StatusDeliveryOptions) {
     this.#o = options;
@@ -72,6 +78,20 @@ export class StatusDelivery {
     return this.#tunnel?.connected === true && !this.#silent;
   }
 
+  /**
+   * The server refused a status frame after it counted as delivered. Returns
+   * NotFoundError when the device is gone (send nothing more); otherwise the
+   * next delivery goes by PUT, and undefined.
+   */
+  refusedLate(rejection: StatusRejection): NotFoundError | undefined {
+    if (rejection.code === 'not_found') {
+      return new NotFoundError({ code: 'not_found', status: 404, message: rejection.message, details: { from: 'tunnel_status_ack' } });
+    }
+    this.#putNext = true;
+    this.#o.logger.warn({ code: rejection.code, reason: rejection.message, seq: rejection.seq }, 'the server could not record a status frame; reporting the status by PUT');
+    return undefined;
+  }
+
   /** A tunnel connection opened: status frames are tried again. */
   reconnected(): void {
     this.#generation++;
@@ -86,10 +106,10 @@ export class StatusDelivery {
    */
   async deliver(id: string, status: DeviceStatusInput, signal: AbortSignal, putOnly = false): Promise<DeliveryChannel> {
     const tunnel = this.#tunnel;
-    if (!putOnly && tunnel && this.viaTunnel) {
+    if (!putOnly && !this.#putNext && tunnel && this.viaTunnel) {
       const generation = this.#generation;
       const outcome = await tunnel.sendStatus(frameStatus(status), { signal, timeoutMs: this.#o.ackTimeoutMs });
-      if (outcome.type === 'acked') return 'tunnel';
+      if (outcome.type === 'acked' || outcome.type === 'sent') return 'tunnel';
       if (outcome.type === 'rejected' && outcome.code === 'not_found') {
         throw new NotFoundError({ code: 'not_found', status: 404, message: outcome.message, details: { from: 'tunnel_status_ack' } });
       }
@@ -103,6 +123,7 @@ export class StatusDelivery {
     await this.#o.client.devices.putStatus(this.#o.org, id, status, {
       signal: AbortSignal.any([signal, AbortSignal.timeout(this.#o.requestTimeoutMs)]),
     });
+    this.#putNext = false;
     return 'put';
   }
 }

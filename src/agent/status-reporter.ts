@@ -6,8 +6,9 @@
  * sent once the device is known to be deleted.
  *
  * Which way (see StatusDelivery): a status frame over the agent's tunnel
- * when one is attached and acknowledges them (delivered only once acked),
- * else `PUT .../devices/{id}/status`. Every tunnel (re)connection sends the
+ * when one is attached and acknowledges them (delivered once acked, or once
+ * sent after the server acked one on that connection; a frame it refuses
+ * later is sent again by PUT), else `PUT .../devices/{id}/status`. Every tunnel (re)connection sends the
  * current status again over it. Every interval without change, a PUT
  * refreshes `last_seen`, but only while statuses don't go over the tunnel:
  * there the connection itself tells the server the device is online.
@@ -58,7 +59,7 @@ export interface StatusReporterOptions {
 export interface StatusReporterStats {
   /** Statuses delivered, either way. */
   sent: number;
-  /** Of `sent`, those acknowledged over the tunnel. */
+  /** Of `sent`, those that went over the tunnel (acked, or sent after the server acked one on that connection). */
   sent_via_tunnel: number;
   /** Which way the last delivered status went. */
   last_channel: DeliveryChannel | null;
@@ -119,10 +120,20 @@ export class StatusReporter {
    */
   attachTunnel(tunnel: StatusTunnel): () => void {
     this.#delivery.attach(tunnel);
-    const off = tunnel.onOpen(() => this.#tunnelOpened());
+    const offOpen = tunnel.onOpen(() => this.#tunnelOpened());
+    const offRejected = tunnel.onStatusRejected((rejection) => {
+      const gone = this.#delivery.refusedLate(rejection);
+      if (gone) {
+        this.#dirty.delete(this.#o.deviceId);
+        this.#o.onRejected?.('device_gone', gone);
+      } else if (this.#dirty.mark(this.#o.deviceId, bounded(this.#fields, true))) this.#wake.fire();
+    });
     // A tunnel already up when attached counts as just opened.
     if (tunnel.connected) this.#tunnelOpened();
-    return off;
+    return () => {
+      offOpen();
+      offRejected();
+    };
   }
 
   #tunnelOpened(): void {

@@ -1,5 +1,5 @@
 import type { DeviceStatusInput } from './schemas/device.js';
-import type { TunnelFrame } from './tunnel.js';
+import { STATUS_ACK_MODES, type TunnelFrame, type TunnelStatusFrame } from './tunnel.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
@@ -7,7 +7,8 @@ const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSaf
 /**
  * Decodes one tunnel text message. Returns undefined when it is not JSON or
  * not one of the frames of docs/protocol.md (the caller logs it): `status` frames
- * need a positive integer `seq` and an object `status`, `status_ack` a `seq`
+ * need a positive integer `seq` and an object `status` (and keep `ack` only when it is
+ * `errors`), `status_ack` a `seq`
  * and an optional `error: {code, message}`; requests need a string `id`, a string `method`, an object `params` (absent: `{}`) and a
  * positive `deadline_ms`; responses a string `id` and exactly one of `result`
  * or `error: {code, message}`. Unknown fields are ignored.
@@ -26,7 +27,10 @@ export function decodeTunnelFrame(text: string): TunnelFrame | undefined {
     const status = v['status'];
     if (!isSeq(seq) || !isObject(status)) return undefined;
     // The fields are checked against DeviceStatusInput by the receiver, which answers validation_failed.
-    return { type: 'status', seq, status: status as unknown as DeviceStatusInput };
+    const frame: TunnelStatusFrame = { type: 'status', seq, status: status as unknown as DeviceStatusInput };
+    // Any other value of `ack` asks for the default: answering more than asked is always safe.
+    if (v['ack'] === STATUS_ACK_MODES.errors) frame.ack = STATUS_ACK_MODES.errors;
+    return frame;
   }
   if (v['type'] === 'status_ack') {
     const seq = v['seq'];

@@ -18,17 +18,28 @@ export type TunnelResponse =
 export type TunnelControl = { type: 'ping' } | { type: 'pong' };
 
 /**
+ * Which answers an agent wants to a status frame: `always` (the default when
+ * `ack` is absent), a `status_ack` whether it was recorded or not; `errors`,
+ * a `status_ack` only when it was not (the status is the ACK, as an xDS
+ * DiscoveryRequest is: nobody acknowledges an ACK that went well).
+ */
+export const STATUS_ACK_MODES = { always: 'always', errors: 'errors' } as const;
+export type StatusAckMode = (typeof STATUS_ACK_MODES)[keyof typeof STATUS_ACK_MODES];
+
+/**
  * Agent → server: the device's status (the ACK of what it applied, or a
  * NACK with `apply_error`), over the tunnel it already holds instead of a
  * `PUT .../status` request. `seq` is the agent's own counter (a positive
  * integer, increasing per tunnel); `status` has the fields and limits of the
  * `PUT` body. The server answers with a `status_ack` of the same `seq` once
- * the batch holding the status has committed.
+ * the batch holding the status has committed, or, when `ack` is `errors`,
+ * only if it could not record it.
  */
 export interface TunnelStatusFrame {
   type: 'status';
   seq: number;
   status: DeviceStatusInput;
+  ack?: StatusAckMode;
 }
 
 /**

@@ -288,6 +288,42 @@ describe('StatusReporter over the tunnel', () => {
     expect(reporter.deleted).toBe(true);
   });
 
+  it('counts a frame sent as answered only on error as delivered, and sends the status again by PUT when the server refuses it later', async () => {
+    const server = new FakeStatusServer();
+    const tunnel = new FakeStatusTunnel();
+    tunnel.mode = 'sent';
+    const { reporter } = startWithTunnel(server, tunnel);
+    await until(() => reporter.stats.sent === 1, 'the status sent on attach');
+    reporter.update({ applied_revision: 4 });
+    await until(() => reporter.stats.sent === 2, 'the change');
+    expect(reporter.stats).toMatchObject({ sent_via_tunnel: 2, last_channel: 'tunnel' });
+    expect(server.puts).toHaveLength(0);
+    tunnel.refuseLater(2, 'unavailable');
+    await until(() => server.puts.length === 1, 'the status again, by PUT');
+    expect(server.puts[0]).toMatchObject({ online: true, applied_revision: 4 });
+    // One refusal sends one status by PUT; the next change goes over the tunnel again.
+    reporter.update({ applied_revision: 5 });
+    await until(() => tunnel.frames.at(-1)?.applied_revision === 5, 'the next change over the tunnel');
+    expect(server.puts).toHaveLength(1);
+  });
+
+  it('takes a late not_found as the device being gone: nothing sent again', async () => {
+    const server = new FakeStatusServer();
+    const tunnel = new FakeStatusTunnel();
+    tunnel.mode = 'sent';
+    const rejected: string[] = [];
+    const { reporter } = startWithTunnel(server, tunnel, { intervalMs: 20, onRejected: (kind) => rejected.push(kind) });
+    await until(() => reporter.stats.sent === 1, 'the status sent on attach');
+    tunnel.refuseLater(1, 'not_found');
+    expect(rejected).toEqual(['device_gone']);
+    reporter.update({ applied_revision: 2 });
+    tunnel.drop();
+    await pause(80);
+    expect(tunnel.frames).toHaveLength(1);
+    expect(server.puts).toHaveLength(0);
+    expect(reporter.deleted).toBe(true);
+  });
+
   it('says goodbye by PUT with online: false, even with the tunnel up', async () => {
     const server = new FakeStatusServer();
     const tunnel = new FakeStatusTunnel();

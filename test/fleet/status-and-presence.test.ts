@@ -104,6 +104,27 @@ describe.each(backends())('device statuses, presence and convergence on $name', 
       expect(Date.parse(gone.status.last_seen ?? '')).toBeGreaterThan(Date.now() - 60_000);
     });
 
+    it('a status frame that asks only for errors is recorded without an answer, and answered when it is refused', async () => {
+      const { org, devices } = await fleet(2);
+      const [a, b] = devices as [EnrolledDevice, EnrolledDevice];
+      const head = await ws.h.head(org);
+      const t = await StatusTunnel.open(ws.url, a.device_token);
+      const quiet = t.send(report(head), 'errors');
+      await eventually(async () => (await ws.h.ok<Convergence>(200, 'GET', paths.convergence(org))).at_head === 1, 'the quiet status recorded');
+      // Acks leave in the order their batches commit: once a later frame's ack is in, an ack of the quiet one would be too.
+      expect((await t.status(report(head))).error).toBeUndefined();
+      expect(t.acks.has(quiet)).toBe(false);
+      expect((await t.status({ applied_revision: 'x' }, 'errors')).error?.code).toBe('validation_failed');
+      // An unknown `ack` asks for the default: an ack either way.
+      expect((await t.status(report(head), 'sometimes')).error).toBeUndefined();
+
+      const tb = await StatusTunnel.open(ws.url, b.device_token);
+      await ws.h.ok(204, 'DELETE', paths.device(org, b.id));
+      expect((await tb.status(report(head), 'errors')).error?.code).toBe('not_found');
+      await t.close();
+      tb.ws.terminate();
+    });
+
     it('a watch stream with the device token counts as presence too; a status of a deleted device is refused', async () => {
       const { org, devices } = await fleet(2);
       const [a, b] = devices as [EnrolledDevice, EnrolledDevice];

@@ -91,10 +91,11 @@ describe.each(backends())('a status batch is one pass over its reports ($name)',
       return row ?? { hot: 0, all: 0 };
     };
     const before = await hot();
+    // One replacement: a second one fits only once the first's old versions are pruned, which waits for every
+    // open snapshot (another test's transaction, an autovacuum) to end, so its count isn't this test's to fix.
     await replace(3);
-    await replace(4);
     const after = await hot();
-    expect(after.all - before.all).toBe(2 * DEVICES);
-    expect(after.hot - before.hot).toBe(2 * DEVICES);
+    expect(after.all - before.all).toBe(DEVICES);
+    expect(after.hot - before.hot).toBe(DEVICES);
   });
 });

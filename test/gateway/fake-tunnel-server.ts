@@ -8,6 +8,9 @@ export type StatusAnswer = (frame: TunnelStatusFrame) => unknown;
 /** Acknowledges every status frame. */
 export const ackStatus: StatusAnswer = (f) => ({ type: 'status_ack', seq: f.seq });
 
+/** Records every status frame, as the server does: an ack for frames that ask for one, nothing for those that ask only for errors. */
+export const ackAsAsked: StatusAnswer = (f) => (f.ack === 'errors' ? undefined : { type: 'status_ack', seq: f.seq });
+
 /** One tunnel as the fake server sees it. */
 export class FakeTunnel {
   readonly frames: TunnelFrame[] = [];

@@ -1,13 +1,13 @@
 /**
  * Status frames over the agent's tunnel, against a fake server: `sendStatus`
- * outcomes (ack, error, silence, no connection, a connection lost while
+ * outcomes (ack, sent, error, late error, silence, no connection, a connection lost while
  * waiting), `seq` per connection, `onOpen` per connection, and the
  * handshake's Retry-After.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DeviceStatusInput } from '../../src/protocol/index.js';
-import { TunnelHandshakeError, type TunnelState } from '../../src/agent/tunnel/index.js';
-import { ackStatus, FakeTunnelServer } from './fake-tunnel-server.js';
+import { TunnelHandshakeError, type StatusRejection, type TunnelState } from '../../src/agent/tunnel/index.js';
+import { ackAsAsked, ackStatus, FakeTunnelServer } from './fake-tunnel-server.js';
 import { eventually, startAgent, type TestAgent } from './support.js';
 
 const status = (applied_revision: number): DeviceStatusInput => ({
@@ -38,28 +38,43 @@ describe('tunnel status frames', () => {
     expect(await agent.client.sendStatus(status(1), { timeoutMs: 50 })).toEqual({ type: 'not_connected' });
   });
 
-  it('sends status frames with an increasing seq and resolves with the ack or the error of the same seq', async () => {
+  it('sends status frames with an increasing seq; asks for acks until the server acked one, then only for errors, which come to onStatusRejected', async () => {
     server.answerStatus = (f) =>
-      f.status.applied_revision === 13 ? { type: 'status_ack', seq: f.seq, error: { code: 'not_found', message: 'device gone' } } : ackStatus(f);
+      f.status.applied_revision === 13 ? { type: 'status_ack', seq: f.seq, error: { code: 'not_found', message: 'device gone' } } : ackAsAsked(f);
     agent = startAgent(server.url, 't');
+    const rejections: StatusRejection[] = [];
+    agent.client.onStatusRejected((r) => rejections.push(r));
     await agent.client.whenConnected();
-    expect(await agent.client.sendStatus(status(1))).toEqual({ type: 'acked' });
-    expect(await agent.client.sendStatus(status(2))).toEqual({ type: 'acked' });
     expect(await agent.client.sendStatus(status(13))).toEqual({ type: 'rejected', code: 'not_found', message: 'device gone' });
+    // A refusal doesn't tell that the server records statuses: the next frame still asks for its ack.
+    expect(await agent.client.sendStatus(status(1))).toEqual({ type: 'acked' });
+    expect(await agent.client.sendStatus(status(2))).toEqual({ type: 'sent' });
+    expect(await agent.client.sendStatus(status(13))).toEqual({ type: 'sent' });
+    await eventually('the late refusal', () => rejections.length === 1);
+    expect(rejections).toEqual([{ seq: 4, code: 'not_found', message: 'device gone' }]);
     const t = await server.tunnel(0);
-    expect(t.statuses().map((f) => f.seq)).toEqual([1, 2, 3]);
-    expect(t.statuses()[0]).toEqual({ type: 'status', seq: 1, status: status(1) });
+    expect(t.statuses().map((f) => [f.seq, f.ack])).toEqual([
+      [1, undefined],
+      [2, undefined],
+      [3, 'errors'],
+      [4, 'errors'],
+    ]);
+    expect(t.statuses()[1]).toEqual({ type: 'status', seq: 2, status: status(1) });
   });
 
-  it('times out when the server ignores status frames (an older server), and a late ack is dropped', async () => {
+  it('times out when the server ignores status frames (an older server); a late ack still tells that it records them', async () => {
     agent = startAgent(server.url, 't');
     await agent.client.whenConnected();
     expect(await agent.client.sendStatus(status(1), { timeoutMs: 50 })).toEqual({ type: 'timeout' });
     const t = await server.tunnel(0);
+    expect(await agent.client.sendStatus(status(2), { timeoutMs: 50 })).toEqual({ type: 'timeout' });
     t.send({ type: 'status_ack', seq: 1 });
-    // The tunnel still works after the late ack.
-    t.answerStatus = ackStatus;
-    expect(await agent.client.sendStatus(status(2), { timeoutMs: 5_000 })).toEqual({ type: 'acked' });
+    // Frames arrive in order: once the agent answered this request, it has read the ack.
+    await t.request('ping');
+    t.answerStatus = ackAsAsked;
+    expect(await agent.client.sendStatus(status(3), { timeoutMs: 5_000 })).toEqual({ type: 'sent' });
+    await eventually('the third frame', () => t.count('status') === 3);
+    expect(t.statuses().at(-1)?.ack).toBe('errors');
   });
 
   it('ends a frame waiting for its ack not_connected when the connection closes, and rejects on abort', async () => {

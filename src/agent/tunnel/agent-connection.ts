@@ -7,9 +7,11 @@ import {
   TUNNEL_CLOSE_CODES,
   bearerAuthorization,
   decodeTunnelFrame,
+  STATUS_ACK_MODES,
   type DeviceStatusInput,
   type TunnelFrame,
   type TunnelRequest,
+  type TunnelStatusAck,
 } from '../../protocol/index.js';
 import { parseRetryAfter } from '../../client/retry-after.js';
 import type { RequestRunner } from './request-runner.js';
@@ -45,6 +47,15 @@ export interface ConnectionOptions {
   wsOptions?: ClientOptions;
   runner: RequestRunner;
   logger: Logger;
+  /** The server refused a status frame nobody waits for any more (one sent with `ack: "errors"`, or one that timed out). */
+  onStatusRejected?: (rejection: StatusRejection) => void;
+}
+
+/** A `status_ack` with an error for a frame whose sender stopped waiting. */
+export interface StatusRejection {
+  readonly seq: number;
+  readonly code: string;
+  readonly message: string;
 }
 
 /** How long a close handshake may take before the socket is cut. */
@@ -59,7 +70,9 @@ const CLOSE_GRACE_MS = 2_000;
  *
  * Status frames (`sendStatus`) carry this connection's own increasing `seq`;
  * their acks are matched by it, and any still waiting when the connection
- * closes end `not_connected`.
+ * closes end `not_connected`. Until the server has acked one frame here,
+ * every frame asks for an ack (which tells the agent that this server
+ * records status frames at all); after that they ask only for errors.
  *
  * Draining (maximum connection age, shutdown): requests that arrive after
  * `drain()` are not started; once every started one is answered the
@@ -72,6 +85,8 @@ export class AgentConnection {
   #unanswered = 0;
   #statusSeq = 0;
   readonly #acks = new StatusAcks();
+  /** The server acked a status frame on this connection: it records them, and later frames ask only for errors. */
+  #recordsStatus = false;
   #draining = false;
   readonly #keepalive = new KeepaliveRounds();
   #localClose: CloseInfo | undefined;
@@ -150,14 +165,19 @@ export class AgentConnection {
   /**
    * Sends the device's status in a status frame with this connection's next
    * `seq`, and resolves with what became of it (see StatusSendOutcome):
-   * `not_connected` at once when the connection isn't open, `timeout` when
-   * no ack came within `timeoutMs`. Rejects with the signal's reason when
-   * `signal` aborts first.
+   * `not_connected` at once when the connection isn't open, `sent` at once
+   * once the server has acked a frame here, `timeout` when no ack came
+   * within `timeoutMs`. Rejects with the signal's reason when `signal`
+   * aborts first.
    */
   sendStatus(status: DeviceStatusInput, timeoutMs: number, signal?: AbortSignal): Promise<StatusSendOutcome> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (!this.open) return Promise.resolve({ type: 'not_connected' });
     const seq = ++this.#statusSeq;
+    if (this.#recordsStatus) {
+      this.send({ type: 'status', seq, status, ack: STATUS_ACK_MODES.errors });
+      return Promise.resolve({ type: 'sent' });
+    }
     const outcome = this.#acks.wait(seq, timeoutMs, signal);
     this.send({ type: 'status', seq, status });
     return outcome;
@@ -193,6 +213,16 @@ export class AgentConnection {
     }
   }
 
+  private onStatusAck(ack: TunnelStatusAck): void {
+    if (ack.error === undefined && ack.seq <= this.#statusSeq) this.#recordsStatus = true;
+    if (this.#acks.settle(ack)) return;
+    if (ack.error === undefined) {
+      this.options.logger.debug({ seq: ack.seq }, 'status ack for a frame nobody waits for any more');
+      return;
+    }
+    this.options.onStatusRejected?.({ seq: ack.seq, code: ack.error.code, message: ack.error.message });
+  }
+
   private stopTimers(): void {
     clearInterval(this.#pingTimer);
     clearTimeout(this.#drainTimer);
@@ -224,9 +254,7 @@ export class AgentConnection {
     }
     if ('type' in frame) {
       if (frame.type === 'ping') this.send({ type: 'pong' });
-      else if (frame.type === 'status_ack') {
-        if (!this.#acks.settle(frame)) this.options.logger.debug({ seq: frame.seq }, 'status ack for a frame nobody waits for any more');
-      } else if (frame.type === 'status') this.options.logger.warn('ignored a status frame from the server: only agents send them');
+      else if (frame.type === 'status_ack') this.onStatusAck(frame); else if (frame.type === 'status') this.options.logger.warn('ignored a status frame from the server: only agents send them');
       return;
     }
     if ('method' in frame) return this.onRequest(frame);

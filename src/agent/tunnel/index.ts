@@ -9,8 +9,9 @@ export {
   type TunnelClientOptions,
   type TunnelState,
   type TunnelOpenListener,
+  type StatusRejectedListener,
   type SendStatusOptions,
 } from './tunnel-client.js';
 export { MAX_PENDING_STATUS_ACKS, type StatusSendOutcome } from './status-acks.js';
 export { AgentMethodRegistry, AgentMethodError, type AgentMethodHandler, type AgentCallContext } from './method-registry.js';
-export { TunnelHandshakeError, type CloseInfo } from './agent-connection.js';
+export { TunnelHandshakeError, type CloseInfo, type StatusRejection } from './agent-connection.js';

@@ -3,6 +3,9 @@ import type { TunnelStatusAck } from '../../protocol/index.js';
 /**
  * What became of a status frame sent over the tunnel:
  * - `acked`: the server committed it (its `status_ack` came without error).
+ * - `sent`: it went on a connection whose server has acked one before, as a
+ *   frame answered only if it can't be recorded (`ack: "errors"`); such an
+ *   answer comes later, to the tunnel's `onStatusRejected` listeners.
  * - `rejected`: the server answered with an error (`not_found`: the device
  *   is gone; `unavailable`: it couldn't record it now; `validation_failed`).
  * - `timeout`: no answer in time (a server that doesn't know status frames,
@@ -12,6 +15,7 @@ import type { TunnelStatusAck } from '../../protocol/index.js';
  */
 export type StatusSendOutcome =
   | { readonly type: 'acked' }
+  | { readonly type: 'sent' }
   | { readonly type: 'rejected'; readonly code: string; readonly message: string }
   | { readonly type: 'timeout' }
   | { readonly type: 'not_connected' };

@@ -3,7 +3,7 @@ import type { ClientOptions } from 'ws';
 import { AGENT_METHODS, ROUTES, RPC_ANSWER_TIMEOUT_MS, TUNNEL_PING_INTERVAL_MS, type DeviceStatusInput } from '../../protocol/index.js';
 import { Backoff, type BackoffPolicy } from '../../client/backoff.js';
 import { sleep } from '../../client/sleep.js';
-import { AgentConnection, TunnelHandshakeError, type CloseInfo } from './agent-connection.js';
+import { AgentConnection, TunnelHandshakeError, type CloseInfo, type StatusRejection } from './agent-connection.js';
 import { AgentMethodRegistry, type AgentMethodHandler } from './method-registry.js';
 import { RequestRunner } from './request-runner.js';
 import type { StatusSendOutcome } from './status-acks.js';
@@ -72,6 +72,12 @@ export const TUNNEL_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 8_000, r
 /** How long `sendStatus` waits for the server's ack by default (the server acks within ~250 ms). */
 export const DEFAULT_STATUS_ACK_TIMEOUT_MS = 5_000;
 
+/**
+ * The server refused a status frame after its sender stopped waiting: one
+ * sent as `sent` (answered only on error), or one whose ack timed out.
+ */
+export type StatusRejectedListener = (rejection: StatusRejection) => void;
+
 /** A connection just opened (first connection, reconnection, or the replacement of an aged one). */
 export type TunnelOpenListener = (info: { readonly url: string; readonly connections: number }) => void;
 
@@ -99,7 +105,8 @@ export function tunnelUrl(base: string): string {
  * `ping` is built in (`{pong: true, revision}`); the agent daemon registers
  * `status` and `force-sync` (and modules their own) with `register`.
  * `sendStatus` reports the device's status on the newest open connection
- * and waits for the server's ack; `onOpen` tells of every connection opened.
+ * (waiting for the server's ack until it has acked one there); `onOpen`
+ * tells of every connection opened, `onStatusRejected` of late refusals.
  * `run(signal)` runs until the signal aborts; then running handlers are
  * cancelled, answered, and the connections closed.
  */
@@ -110,6 +117,7 @@ export class TunnelClient {
   readonly #logger: Logger;
   readonly #live = new Set<AgentConnection>();
   readonly #openListeners = new Set<TunnelOpenListener>();
+  readonly #rejectedListeners = new Set<StatusRejectedListener>();
   /** The newest open connection: status frames go there. */
   #current: AgentConnection | undefined;
   #waiters: (() => void)[] = [];
@@ -166,9 +174,22 @@ export class TunnelClient {
   }
 
   /**
+   * Tells `listener` of every status frame the server refused after its
+   * sender stopped waiting (see StatusSendOutcome `sent`), on any
+   * connection. Returns the unsubscribe function. A listener must not throw
+   * (what it throws is logged).
+   */
+  onStatusRejected(listener: StatusRejectedListener): () => void {
+    this.#rejectedListeners.add(listener);
+    return () => this.#rejectedListeners.delete(listener);
+  }
+
+  /**
    * Sends the device's status (a `status` frame, docs/protocol.md "Agent tunnel") on
    * the newest open connection and resolves with its outcome: `acked` once
-   * the server committed it, `rejected` with the server's error code,
+   * the server committed it, `sent` at once on a connection whose server
+   * acked a frame before (it answers later only if it can't record it),
+   * `rejected` with the server's error code,
    * `timeout` when no ack came within `timeoutMs` (an older server ignores
    * status frames), `not_connected` when no connection is open or it closed
    * before the ack. Rejects only with the signal's reason, when it aborts.
@@ -273,6 +294,7 @@ export class TunnelClient {
             maxPayloadBytes: o.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes,
             runner,
             logger: this.#logger,
+            onStatusRejected: (rejection) => this.notifyRejected(rejection),
             ...(o.wsOptions ? { wsOptions: o.wsOptions } : {}),
           },
           signal,
@@ -310,6 +332,16 @@ export class TunnelClient {
         listener(info);
       } catch (err) {
         this.#logger.error({ err }, 'tunnel onOpen listener failed');
+      }
+    }
+  }
+
+  private notifyRejected(rejection: StatusRejection): void {
+    for (const listener of this.#rejectedListeners) {
+      try {
+        listener(rejection);
+      } catch (err) {
+        this.#logger.error({ err }, 'tunnel onStatusRejected listener failed');
       }
     }
   }

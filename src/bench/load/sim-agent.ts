@@ -1,4 +1,4 @@
-import { TUNNEL_FRAME_TYPES, type DeviceStatusInput } from '../../protocol/index.js';
+import { STATUS_ACK_MODES, TUNNEL_FRAME_TYPES, type DeviceStatusInput } from '../../protocol/index.js';
 import { nowMs } from '../clock.js';
 import { COUNTER, bump, type AgentCounters } from './agent-counters.js';
 import type { AckMode, AgentIdentity, AgentTarget, ProgressField, WatchDiagnosis } from './agent-messages.js';
@@ -25,7 +25,9 @@ const PUT_RETRY = { initialMs: 1_000, maxMs: 30_000, resetAfterMs: Number.MAX_SA
  * One simulated `fleetplane agent`: a watch stream on its organization, a
  * tunnel, and ACKs. Whenever the revision it has seen rises it reports
  * `{applied_revision: R, apply_error: null, …}`: as a tunnel `status` frame
- * (expecting a `status_ack` of the same `seq`), or by `PUT .../status`, or
+ * (expecting a `status_ack` of the same `seq` until the server acked one on
+ * that connection, then asking only for errors, as the agent does), or by
+ * `PUT .../status`, or
  * not at all (`none`, for the raw floor). It applies nothing.
  *
  * Progress values (for the harness's waits), -Infinity until known:
@@ -48,6 +50,8 @@ export class SimAgent {
   /** Highest revision sent in the current mode (a frame or PUT may still be unanswered). */
   private sent = 0;
   private readonly unacked = new Map<number, number>();
+  /** The server acked a frame on the current tunnel connection: later frames ask only for errors, as the agent's do. */
+  private recordsStatus = false;
   private putBusy = false;
   private putTimer: NodeJS.Timeout | undefined;
   private readonly putRetry = new RetryWait(PUT_RETRY);
@@ -134,8 +138,9 @@ export class SimAgent {
       this.tunnel = new AgentTunnel(AgentTunnel.urlOf(target.host, target.port), this.identity.token, this.localAddress, this.host.counters, {
         onOpen: (at) => {
           this.set('tunnel', at);
-          // A frame sent on a tunnel that closed may be lost: report again what isn't acknowledged.
-          if (this.ackMode === 'tunnel') this.sent = this.acked;
+          this.recordsStatus = false;
+          // As the agent does: the status again on every new connection (a frame sent on one that closed may be lost).
+          if (this.ackMode === 'tunnel') this.sent = 0;
           this.ack();
         },
         onStatusAck: (seq, error, at) => this.onStatusAck(seq, error, at),
@@ -191,9 +196,19 @@ export class SimAgent {
   private ackByFrame(): void {
     const seq = ++this.seq;
     const revision = this.seen;
-    if (!this.tunnel?.send({ type: TUNNEL_FRAME_TYPES.status, seq, status: this.status(revision) })) return;
+    const quiet = this.recordsStatus;
+    const frame = { type: TUNNEL_FRAME_TYPES.status, seq, status: this.status(revision), ...(quiet ? { ack: STATUS_ACK_MODES.errors } : {}) };
+    if (!this.tunnel?.send(frame)) return;
     bump(this.host.counters, COUNTER.statusFramesSent);
     this.sent = revision;
+    if (quiet) {
+      // The server answers it only if it can't record it: the ACK is done once sent, and convergence shows it recorded.
+      if (revision > this.acked) {
+        this.ackedAt = nowMs();
+        this.set('acked', revision);
+      }
+      return;
+    }
     this.unacked.set(seq, revision);
     if (this.unacked.size > MAX_UNACKED) {
       const oldest = this.unacked.keys().next().value;
@@ -209,6 +224,7 @@ export class SimAgent {
       return;
     }
     bump(this.host.counters, COUNTER.statusAcks);
+    if (revision !== undefined) this.recordsStatus = true;
     if (revision !== undefined && revision > this.acked) {
       this.ackedAt = at;
       this.set('acked', revision);

@@ -27,7 +27,7 @@ export function changeTable(runs: readonly FleetRunFigures[]): Table {
     both('write (PATCH round trip)', (l) => loopCell(l, (c) => c.writeMs, ms));
     both('→ all N received', (l) => loopCell(l, (c) => c.receivedMs, ms));
     both('  agents missing it', (l) => missingCell(l, (c) => c.missingReceived, r.n));
-    both('→ all N ACKed (ack confirmed)', (l) => loopCell(l, (c) => c.ackedMs, ms));
+    both('→ all N ACKed (PUT answered; frame sent)', (l) => loopCell(l, (c) => c.ackedMs, ms));
     both('  agents not ACKed', (l) => missingCell(l, (c) => c.missingAcked, r.n));
     both('→ convergence at_head = N', (l) => loopCell(l, (c) => c.convergedMs, ms));
     both('  best at_head seen', (l) => loopCell(l, (c) => c.bestAtHead, count));

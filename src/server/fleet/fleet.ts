@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Ajv } from 'ajv';
-import { CONVERGENCE_MIN_INTERVAL_MS, DeviceStatusInput, FORMATS, statusSignal, type TunnelStatusAck, type TunnelStatusFrame } from '../../protocol/index.js';
+import { CONVERGENCE_MIN_INTERVAL_MS, DeviceStatusInput, FORMATS, STATUS_ACK_MODES, statusSignal, type TunnelStatusAck, type TunnelStatusFrame } from '../../protocol/index.js';
 import type { SignalBus } from '../bus/index.js';
 import type { Settings } from '../config/settings.js';
 import type { Store } from '../store/index.js';
@@ -104,7 +104,8 @@ export class Fleet {
 
   /**
    * A status frame from a device's tunnel: validated, batched, and answered
-   * by one call of `reply` once recorded (or refused). Callbacks, not
+   * by one call of `reply` once recorded (or refused); a frame whose `ack` is
+   * `errors` is answered only when refused. Callbacks, not
    * promises: 10,000 agents ACK each change, and each promise is garbage
    * (and an async hook call) per ACK.
    */
@@ -121,9 +122,13 @@ export class Fleet {
       reply(refused(frame.seq, bad.path, bad.expected));
       return;
     }
-    this.batcher.enqueue({ deviceId: device.deviceId, orgId: device.orgId, input: frame.status, via: 'tunnel' }, (outcome) =>
-      reply(outcome.ok ? { type: 'status_ack', seq: frame.seq } : { type: 'status_ack', seq: frame.seq, error: { code: outcome.error.code, message: outcome.error.message } }),
-    );
+    const quiet = frame.ack === STATUS_ACK_MODES.errors;
+    this.batcher.enqueue({ deviceId: device.deviceId, orgId: device.orgId, input: frame.status, via: 'tunnel' }, (outcome) => {
+      if (outcome.ok) {
+        // 10,000 agents ACKing a change would cost 10,000 more frames (a third of the change's socket calls) to say nothing.
+        if (!quiet) reply({ type: 'status_ack', seq: frame.seq });
+      } else reply({ type: 'status_ack', seq: frame.seq, error: { code: outcome.error.code, message: outcome.error.message } });
+    });
   }
 
   /** Ends convergence streams, writes what is pending (disconnections included: call after connections closed). */

@@ -69,7 +69,7 @@ export interface AgentGatewayOptions {
 /** What the gateway tells the fleet module. */
 export interface GatewayFleetHooks {
   presence: { add(deviceId: string, orgId: string): void; remove(deviceId: string): void };
-  /** Records a tunnel status frame and calls `reply` once with its ack (see Fleet.tunnelStatus). */
+  /** Records a tunnel status frame and calls `reply` at most once with its ack (see Fleet.tunnelStatus). */
   tunnelStatus(device: { deviceId: string; orgId: string }, frame: TunnelStatusFrame, reply: (ack: TunnelStatusAck) => void): void;
 }
 

@@ -19,9 +19,10 @@ export interface ServerTunnelShared {
   /** How long past its `deadline_ms` an answer is still awaited (the agent answers at its deadline). */
   answerGraceMs: number;
   /**
-   * Records a status frame of the tunnel's device and calls `reply` once
-   * with the ack to send back; without it, status frames are answered
-   * `unavailable` (the agent falls back to `PUT`).
+   * Records a status frame of the tunnel's device and calls `reply` at most
+   * once with the ack to send back (not at all for a recorded frame whose
+   * `ack` is `errors`); without it, status frames are answered `unavailable`
+   * (the agent falls back to `PUT`).
    */
   onStatus?: (tunnel: ServerTunnel, frame: TunnelStatusFrame, reply: (ack: TunnelStatusAck) => void) => void;
   logger: Logger;

@@ -21,10 +21,16 @@ export class StatusTunnel {
     });
   }
 
-  /** Sends one status frame; resolves with its ack. */
-  async status(status: unknown): Promise<TunnelStatusAck> {
+  /** Sends one status frame (with `ack` when given); returns its seq. */
+  send(status: unknown, ack?: string): number {
     const seq = ++this.#seq;
-    this.ws.send(JSON.stringify({ type: 'status', seq, status }));
+    this.ws.send(JSON.stringify({ type: 'status', seq, status, ...(ack === undefined ? {} : { ack }) }));
+    return seq;
+  }
+
+  /** Sends one status frame; resolves with its ack. */
+  async status(status: unknown, ack?: string): Promise<TunnelStatusAck> {
+    const seq = this.send(status, ack);
     await eventually(() => this.acks.has(seq), `the ack of status ${seq}`);
     return this.acks.get(seq)!;
   }
