@@ -12,7 +12,9 @@ export function fleetMethod(idleSeconds: number): string[] {
       `stream silent for 3 bookmark intervals, ${STREAM_SILENCE_MS / 1000} s, counted as watch.silent: a connection can die with no FIN or reset reaching the agent) ` +
       'and a tunnel (ws: answers ping frames ' +
       'and the ping request). When its seen revision rises it ACKs {applied_revision: R, apply_error: null, …} by a tunnel status frame ' +
-      '(confirmed by status_ack) or by PUT .../status (confirmed by its 200; PUTs share 32 keep-alive sockets per load worker). ' +
+      '(as the agent does: confirmed by status_ack until the server acked one on that tunnel connection, then sent with ack: "errors" and ' +
+      'counted once sent; every new connection sends it again) or by PUT .../status (confirmed by its 200; PUTs share 32 keep-alive ' +
+      'sockets per load worker). ' +
       'Sockets bind to 127.0.x.y source addresses and close with a TCP reset.',
     `method (a): N fresh agents (no revision) join ${PACED_CONCURRENCY} at a time (an agent holds its slot until its watch reached every tail) ` +
       'and all at once; time from the first start to the last agent with all three tails. The raw floor (src/bench/raw-floor, node:http) ' +
@@ -23,7 +25,7 @@ export function fleetMethod(idleSeconds: number): string[] {
       'its "listening" line. Error responses: any non-success HTTP answer to an agent; refused/reset connections are counted apart.',
     `(c)/(f): ${CHANGES} PATCHes of a security group's description, one at a time; each waits, concurrently and bounded (received 30 s; ` +
       `ACKs and convergence ${ackTimeoutMs(0) / 1000} s + 2 ms per agent, 2 s once a change got no ACK at all), until every agent has the revision, every ` +
-      `agent's ACK is confirmed, and GET .../convergence reports at_head = N at that revision (the ?watch=true stream when served, else ` +
+      `agent's ACK is confirmed (or sent, see above), and GET .../convergence reports at_head = N at that revision (the ?watch=true stream when served, else ` +
       `a poll every ${POLL_INTERVAL_MS} ms, admin token). All times from sending the PATCH. CPU: the server's process tree from /proc/<pid>/stat ` +
       '(10 ms ticks), between the PATCH and the last wait; it includes the PATCH and following the convergence. Statements: deltas of ' +
       'fleetplane_db_queries_total by statement label over the same window; "for the ACKs" is the INSERT/UPDATE/DELETE statements (a ' +

@@ -7,7 +7,7 @@ import type { FleetMetrics } from './fleet-metrics.js';
 export type StatusOutcome = { readonly ok: true } | { readonly ok: false; readonly error: ApiError };
 
 export interface StatusBatcherOptions {
-  /** Writes one batch in one statement; returns the devices whose status was recorded (and whether it changed). */
+  /** Writes one batch in one statement; returns the statuses not recorded, and those that changed nothing. */
   write(batch: StatusBatch): Promise<RecordedStatuses>;
   replicaId: string;
   /** Least time between the starts of two batches. */
@@ -201,15 +201,15 @@ export class StatusBatcher {
       return;
     }
     this.#o.metrics.statusBatches.inc();
-    this.#o.metrics.statusesWritten.inc(recorded.size);
+    this.#o.metrics.statusesWritten.inc(taken.length - recorded.gone.size);
     const orgs = new Set<string>();
     for (const p of taken) {
       const id = p.write.deviceId;
-      const ok = recorded.has(id);
+      const ok = !recorded.gone.has(id);
       if (ok) {
         orgs.add(p.write.orgId);
         if (p.write.via === 'tunnel') this.#written.set(id, p.key);
-        if (recorded.get(id) === true) this.#o.onChanged?.(p.write, p.receivedAt);
+        if (!recorded.repeated.has(id)) this.#o.onChanged?.(p.write, p.receivedAt);
       }
       const outcome: StatusOutcome = ok ? OK : { ok: false, error: new ApiError('not_found', 'device not found') };
       this.#settle(p, outcome);

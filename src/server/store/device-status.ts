@@ -61,8 +61,18 @@ export interface StatusWrite {
   readonly via: 'put' | 'tunnel';
 }
 
-/** Devices whose status a batch recorded, each with whether its applied revision or error changed. */
-export type RecordedStatuses = ReadonlyMap<string, boolean>;
+/**
+ * The statuses of a batch that were not recorded and changed something: the
+ * exceptions, so that a fleet's batch of ACKs returns no rows. A status in
+ * neither set was recorded and changed its device's applied revision or
+ * error (a new ACK or NACK).
+ */
+export interface RecordedStatuses {
+  /** Devices whose status was not recorded: the device is gone. */
+  readonly gone: ReadonlySet<string>;
+  /** Devices whose status was recorded and repeated the stored applied revision and error. */
+  readonly repeated: ReadonlySet<string>;
+}
 
 /** What one batch writes: statuses, and this replica's presence changes. */
 export interface StatusBatch {
@@ -92,10 +102,8 @@ const EMPTY_STORED = JSON.stringify(stored({ ...EMPTY_STATUS, last_seen: undefin
  * devices that still exist, presence rows in and out (only while this
  * replica is registered: a replica collected after its lease expired
  * re-asserts its presence when it registers again), and `last_seen` of the
- * devices that went away. Returns the ids whose status was recorded (a
- * status of a deleted device is not), each with whether it changed the
- * stored applied revision or error state: true for a new ACK or NACK, false
- * for a report repeating what was recorded.
+ * devices that went away. Returns the statuses not recorded (a deleted
+ * device's) and those that repeated the stored applied revision and error.
  */
 export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promise<RecordedStatuses> {
   const reported = new Set(batch.statuses.map((s) => s.deviceId));
@@ -106,7 +114,7 @@ export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promis
     status: stored(s.input),
     online: s.via === 'put' ? s.input.online ?? true : false,
   }));
-  const rows = await q.query<{ device_id: string; changed: boolean }>(
+  const rows = await q.query<{ device_id: string; recorded: boolean }>(
     // The report set is materialized once and joined by hash: an inlined
     // recordset on the inner side of a nested loop was rescanned per row
     // (10,000 statuses took 15 s of database time).
@@ -135,12 +143,17 @@ export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promis
         WHERE o.id = ANY($6::uuid[]) AND o.kind = 'device' AND NOT o.deleted
        ON CONFLICT (device_id) DO UPDATE SET last_seen = now()
      )
-     SELECT st.device_id,
-            (p.device_id IS NULL OR p.applied IS DISTINCT FROM st.applied OR p.failed IS DISTINCT FROM st.failed) AS changed
-       FROM st LEFT JOIN prev p ON p.device_id = st.device_id`,
+     -- Only the exceptions: the rows of 10,000 ACKs would be sent and parsed to say that all went as asked.
+     SELECT v.id AS device_id, st.device_id IS NOT NULL AS recorded
+       FROM v LEFT JOIN st ON st.device_id = v.id LEFT JOIN prev p ON p.device_id = v.id
+      WHERE st.device_id IS NULL
+         OR (p.device_id IS NOT NULL AND p.applied IS NOT DISTINCT FROM st.applied AND p.failed IS NOT DISTINCT FROM st.failed)`,
     [JSON.stringify(records), batch.replicaId, [...batch.connected], [...batch.disconnected], EMPTY_STORED, seen],
   );
-  return new Map(rows.map((r) => [r.device_id, r.changed === true]));
+  const gone = new Set<string>();
+  const repeated = new Set<string>();
+  for (const r of rows) (r.recorded === true ? repeated : gone).add(r.device_id);
+  return { gone, repeated };
 }
 
 /** Removes every presence row of this replica (it starts, or re-registers after its row was collected, with none). */
