@@ -33,14 +33,16 @@ interface NotConvergedRow {
 export async function convergence(q: Queryable, orgId: string, staleAfterSeconds: number): Promise<Convergence> {
   const rows = await q.query<ConvergenceRow & Record<string, unknown>>(
     `WITH g AS (SELECT head_revision FROM orgs WHERE id = $1 AND deleted_at IS NULL),
-     d AS (
+     -- Materialized: inlined into c, each device's presence test ran once per reference to it.
+     d AS MATERIALIZED (
        SELECT o.id, o.revision, o.value->>'hostname' AS hostname,
               (s.status->>'applied_revision')::bigint AS applied_revision,
               s.status->>'apply_error' AS apply_error,
               s.last_seen,
               COALESCE(s.reported_online AND s.last_seen > now() - make_interval(secs => $2), false) AS reported,
-              EXISTS (SELECT 1 FROM device_presence p JOIN replicas r ON r.id = p.replica_id
-                       WHERE p.device_id = o.id AND r.lease_expires_at > now()) AS connected
+              -- Uncorrelated, so one hashed set of the live replicas' presence, not a lookup per device.
+              o.id IN (SELECT p.device_id FROM device_presence p JOIN replicas r ON r.id = p.replica_id
+                        WHERE r.lease_expires_at > now()) AS connected
          FROM objects o LEFT JOIN device_status s ON s.device_id = o.id
         WHERE o.org_id = $1 AND o.kind = 'device' AND NOT o.deleted
      ),
