@@ -15,9 +15,12 @@ const TYPE = 'fleetplane:agent-registry';
 const MAX_IN_FLIGHT = 65_536;
 /** A primary busy for this long (the embedded PostgreSQL runs in it) is treated as not answering. */
 const REPLY_TIMEOUT_MS = 10_000;
+/** Most devices one `set` message carries; the rest go in the next ones. */
+const MAX_SET_BATCH = 4_096;
 
 type Request =
-  | { type: typeof TYPE; op: 'set'; seq: number; replica: string; device: string; held: boolean }
+  /** Each device, and whether this replica holds a tunnel to it. */
+  | { type: typeof TYPE; op: 'set'; seq: number; replica: string; devices: [string, boolean][] }
   | { type: typeof TYPE; op: 'lookup'; seq: number; device: string }
   | { type: typeof TYPE; op: 'clear'; seq: number; replica: string };
 
@@ -82,8 +85,10 @@ export function serveClusterAgentRegistry(logger: Logger): () => void {
     const reply: Reply = { type: TYPE, op: 'done', seq: m.seq };
     if (m.op === 'set') {
       replicaOf.set(worker, m.replica);
-      if (m.held) add(m.device, m.replica);
-      else remove(m.device, m.replica);
+      for (const [device, held] of m.devices) {
+        if (held) add(device, m.replica);
+        else remove(device, m.replica);
+      }
     } else if (m.op === 'clear') clear(m.replica);
     else {
       const h = holders.get(m.device);
@@ -106,8 +111,27 @@ export function serveClusterAgentRegistry(logger: Logger): () => void {
   };
 }
 
+/** A worker's IPC channel to the primary: its `process` (tests pass their own). */
+export interface PrimaryChannel {
+  readonly connected: boolean;
+  send(message: unknown): void;
+  onMessage(listener: (message: unknown) => void): void;
+  offMessage(listener: (message: unknown) => void): void;
+}
+
+const processChannel: PrimaryChannel = {
+  get connected() {
+    return process.send !== undefined && process.connected;
+  },
+  send: (m) => process.send?.(m),
+  onMessage: (l) => process.on('message', l),
+  offMessage: (l) => process.off('message', l),
+};
+
 export interface ClusterAgentRegistryOptions {
   replicaId: string;
+  /** Default: this process's channel to the cluster primary. */
+  channel?: PrimaryChannel;
   connected: (deviceId: string) => boolean;
   onRead?: () => void;
   logger: Logger;
@@ -124,10 +148,16 @@ interface Waiting {
  * The IPC channel delivers a worker's messages in order, so the last `sync`
  * for a device wins without per-device serialization here; `sync` resolves
  * once the primary has applied it, so the `agent:<device>` signal sent after
- * it finds the entry.
+ * it finds the entry. The syncs of one event-loop turn go in one message
+ * (each device with whether it is held when the message leaves): 10,000
+ * agents joining cost a few hundred messages, not 10,000 and their replies.
  */
 export class ClusterAgentRegistry implements AgentRegistry {
   readonly #waiting = new Map<number, Waiting>();
+  /** Devices to sync with the next message, each with the callers waiting for it. */
+  #sets = new Map<string, (() => void)[]>();
+  #setsScheduled = false;
+  #stopped = false;
   #seq = 0;
   #reads = 0;
   readonly #onMessage = (m: unknown): void => {
@@ -145,8 +175,12 @@ export class ClusterAgentRegistry implements AgentRegistry {
     return this.#reads;
   }
 
+  get #channel(): PrimaryChannel {
+    return this.options.channel ?? processChannel;
+  }
+
   async start(): Promise<void> {
-    process.on('message', this.#onMessage);
+    this.#channel.onMessage(this.#onMessage);
   }
 
   async lookup(deviceId: string): Promise<string[]> {
@@ -155,23 +189,50 @@ export class ClusterAgentRegistry implements AgentRegistry {
     return this.#ask({ type: TYPE, op: 'lookup', seq: ++this.#seq, device: deviceId }, true);
   }
 
-  async sync(deviceId: string): Promise<void> {
-    const held = this.options.connected(deviceId);
-    try {
-      await this.#ask({ type: TYPE, op: 'set', seq: ++this.#seq, replica: this.options.replicaId, device: deviceId, held }, false);
-    } catch (err) {
-      // The primary is gone or stuck: the whole server is going down with it, nothing to repair.
-      this.options.logger.warn({ err, device: deviceId, held }, 'the agent registry entry could not be confirmed by the primary');
+  sync(deviceId: string): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiters = this.#sets.get(deviceId);
+      if (waiters) waiters.push(resolve);
+      else this.#sets.set(deviceId, [resolve]);
+      if (this.#setsScheduled) return;
+      this.#setsScheduled = true;
+      setImmediate(() => this.#sendSets());
+    });
+  }
+
+  #sendSets(): void {
+    this.#setsScheduled = false;
+    while (this.#sets.size > 0) {
+      const batch = new Map<string, (() => void)[]>();
+      for (const [device, waiters] of this.#sets) {
+        if (batch.size >= MAX_SET_BATCH) break;
+        batch.set(device, waiters);
+      }
+      for (const device of batch.keys()) this.#sets.delete(device);
+      const devices = [...batch.keys()].map((d): [string, boolean] => [d, this.options.connected(d)]);
+      const done = (): void => {
+        for (const waiters of batch.values()) for (const w of waiters) w();
+      };
+      this.#ask({ type: TYPE, op: 'set', seq: ++this.#seq, replica: this.options.replicaId, devices }, false).then(done, (err: unknown) => {
+        // The primary is gone or stuck: the whole server is going down with it, nothing to repair.
+        this.options.logger.warn({ err, devices: devices.length }, 'agent registry entries could not be confirmed by the primary');
+        done();
+      });
     }
   }
 
   async stop(): Promise<void> {
+    // Entries sent after the clear would outlive it; the primary drops this worker's entries when it exits anyway.
+    this.#stopped = true;
+    for (const waiters of this.#sets.values()) for (const w of waiters) w();
+    this.#sets.clear();
     try {
       await this.#ask({ type: TYPE, op: 'clear', seq: ++this.#seq, replica: this.options.replicaId }, false);
     } catch (err) {
       this.options.logger.warn({ err }, 'the primary did not confirm removing this worker’s agent registry entries (it drops them when the worker exits)');
     }
-    process.off('message', this.#onMessage);
+    this.#channel.offMessage(this.#onMessage);
     for (const [seq, w] of this.#waiting) {
       this.#waiting.delete(seq);
       clearTimeout(w.timer);
@@ -181,10 +242,11 @@ export class ClusterAgentRegistry implements AgentRegistry {
 
   /** Sends `request`; waits for its reply unless too many are waiting and `mustWait` is false. */
   #ask(request: Request, mustWait: boolean): Promise<string[]> {
-    if (!process.send || !process.connected) return Promise.reject(new ClusterRegistryError('not connected to the primary process'));
+    const channel = this.#channel;
+    if (!channel.connected) return Promise.reject(new ClusterRegistryError('not connected to the primary process'));
     if (this.#waiting.size >= MAX_IN_FLIGHT) {
       if (mustWait) return Promise.reject(new ClusterRegistryError(`${MAX_IN_FLIGHT} agent registry requests are already waiting for the primary`));
-      process.send(request);
+      channel.send(request);
       return Promise.resolve([]);
     }
     return new Promise<string[]>((resolve, reject) => {
@@ -194,7 +256,7 @@ export class ClusterAgentRegistry implements AgentRegistry {
       }, REPLY_TIMEOUT_MS);
       timer.unref();
       this.#waiting.set(request.seq, { resolve, reject, timer });
-      process.send?.(request);
+      channel.send(request);
     });
   }
 }
