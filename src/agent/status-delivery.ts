@@ -33,6 +33,11 @@ export interface StatusDeliveryOptions {
   requestTimeoutMs: number;
 }
 
+/** A `not_found` status_ack, as a PUT's 404: the device is gone. */
+function deviceGone(message: string): NotFoundError {
+  return new NotFoundError({ code: 'not_found', status: 404, message, details: { from: 'tunnel_status_ack' } });
+}
+
 /** The status frame's fields: no `online`, a status coming over the tunnel says it. */
 function frameStatus(s: DeviceStatusInput): DeviceStatusInput {
   return { applied_revision: s.applied_revision, apply_error: s.apply_error, local_endpoints: s.local_endpoints, os: s.os, agent_version: s.agent_version };
@@ -84,9 +89,7 @@ export class StatusDelivery {
    * next delivery goes by PUT, and undefined.
    */
   refusedLate(rejection: StatusRejection): NotFoundError | undefined {
-    if (rejection.code === 'not_found') {
-      return new NotFoundError({ code: 'not_found', status: 404, message: rejection.message, details: { from: 'tunnel_status_ack' } });
-    }
+    if (rejection.code === 'not_found') return deviceGone(rejection.message);
     this.#putNext = true;
     this.#o.logger.warn({ code: rejection.code, reason: rejection.message, seq: rejection.seq }, 'the server could not record a status frame; reporting the status by PUT');
     return undefined;
@@ -110,9 +113,7 @@ export class StatusDelivery {
       const generation = this.#generation;
       const outcome = await tunnel.sendStatus(frameStatus(status), { signal, timeoutMs: this.#o.ackTimeoutMs });
       if (outcome.type === 'acked' || outcome.type === 'sent') return 'tunnel';
-      if (outcome.type === 'rejected' && outcome.code === 'not_found') {
-        throw new NotFoundError({ code: 'not_found', status: 404, message: outcome.message, details: { from: 'tunnel_status_ack' } });
-      }
+      if (outcome.type === 'rejected' && outcome.code === 'not_found') throw deviceGone(outcome.message);
       if (outcome.type === 'timeout' && generation === this.#generation) {
         this.#silent = true;
         this.#o.logger.warn({ ackTimeoutMs: this.#o.ackTimeoutMs }, 'the server did not acknowledge the status frame; reporting by PUT until the tunnel reconnects');

@@ -123,10 +123,8 @@ export class StatusReporter {
     const offOpen = tunnel.onOpen(() => this.#tunnelOpened());
     const offRejected = tunnel.onStatusRejected((rejection) => {
       const gone = this.#delivery.refusedLate(rejection);
-      if (gone) {
-        this.#dirty.delete(this.#o.deviceId);
-        this.#o.onRejected?.('device_gone', gone);
-      } else if (this.#dirty.mark(this.#o.deviceId, bounded(this.#fields, true))) this.#wake.fire();
+      if (gone) this.#deviceGone(gone);
+      else if (this.#dirty.mark(this.#o.deviceId, bounded(this.#fields, true))) this.#wake.fire();
     });
     // A tunnel already up when attached counts as just opened.
     if (tunnel.connected) this.#tunnelOpened();
@@ -217,6 +215,12 @@ export class StatusReporter {
     }
   }
 
+  /** The device is gone: nothing may be sent for it again (RFD 28: no resend after a delete). */
+  #deviceGone(err: NotFoundError): void {
+    this.#dirty.delete(this.#o.deviceId);
+    this.#o.onRejected?.('device_gone', err);
+  }
+
   async #flush(signal: AbortSignal, putOnly = false): Promise<void> {
     await this.#dirty.flush(async (entries) => {
       for (const [id, status] of entries) {
@@ -225,9 +229,7 @@ export class StatusReporter {
           channel = await this.#delivery.deliver(id, status, signal, putOnly);
         } catch (err) {
           if (err instanceof NotFoundError) {
-            // The device is gone: nothing may be sent for it again (RFD 28: no resend after a delete).
-            this.#dirty.delete(id);
-            this.#o.onRejected?.('device_gone', err);
+            this.#deviceGone(err);
             continue;
           }
           this.#stats.failed++;

@@ -271,12 +271,17 @@ describe('StatusReporter over the tunnel', () => {
     expect(server.puts.map((p) => p.applied_revision)).toEqual([null, 1]);
   });
 
-  it('takes a not_found ack as the device being gone: no PUT, nothing sent again, not even after a reconnection', async () => {
+  it.each([
+    { when: 'in the ack of its frame', late: false },
+    { when: 'after a frame that asked only for errors', late: true },
+  ])('takes not_found $when as the device being gone: no PUT, nothing sent again, not even after a reconnection', async ({ late }) => {
     const server = new FakeStatusServer();
     const tunnel = new FakeStatusTunnel();
-    tunnel.mode = 'not_found';
+    tunnel.mode = late ? 'sent' : 'not_found';
     const rejected: string[] = [];
     const { reporter } = startWithTunnel(server, tunnel, { intervalMs: 20, onRejected: (kind) => rejected.push(kind) });
+    await until(() => tunnel.frames.length === 1, 'the status sent on attach');
+    if (late) tunnel.refuseLater(1, 'not_found');
     await until(() => rejected.length === 1, 'the rejection');
     reporter.update({ applied_revision: 2 });
     tunnel.open();
@@ -305,23 +310,6 @@ describe('StatusReporter over the tunnel', () => {
     reporter.update({ applied_revision: 5 });
     await until(() => tunnel.frames.at(-1)?.applied_revision === 5, 'the next change over the tunnel');
     expect(server.puts).toHaveLength(1);
-  });
-
-  it('takes a late not_found as the device being gone: nothing sent again', async () => {
-    const server = new FakeStatusServer();
-    const tunnel = new FakeStatusTunnel();
-    tunnel.mode = 'sent';
-    const rejected: string[] = [];
-    const { reporter } = startWithTunnel(server, tunnel, { intervalMs: 20, onRejected: (kind) => rejected.push(kind) });
-    await until(() => reporter.stats.sent === 1, 'the status sent on attach');
-    tunnel.refuseLater(1, 'not_found');
-    expect(rejected).toEqual(['device_gone']);
-    reporter.update({ applied_revision: 2 });
-    tunnel.drop();
-    await pause(80);
-    expect(tunnel.frames).toHaveLength(1);
-    expect(server.puts).toHaveLength(0);
-    expect(reporter.deleted).toBe(true);
   });
 
   it('says goodbye by PUT with online: false, even with the tunnel up', async () => {

@@ -254,7 +254,8 @@ export class AgentConnection {
     }
     if ('type' in frame) {
       if (frame.type === 'ping') this.send({ type: 'pong' });
-      else if (frame.type === 'status_ack') this.onStatusAck(frame); else if (frame.type === 'status') this.options.logger.warn('ignored a status frame from the server: only agents send them');
+      else if (frame.type === 'status_ack') this.onStatusAck(frame);
+      else if (frame.type === 'status') this.options.logger.warn('ignored a status frame from the server: only agents send them');
       return;
     }
     if ('method' in frame) return this.onRequest(frame);

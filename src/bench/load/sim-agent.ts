@@ -203,10 +203,7 @@ export class SimAgent {
     this.sent = revision;
     if (quiet) {
       // The server answers it only if it can't record it: the ACK is done once sent, and convergence shows it recorded.
-      if (revision > this.acked) {
-        this.ackedAt = nowMs();
-        this.set('acked', revision);
-      }
+      this.ackedUpTo(revision, nowMs());
       return;
     }
     this.unacked.set(seq, revision);
@@ -224,11 +221,16 @@ export class SimAgent {
       return;
     }
     bump(this.host.counters, COUNTER.statusAcks);
-    if (revision !== undefined) this.recordsStatus = true;
-    if (revision !== undefined && revision > this.acked) {
-      this.ackedAt = at;
-      this.set('acked', revision);
-    }
+    if (revision === undefined) return;
+    this.recordsStatus = true;
+    this.ackedUpTo(revision, at);
+  }
+
+  /** `revision` is ACKed (at `at`, nowMs()), unless a later one already was. */
+  private ackedUpTo(revision: number, at: number): void {
+    if (revision <= this.acked) return;
+    this.ackedAt = at;
+    this.set('acked', revision);
   }
 
   /** One PUT at a time; a newer revision seen meanwhile goes in the next one. */
@@ -246,10 +248,7 @@ export class SimAgent {
       if (!this.running || this.ackMode !== 'put') return;
       if (outcome.ok) {
         this.putRetry.reset();
-        if (revision > this.acked) {
-          this.ackedAt = nowMs();
-          this.set('acked', revision);
-        }
+        this.ackedUpTo(revision, nowMs());
         this.ack();
         return;
       }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { RecordedStatuses, StatusBatch, StatusWrite } from '../store/index.js';
+import type { StatusBatchExceptions, StatusBatch, StatusWrite } from '../store/index.js';
 import { ApiError, shuttingDown } from '../errors.js';
 import type { FleetMetrics } from './fleet-metrics.js';
 
@@ -8,7 +8,7 @@ export type StatusOutcome = { readonly ok: true } | { readonly ok: false; readon
 
 export interface StatusBatcherOptions {
   /** Writes one batch in one statement; returns the statuses not recorded, and those that changed nothing. */
-  write(batch: StatusBatch): Promise<RecordedStatuses>;
+  write(batch: StatusBatch): Promise<StatusBatchExceptions>;
   replicaId: string;
   /** Least time between the starts of two batches. */
   intervalMs: number;
@@ -188,9 +188,9 @@ export class StatusBatcher {
       connected: [...presence].filter(([, v]) => v.in).map(([id]) => id),
       disconnected: [...presence].filter(([, v]) => !v.in).map(([id]) => id),
     };
-    let recorded: RecordedStatuses;
+    let exceptions: StatusBatchExceptions;
     try {
-      recorded = await this.#o.write(batch);
+      exceptions = await this.#o.write(batch);
     } catch (err) {
       this.#o.logger.warn({ err, statuses: taken.length, presence: presence.size }, 'writing a status batch failed; presence is retried, senders are told');
       this.#o.metrics.statusBatchFailures.inc();
@@ -201,15 +201,15 @@ export class StatusBatcher {
       return;
     }
     this.#o.metrics.statusBatches.inc();
-    this.#o.metrics.statusesWritten.inc(taken.length - recorded.gone.size);
+    this.#o.metrics.statusesWritten.inc(taken.length - exceptions.gone.size);
     const orgs = new Set<string>();
     for (const p of taken) {
       const id = p.write.deviceId;
-      const ok = !recorded.gone.has(id);
+      const ok = !exceptions.gone.has(id);
       if (ok) {
         orgs.add(p.write.orgId);
         if (p.write.via === 'tunnel') this.#written.set(id, p.key);
-        if (!recorded.repeated.has(id)) this.#o.onChanged?.(p.write, p.receivedAt);
+        if (!exceptions.repeated.has(id)) this.#o.onChanged?.(p.write, p.receivedAt);
       }
       const outcome: StatusOutcome = ok ? OK : { ok: false, error: new ApiError('not_found', 'device not found') };
       this.#settle(p, outcome);

@@ -62,12 +62,12 @@ export interface StatusWrite {
 }
 
 /**
- * The statuses of a batch that were not recorded and changed something: the
- * exceptions, so that a fleet's batch of ACKs returns no rows. A status in
- * neither set was recorded and changed its device's applied revision or
- * error (a new ACK or NACK).
+ * The statuses of a batch that did not go as asked: not recorded, or
+ * recorded without changing anything, so that a fleet's batch of ACKs
+ * returns no rows. A status in neither set was recorded and changed its
+ * device's applied revision or error (a new ACK or NACK).
  */
-export interface RecordedStatuses {
+export interface StatusBatchExceptions {
   /** Devices whose status was not recorded: the device is gone. */
   readonly gone: ReadonlySet<string>;
   /** Devices whose status was recorded and repeated the stored applied revision and error. */
@@ -105,7 +105,7 @@ const EMPTY_STORED = JSON.stringify(stored({ ...EMPTY_STATUS, last_seen: undefin
  * devices that went away. Returns the statuses not recorded (a deleted
  * device's) and those that repeated the stored applied revision and error.
  */
-export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promise<RecordedStatuses> {
+export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promise<StatusBatchExceptions> {
   const reported = new Set(batch.statuses.map((s) => s.deviceId));
   const seen = batch.disconnected.filter((id) => !reported.has(id));
   const records = batch.statuses.map((s) => ({

@@ -5,7 +5,7 @@ export type { ApiKeyPrincipal, Principal, SessionPrincipal } from './credentials
 export { resolveAdminToken, type AdminToken } from './admin-token.js';
 export { hashSecret } from './secrets.js';
 export { RevocationCursor } from './revocation-cursor.js';
-export type { RecordedStatuses, StatusBatch, StatusWrite } from './device-status.js';
+export type { StatusBatchExceptions, StatusBatch, StatusWrite } from './device-status.js';
 export { DEVICE_TOTAL_STATES, type DeviceTotals } from './device-totals.js';
 export { TokenIndex } from './token-index.js';
 export { Logins, type SessionTerms } from './logins.js';
