@@ -1,11 +1,34 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WATCH_KINDS, paths, type CreatedOrgToken } from '../../src/protocol/index.js';
-import { TokenIndex } from '../../src/server/store/index.js';
+import { TokenIndex, hashSecret } from '../../src/server/store/index.js';
 import { backends } from '../server/fixtures.js';
 import { openWatch, watchRequest } from '../watch/support/watch-client.js';
 import { startWatchServer, type WatchServer } from '../watch/support/watch-server.js';
 
 const ALL = WATCH_KINDS.map((kind) => ({ kind }));
+
+/**
+ * Counts the token lookups by secret made during `call`: only those, as a
+ * server-wide count also caught the background rounds (token follower,
+ * presence) now and then.
+ */
+function lookupCounter(database: object): (call: () => Promise<unknown>) => Promise<number> {
+  const db = database as { query: (text: string, params?: readonly unknown[]) => Promise<unknown[]> };
+  return async (call) => {
+    const query = db.query;
+    let n = 0;
+    db.query = (text, params) => {
+      if (/\bFROM tokens\b/i.test(text) && /\bsecret_hash = \$1/.test(text)) n++;
+      return query.call(db, text, params);
+    };
+    try {
+      await call();
+    } finally {
+      db.query = query;
+    }
+    return n;
+  };
+}
 
 describe.each(backends())('device and organization tokens from memory on $name', ({ name, available }) => {
   describe.runIf(available)('', () => {
@@ -71,23 +94,7 @@ describe.each(backends())('device and organization tokens from memory on $name',
       const ids = (await ws.server.db.query<{ id: string }>('SELECT id FROM tokens WHERE device_id = $1', [d.id])).map((r) => r.id);
       const store = ws.server.ctx.store;
       const get = (): Promise<unknown> => ws.h.ok(200, 'GET', paths.device(org, d.id), { token: d.device_token });
-      // Token lookups by secret only: a server-wide count also caught the
-      // background rounds (revocation follower, presence) now and then.
-      const db = store.db as { query: (text: string, params?: readonly unknown[]) => Promise<unknown[]> };
-      const lookupsOf = async (call: () => Promise<unknown>): Promise<number> => {
-        const query = db.query;
-        let n = 0;
-        db.query = (text, params) => {
-          if (/\bFROM tokens\b/i.test(text) && /\bsecret_hash = \$1/.test(text)) n++;
-          return query.call(db, text, params);
-        };
-        try {
-          await call();
-        } finally {
-          db.query = query;
-        }
-        return n;
-      };
+      const lookupsOf = lookupCounter(store.db);
       expect(await lookupsOf(get)).toBe(0);
       store.tokens.revoke(ids);
       expect(await lookupsOf(get)).toBe(1);
@@ -96,6 +103,24 @@ describe.each(backends())('device and organization tokens from memory on $name',
       store.tokens.revoke(ids);
       await store.loadTokens();
       expect(await lookupsOf(get)).toBe(0);
+    });
+
+    it('a token created on another replica is known after the follower\'s round, without a lookup', async () => {
+      const org = (await ws.h.createOrg()).id;
+      const store = ws.server.ctx.store;
+      const lookups = lookupCounter(store.db);
+      // Created elsewhere: this replica's index has never seen them.
+      const [a, b] = [await ws.h.createDevice(org), await ws.h.createDevice(org)];
+      const ids = (await ws.server.db.query<{ id: string }>('SELECT id FROM tokens WHERE device_id = ANY($1::uuid[])', [[a.id, b.id]])).map((r) => r.id);
+      store.tokens.revoke(ids);
+      await ws.server.revocations.check();
+      expect(await lookups(() => ws.h.ok(200, 'GET', paths.device(org, a.id), { token: a.device_token }))).toBe(0);
+      // Revoked elsewhere meanwhile: the same round's query says so, and it is not entered.
+      store.tokens.revoke(ids);
+      await ws.server.db.query('UPDATE tokens SET revoked_at = now() WHERE device_id = $1', [b.id]);
+      await ws.server.revocations.check();
+      expect(store.tokens.get(hashSecret(b.device_token))).toBeUndefined();
+      expect(await lookups(() => ws.h.ok(401, 'GET', paths.device(org, b.id), { token: b.device_token }))).toBe(1);
     });
   });
 });

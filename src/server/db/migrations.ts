@@ -296,6 +296,15 @@ CREATE INDEX tokens_expires ON tokens (expires_at) WHERE expires_at IS NOT NULL;
 ALTER TABLE device_status SET (fillfactor = 50);
 `,
   },
+  {
+    version: 11,
+    name: 'tokens-created-followed',
+    sql: `
+-- The token follower of every replica reads the tokens created since its last round, to know them
+-- without a lookup per connection (a fleet enrolled through one replica joins all of them).
+CREATE INDEX tokens_created ON tokens (created_at);
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

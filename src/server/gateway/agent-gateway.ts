@@ -5,7 +5,6 @@ import type { Logger } from 'pino';
 import {
   TUNNEL_CLOSE_CODES,
   TUNNEL_PING_INTERVAL_MS,
-  agentSignal,
   type TunnelStatusAck,
   type TunnelStatusFrame,
 } from '../../protocol/index.js';
@@ -17,6 +16,7 @@ import type { RouteModule } from '../http/context.js';
 import type { Metrics } from '../metrics.js';
 import { listReplicas } from '../replicas/index.js';
 import { MemoryAgentRegistry, type AgentRegistry } from './agent-registry.js';
+import { AgentAnnouncer } from './agent-announcer.js';
 import { AgentWaiters } from './agent-waiters.js';
 import { Forwarder } from './forwarder.js';
 import { GatewayMetrics } from './gateway-metrics.js';
@@ -49,6 +49,8 @@ export interface GatewayTuning {
   recheckMs: number;
   /** On shutdown, how long requests in flight on the tunnels may finish before the tunnels close. */
   shutdownDrainMs: number;
+  /** Least time between two rounds announcing the tunnels opened here to other replicas (see AgentAnnouncer). */
+  announceSpacingMs: number;
 }
 
 export interface AgentGatewayOptions {
@@ -109,6 +111,7 @@ export class AgentGateway {
   #closing = false;
   #shutdown: Promise<void> | undefined;
   readonly #registry: AgentRegistry;
+  readonly #announcer: AgentAnnouncer;
   readonly #tuning: GatewayTuning;
   /** What every tunnel shares (limits, the status recorder, the logger). */
   readonly #tunnelShared: ServerTunnelShared;
@@ -128,6 +131,8 @@ export class AgentGateway {
       registryTtlMs: settings.replicaLeaseTtl * 1000,
       recheckMs: settings.safetyCheckInterval * 1000,
       shutdownDrainMs: 5_000,
+      // As often as presence and statuses are written (the status batcher's interval).
+      announceSpacingMs: 250,
       ...options.tuning,
     };
     const fleet = options.fleet;
@@ -154,6 +159,8 @@ export class AgentGateway {
       : cluster.isWorker && settings.workers > 1
         ? new ClusterAgentRegistry({ replicaId: this.replicaId, connected, onRead, logger: logger.child({ component: 'agent-registry' }) })
         : new MemoryAgentRegistry(this.replicaId, connected, onRead);
+    const registry = this.#registry;
+    this.#announcer = new AgentAnnouncer({ bus: options.bus, register: (d) => registry.sync(d), spacingMs: this.#tuning.announceSpacingMs });
     this.waiters = new AgentWaiters({
       replicaId: this.replicaId,
       bus: options.bus,
@@ -250,6 +257,7 @@ export class AgentGateway {
     await Promise.all(open.map((t) => t.closed));
     this.#detach?.();
     await this.#listener?.close();
+    this.#announcer.close();
     await this.#registry.stop();
   }
 
@@ -293,9 +301,8 @@ export class AgentGateway {
     else this.options.fleet?.presence.remove(tunnel.deviceId);
     this.metrics.tunnelsOpen.set(this.tunnels.size);
     this.#logger.info({ device: tunnel.deviceId, tunnel: tunnel.id, event: type, tunnels: this.tunnels.size }, `agent tunnel ${type}`);
-    // The registry entry is written before the signal, so a woken waiter finds it.
-    void this.#registry.sync(tunnel.deviceId).then(() => {
-      if (type === 'opened') this.options.bus.notify(agentSignal(tunnel.deviceId));
-    });
+    // A closed tunnel leaves the registry at once: other replicas stop routing to it.
+    if (type === 'opened') this.#announcer.opened(tunnel.deviceId);
+    else void this.#registry.sync(tunnel.deviceId);
   }
 }

@@ -189,19 +189,40 @@ export async function revokeOrgToken(q: Queryable, orgId: string, id: string): P
   await recordAudit(q, { orgId, action: 'revoke', kind: 'token', objectId: id });
 }
 
+/** What changed among the tokens since a cursor's last round (see TokenChangeCursor). */
+export interface TokenChanges {
+  /** Tokens revoked, or whose expiry passed, since `revokedSince` (an id may come again in a later round). */
+  revoked: string[];
+  /** Tokens created since `createdSince` and valid now, by secret hash. */
+  created: { hash: string; token: IndexedToken }[];
+  /** The database's clock when it answered. */
+  now: Date;
+}
+
 /**
- * Ids of tokens revoked at or after `since`, or whose expiry passed between
- * `since` and now (for ending their streams: a stream must not outlive its
- * credential, whether it was revoked or ran out).
+ * One statement for the token follower: ids of tokens revoked or expired
+ * since `revokedSince` (a stream must not outlive its credential, whether it
+ * was revoked or ran out), and tokens created since `createdSince` that are
+ * valid now (so a token made on one replica is known to the others).
  */
-export async function revokedTokensSince(q: Queryable, since: Date): Promise<{ ids: string[]; now: Date }> {
-  const rows = await q.query<{ id: string | null; now: Date }>(
-    `SELECT t.id, n.now FROM (SELECT now() AS now) n
-       LEFT JOIN tokens t ON t.revoked_at >= $1 OR (t.expires_at >= $1 AND t.expires_at <= n.now)`,
-    [since.toISOString()],
+export async function tokenChangesSince(q: Queryable, revokedSince: Date, createdSince: Date): Promise<TokenChanges> {
+  // No token matched: one row of nulls besides `now`.
+  const rows = await q.query<{ now: Date; valid: boolean | null } & (TokenRow | { id: null })>(
+    `SELECT n.now, t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > n.now) AS valid, t.secret_hash, ${TOKEN_COLUMNS}
+       FROM (SELECT now() AS now) n
+       LEFT JOIN (${TOKEN_FROM})
+         ON t.revoked_at >= $1 OR (t.expires_at >= $1 AND t.expires_at <= n.now)
+         OR (t.created_at >= $2 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > n.now))`,
+    [revokedSince.toISOString(), createdSince.toISOString()],
   );
   const now = rows[0]?.now ? new Date(rows[0].now) : new Date();
-  return { ids: rows.flatMap((r) => (r.id ? [r.id] : [])), now };
+  const changes: TokenChanges = { revoked: [], created: [], now };
+  for (const r of rows) {
+    if (r.id === null) continue;
+    if (r.valid !== true) changes.revoked.push(r.id);
+    else if (r.secret_hash) changes.created.push({ hash: r.secret_hash, token: toIndexed(r) });
+  }
+  return changes;
 }
 
 export async function createRegistrationKey(q: Queryable, orgId: string, input: RegistrationKeyCreate): Promise<CreatedRegistrationKey> {

@@ -4,7 +4,7 @@ export type { ChangeBatch, LiveObjects } from './changes.js';
 export type { ApiKeyPrincipal, Principal, SessionPrincipal } from './credentials.js';
 export { resolveAdminToken, type AdminToken } from './admin-token.js';
 export { hashSecret } from './secrets.js';
-export { RevocationCursor } from './revocation-cursor.js';
+export { TokenChangeCursor } from './token-change-cursor.js';
 export type { StatusBatchExceptions, StatusBatch, StatusWrite } from './device-status.js';
 export { DEVICE_TOTAL_STATES, type DeviceTotals } from './device-totals.js';
 export { TokenIndex } from './token-index.js';

@@ -13,8 +13,10 @@ export interface IndexedToken {
  *
  * Contract:
  * - Only valid tokens are entered: loaded at start, added when created on
- *   this replica, or after a successful database lookup (a miss always asks
- *   the database, so a token created on another replica works at once).
+ *   this replica, when the token follower sees them created on another
+ *   (within `--revocation-check-interval`), or after a successful database
+ *   lookup (a miss always asks the database, so a token created on another
+ *   replica works at once).
  * - A revoked token leaves it before its revocation is acted on: at once for
  *   revocations made on this replica, and for others when the revocation
  *   follower sees them (within `--revocation-check-interval`), before it
