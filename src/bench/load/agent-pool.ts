@@ -18,8 +18,13 @@ import { RpcChild } from './rpc-child.js';
 
 const WORKER = fileURLToPath(new URL('./agent-worker.js', import.meta.url));
 
-/** Keep-alive sockets of each worker's PUT pool (ACKs by PUT). */
-export const PUT_CONNECTIONS_PER_WORKER = 32;
+/**
+ * Keep-alive sockets of each worker's PUT pool (ACKs by PUT). A PUT is
+ * answered once its status batch committed (up to 250 ms later), so a
+ * socket carries about 4 a second: 32 could not carry 10,000 ACKs within a
+ * change's wait. The servers' open-files budget counts them (fleet-plan).
+ */
+export const PUT_CONNECTIONS_PER_WORKER = 512;
 
 interface Worker {
   rpc: RpcChild<AgentWorkerApi>;

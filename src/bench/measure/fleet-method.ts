@@ -1,3 +1,4 @@
+import { PUT_CONNECTIONS_PER_WORKER } from '../load/agent-pool.js';
 import { STREAM_SILENCE_MS } from '../load/agent-watch.js';
 import { CHANGES, ackTimeoutMs } from './change-loop.js';
 import { POLL_INTERVAL_MS } from './convergence-follower.js';
@@ -13,8 +14,8 @@ export function fleetMethod(idleSeconds: number): string[] {
       'and a tunnel (ws: answers ping frames ' +
       'and the ping request). When its seen revision rises it ACKs {applied_revision: R, apply_error: null, …} by a tunnel status frame ' +
       '(as the agent does: confirmed by status_ack until the server acked one on that tunnel connection, then sent with ack: "errors" and ' +
-      'counted once sent; every new connection sends it again) or by PUT .../status (confirmed by its 200; PUTs share 32 keep-alive ' +
-      'sockets per load worker). ' +
+      'counted once sent; every new connection sends it again) or by PUT .../status (confirmed by its 200; PUTs share ' +
+      `${PUT_CONNECTIONS_PER_WORKER} keep-alive sockets per load worker). ` +
       'Sockets bind to 127.0.x.y source addresses and close with a TCP reset.',
     `method (a): N fresh agents (no revision) join ${PACED_CONCURRENCY} at a time (an agent holds its slot until its watch reached every tail) ` +
       'and all at once; time from the first start to the last agent with all three tails. The raw floor (src/bench/raw-floor, node:http) ' +
