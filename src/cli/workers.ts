@@ -81,6 +81,8 @@ export function privateListenerEnv(settings: Pick<Settings, 'redisUrl' | 'privat
 
 const RESTART_BASE_MS = 500;
 const RESTART_CAP_MS = 30_000;
+/** Stopping the embedded PostgreSQL slower than this is logged as a warning. */
+const SLOW_EMBEDDED_STOP_MS = 2_000;
 
 /**
  * `--workers N`: the primary migrates and settles the admin token once, then
@@ -149,8 +151,14 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
       stopMetrics();
       stopRegistry();
       // The database goes last: draining workers still write their final statuses.
+      const stoppingAt = performance.now();
       void (embedded ? embedded.stop() : Promise.resolve()).then(
-        () => resolve(exitCode),
+        () => {
+          const ms = Math.round(performance.now() - stoppingAt);
+          // As the workers' own stop: slow enough to lengthen a restart, it is worth seeing at the default level.
+          if (ms > SLOW_EMBEDDED_STOP_MS) logger.warn({ ms }, 'stopping the embedded PostgreSQL was slow');
+          resolve(exitCode);
+        },
         (err: unknown) => {
           logger.error({ err }, 'stopping the embedded PostgreSQL failed');
           resolve(1);

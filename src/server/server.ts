@@ -28,6 +28,8 @@ import { dashboardRoutes } from './http/dashboard.js';
 import { pruneAudit } from './audit/index.js';
 
 const CLOSE_GRACE_MS = 5_000;
+/** A stop slower than this is logged as a warning: a restart's downtime is where it shows. */
+const SLOW_STOP_MS = 5_000;
 
 /** A running server. `close()` stops accepting, drains, closes the database. */
 export interface FleetServer {
@@ -247,7 +249,8 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     closing = true;
     // How long each step of a drain took, in one line: a slow restart shows where its time went.
     const phases: Record<string, number> = {};
-    let mark = performance.now();
+    const startedAt = performance.now();
+    let mark = startedAt;
     const phase = (name: string): void => {
       const now = performance.now();
       phases[name] = Math.round(now - mark);
@@ -284,7 +287,9 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     await db.close();
     phase('database');
     metrics.up.set(0);
-    logger.info({ phasesMs: phases }, 'stopped');
+    const totalMs = Math.round(performance.now() - startedAt);
+    if (totalMs > SLOW_STOP_MS) logger.warn({ phasesMs: phases, totalMs }, 'stopped, slowly');
+    else logger.info({ phasesMs: phases, totalMs }, 'stopped');
   };
 
   let url: string | undefined;
