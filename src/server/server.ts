@@ -249,8 +249,8 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     closing = true;
     // How long each step of a drain took, in one line: a slow restart shows where its time went.
     const phases: Record<string, number> = {};
-    const startedAt = performance.now();
-    let mark = startedAt;
+    const stopStartedAt = performance.now();
+    let mark = stopStartedAt;
     const phase = (name: string): void => {
       const now = performance.now();
       phases[name] = Math.round(now - mark);
@@ -287,7 +287,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     await db.close();
     phase('database');
     metrics.up.set(0);
-    const totalMs = Math.round(performance.now() - startedAt);
+    const totalMs = Math.round(performance.now() - stopStartedAt);
     if (totalMs > SLOW_STOP_MS) logger.warn({ phasesMs: phases, totalMs }, 'stopped, slowly');
     else logger.info({ phasesMs: phases, totalMs }, 'stopped');
   };

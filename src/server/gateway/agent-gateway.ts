@@ -159,8 +159,7 @@ export class AgentGateway {
       : cluster.isWorker && settings.workers > 1
         ? new ClusterAgentRegistry({ replicaId: this.replicaId, connected, onRead, logger: logger.child({ component: 'agent-registry' }) })
         : new MemoryAgentRegistry(this.replicaId, connected, onRead);
-    const registry = this.#registry;
-    this.#announcer = new AgentAnnouncer({ bus: options.bus, register: (d) => registry.sync(d), spacingMs: this.#tuning.announceSpacingMs });
+    this.#announcer = new AgentAnnouncer({ bus: options.bus, register: (d) => this.#registry.sync(d), spacingMs: this.#tuning.announceSpacingMs });
     this.waiters = new AgentWaiters({
       replicaId: this.replicaId,
       bus: options.bus,

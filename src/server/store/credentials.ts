@@ -141,6 +141,12 @@ function toIndexed(row: TokenRow): IndexedToken {
   return { principal: toPrincipal(row), expiresAt };
 }
 
+/** A token for the token index, with its secret's hash. */
+export interface HashedToken {
+  hash: string;
+  token: IndexedToken;
+}
+
 /** A token by its secret's hash, with its expiry, for the token index; undefined when not valid. */
 export async function lookupToken(q: Queryable, hash: string): Promise<IndexedToken | undefined> {
   const rows = await q.query<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM ${TOKEN_FROM} WHERE t.secret_hash = $1 AND ${VALID_TOKEN}`, [hash]);
@@ -149,7 +155,7 @@ export async function lookupToken(q: Queryable, hash: string): Promise<IndexedTo
 }
 
 /** Every valid token, at most `limit` (the token index at start). */
-export async function validTokens(q: Queryable, limit: number): Promise<{ hash: string; token: IndexedToken }[]> {
+export async function validTokens(q: Queryable, limit: number): Promise<HashedToken[]> {
   const rows = await q.query<TokenRow & { secret_hash: string }>(
     `SELECT ${TOKEN_COLUMNS}, t.secret_hash FROM ${TOKEN_FROM} WHERE ${VALID_TOKEN} LIMIT $1`,
     [limit],
@@ -193,8 +199,8 @@ export async function revokeOrgToken(q: Queryable, orgId: string, id: string): P
 export interface TokenChanges {
   /** Tokens revoked, or whose expiry passed, since `revokedSince` (an id may come again in a later round). */
   revoked: string[];
-  /** Tokens created since `createdSince` and valid now, by secret hash. */
-  created: { hash: string; token: IndexedToken }[];
+  /** Tokens created since `createdSince` and valid now. */
+  created: HashedToken[];
   /** The database's clock when it answered. */
   now: Date;
 }
