@@ -73,7 +73,10 @@ function waitForSignal(server: Awaited<ReturnType<typeof startServer>>): Promise
       if (!stopping) server.ctx.logger.info({ signal }, 'shutting down');
       stop(0);
     };
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    // Every SIGTERM, not just the first: a second one finding no listener would end the process mid-drain. Under
+    // `--workers` a worker gets two whenever its process group is signalled (systemd's default KillMode, a
+    // terminal, `kill -- -PGID`): the group's, then the primary's. A second SIGINT still ends it at once.
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.once('SIGINT', () => onSignal('SIGINT'));
     // Without its storage the server can only fail requests: stop, and let a supervisor restart it.
     void server.storageLost.then((err) => {

@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { paths, ROUTES } from '../../src/protocol/index.js';
 import { buildDist } from '../support/fleetplane-process.js';
@@ -32,6 +32,26 @@ describe('fleetplane serve as a real process', () => {
       // It stopped listening.
       await expect(fetch(`${url}${ROUTES.healthz}`)).rejects.toThrow();
     } finally {
+      p.child.kill('SIGKILL');
+    }
+  }, PROCESS_TIMEOUT);
+
+  it.concurrent('drains to the end through a second SIGTERM (a --workers worker gets two when its process group is signalled: its own and the primary\'s)', async () => {
+    const p = serve(['--memory', '--port', '0', '--host', '127.0.0.1', '--log-level', 'info']);
+    let idle: Socket | undefined;
+    try {
+      const [, port] = await p.waitFor(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      // A connection that sends no request holds the drain for its grace period: the second signal comes during it.
+      idle = connect(Number(port), '127.0.0.1');
+      await new Promise<void>((resolve, reject) => idle?.once('connect', resolve).once('error', reject));
+      p.child.kill('SIGTERM');
+      await p.waitForStderr(/"msg":"shutting down"/);
+      p.child.kill('SIGTERM');
+      const exit = await p.exit;
+      expect({ code: exit.code, signal: exit.signal }, exit.stderr.split('\n').slice(-5).join('\n')).toEqual({ code: 0, signal: null });
+      expect(exit.stderr).toMatch(/"msg":"stopped[",]/);
+    } finally {
+      idle?.destroy();
       p.child.kill('SIGKILL');
     }
   }, PROCESS_TIMEOUT);
