@@ -1,25 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WATCH_KINDS, paths, type CreatedOrgToken, type WatchEvent } from '../../src/protocol/index.js';
 import type { Store } from '../../src/server/store/index.js';
-import { openWatch, watchRequest, type WatchStream } from './support/watch-client.js';
+import { openWatch, untilTails, watchRequest, type WatchStream } from './support/watch-client.js';
 import { delay, eventually, startWatchServer, type WatchServer } from './support/watch-server.js';
 import { deleteDevice, ofType, patchDevice } from './support/objects.js';
 
 const INTERVAL_S = 0.2;
 const ALL = WATCH_KINDS.map((kind) => ({ kind }));
-
-/** Takes events until `n` tails arrived; returns them all. */
-async function untilTails(s: WatchStream, n: number): Promise<WatchEvent[]> {
-  const out: WatchEvent[] = [];
-  let tails = 0;
-  while (tails < n) {
-    const e = await s.next();
-    if (e === undefined) throw new Error('stream ended before its tails');
-    out.push(e);
-    if (e.type === 'tail') tails++;
-  }
-  return out;
-}
 
 /** `p`, or a failure naming `what` when it takes longer than `ms`. */
 async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

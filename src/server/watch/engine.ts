@@ -366,11 +366,20 @@ export class WatchEngine {
     }
   }
 
-  /** SIGTERM: every stream gets `unavailable` and closes; new streams are refused. */
+  /**
+   * SIGTERM: every stream gets `unavailable` and closes; new streams are
+   * refused. A stream at its head gets a bookmark first, so its client
+   * resumes every kind from there (docs/protocol.md "Watch").
+   */
   async shutdown(): Promise<void> {
     this.closing = true;
     this.stop.abort();
-    for (const w of [...this.watchers]) w.close('unavailable', 'the server is shutting down; resume elsewhere');
+    for (const w of [...this.watchers]) {
+      // A kind moves only with its own events and the bookmarks, and a restarted server's ring starts at its head:
+      // without this, a fleet resuming after a restart would read the database, one request per agent.
+      if (w.caughtUp && !w.paused && !w.closed) w.write(w.feed.bookmarkBytes(w.position), false);
+      w.close('unavailable', 'the server is shutting down; resume elsewhere');
+    }
     await Promise.all(this.loops);
     for (const p of this.feeds.values()) (await p.catch(() => undefined))?.close();
     this.feeds.clear();

@@ -272,3 +272,16 @@ function readAll(res: IncomingMessage): Promise<string> {
     res.on('error', reject);
   });
 }
+
+/** Takes events until `n` tails arrived; returns them all. */
+export async function untilTails(s: WatchStream, n: number): Promise<WatchEvent[]> {
+  const out: WatchEvent[] = [];
+  let tails = 0;
+  while (tails < n) {
+    const e = await s.next();
+    if (e === undefined) throw new Error('stream ended before its tails');
+    out.push(e);
+    if (e.type === 'tail') tails++;
+  }
+  return out;
+}
