@@ -30,6 +30,13 @@ import { pruneAudit } from './audit/index.js';
 const CLOSE_GRACE_MS = 5_000;
 /** A stop slower than this is logged as a warning: a restart's downtime is where it shows. */
 const SLOW_STOP_MS = 5_000;
+/**
+ * The listen queue asked for; the kernel caps it at net.core.somaxconn, as Go's
+ * servers size theirs. Node's default, 511, overflowed when 10,000 agents
+ * connected at once: the kernel dropped 635 of their SYNs, and each of those
+ * agents waited out a TCP retransmission (1 s, then 3 s).
+ */
+const LISTEN_BACKLOG = 65_535;
 
 /** A running server. `close()` stops accepting, drains, closes the database. */
 export interface FleetServer {
@@ -300,7 +307,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
       // certificate reloads and the client-error handler hold app.server only, so bind one address, as
       // Node's own listen does for a name.
       const host = settings.host === 'localhost' ? (await lookup('localhost')).address : settings.host;
-      await app.listen({ host, port: settings.port });
+      await app.listen({ host, port: settings.port, backlog: LISTEN_BACKLOG });
     } catch (err) {
       // A port in use: what started must stop, or its timers and connections keep the process alive.
       await close().catch((closeErr: unknown) => logger.warn({ err: closeErr }, 'closing after a failed listen failed'));
