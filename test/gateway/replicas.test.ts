@@ -41,9 +41,13 @@ describe.runIf(runs)('agent gateway across replicas (real processes, PostgreSQL,
     const replica = async (): Promise<Replica> => startReplica({ privatePort: await freePort(), adminToken: ADMIN, secret: SECRET, extra });
     a = await replica(); // migrates first
     [b, c] = await Promise.all([replica(), replica()]);
-    const list = (await http(a.url, 'GET', paths.replicas(), ADMIN)).body as ReplicaList;
-    for (const r of list.items) if (r.private_url) ids.set(r.private_url, r.id);
-    expect([a, b, c].every((r) => ids.has(r.privateUrl))).toBe(true);
+    // Eventually: with a 2 s lease, a replica slowed by a busy machine can miss a renewal and be collected
+    // until its next heartbeat registers it again.
+    await eventually('all three replicas are listed', async () => {
+      const list = (await http(a.url, 'GET', paths.replicas(), ADMIN)).body as ReplicaList;
+      for (const r of list.items) if (r.private_url) ids.set(r.private_url, r.id);
+      return [a, b, c].every((r) => ids.has(r.privateUrl));
+    });
     fleet = await Fleet.create(a.url, ADMIN);
   });
 
