@@ -357,12 +357,9 @@ export class WatchEngine {
     const idleMs = this.settings.bookmarkInterval * 1000 * 0.75;
     const now = performance.now();
     for (const w of this.watchers) {
-      if (!w.caughtUp) {
-        w.keepAlive(now, idleMs);
-        continue;
-      }
-      if (w.paused || w.closed || now - w.lastWriteAt < idleMs) continue;
-      w.write(w.feed.bookmarkBytes(w.position), false);
+      // Each sends only to the streams it is for: keepalives before the tails, bookmarks after them.
+      w.keepAlive(now, idleMs);
+      w.bookmark(now, idleMs);
     }
   }
 
@@ -374,10 +371,11 @@ export class WatchEngine {
   async shutdown(): Promise<void> {
     this.closing = true;
     this.stop.abort();
+    const now = performance.now();
     for (const w of [...this.watchers]) {
       // A kind moves only with its own events and the bookmarks, and a restarted server's ring starts at its head:
       // without this, a fleet resuming after a restart would read the database, one request per agent.
-      if (w.caughtUp && !w.paused && !w.closed) w.write(w.feed.bookmarkBytes(w.position), false);
+      w.bookmark(now, 0);
       w.close('unavailable', 'the server is shutting down; resume elsewhere');
     }
     await Promise.all(this.loops);

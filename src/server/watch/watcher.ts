@@ -339,6 +339,18 @@ export class Watcher implements FeedListener {
   }
 
   /**
+   * A bookmark at its position to a stream past its tails (before them it
+   * would claim a consistency the stream doesn't have yet) that has had
+   * nothing for `idleMs` and whose socket takes what it is given: the
+   * periodic ones on idle streams, and the last one before a shutdown
+   * (`idleMs` 0), so its client resumes every kind from here.
+   */
+  bookmark(now: number, idleMs: number): void {
+    if (!this.caughtUp || this.paused || this.closed || now - this.lastWriteAt < idleMs) return;
+    this.write(this.feed.bookmarkBytes(this.position), false);
+  }
+
+  /**
    * An empty line to a stream that is still listing or catching up and has
    * had nothing for `idleMs`: its client's silence limit must not cut a
    * stream the server holds back (a herd's lists waiting on the kernel
