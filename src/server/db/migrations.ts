@@ -305,6 +305,18 @@ ALTER TABLE device_status SET (fillfactor = 50);
 CREATE INDEX tokens_created ON tokens (created_at);
 `,
   },
+  {
+    version: 12,
+    name: 'convergence-deltas',
+    sql: `
+-- A followed convergence view reads only what changed since its last read: the statuses written by
+-- transactions its last snapshot did not see, and the presence of replicas whose presence changed.
+-- No index on xid: it changes on every ACK, and an index on it would end the HOT updates of version 10
+-- (the view scans its organization's statuses, comparing xid, without decoding them).
+ALTER TABLE device_status ADD COLUMN xid xid8 NOT NULL DEFAULT pg_current_xact_id();
+ALTER TABLE replicas ADD COLUMN presence_xid xid8 NOT NULL DEFAULT pg_current_xact_id();
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

@@ -7,8 +7,12 @@ import { encodeConvergence, encodeError, LAST_CHUNK, responseHead } from '../wat
 import type { FleetMetrics } from './fleet-metrics.js';
 
 export interface ConvergenceStreamsOptions {
-  /** One query: the organization's convergence (throws ApiError not_found when it is gone). */
-  read(orgId: string): Promise<Convergence>;
+  /**
+   * A source of the organization's convergence for as long as it has streams
+   * here: each `read` is one query (throws ApiError not_found when the
+   * organization is gone); reads of one source never overlap.
+   */
+  source(orgId: string): { read(): Promise<Convergence> };
   bus: SignalBus;
   /** Least time between two queries (and lines) of one organization. */
   minIntervalMs: number;
@@ -22,6 +26,7 @@ export interface ConvergenceStreamsOptions {
 
 interface OrgState {
   readonly streams: Set<Socket>;
+  readonly source: { read(): Promise<Convergence> };
   readonly subscriptions: Subscription[];
   json: string;
   bytes: Buffer;
@@ -34,9 +39,9 @@ interface OrgState {
 /**
  * Live convergence streams (`GET .../convergence?watch=true`). Per
  * organization with streams on this replica: woken by its change signals
- * and by status batches of any replica, it queries at most once per
- * `minIntervalMs` however many streams follow it, and writes a line (one
- * encoding for all streams) only when the value changed.
+ * and by status batches of any replica, it reads its source (one query)
+ * at most once per `minIntervalMs` however many streams follow it, and
+ * writes a line (one encoding for all streams) only when the value changed.
  */
 export class ConvergenceStreams {
   readonly #orgs = new Map<string, OrgState>();
@@ -61,6 +66,7 @@ export class ConvergenceStreams {
       const wake = (): void => this.#wake(orgId);
       org = {
         streams: new Set(),
+        source: this.o.source(orgId),
         subscriptions: [this.o.bus.subscribe(orgSignal(orgId), wake), this.o.bus.subscribe(statusSignal(orgId), wake)],
         json,
         bytes: encodeConvergence(current),
@@ -118,7 +124,7 @@ export class ConvergenceStreams {
     org.lastReadAt = performance.now();
     this.o.metrics.convergenceQueries.inc();
     try {
-      const value = await this.o.read(orgId);
+      const value = await org.source.read();
       const json = JSON.stringify(value);
       if (json !== org.json && this.#orgs.get(orgId) === org) {
         org.json = json;

@@ -88,7 +88,7 @@ export class Fleet {
       },
     });
     this.convergence = new ConvergenceStreams({
-      read: (org) => o.store.convergence(org),
+      source: (org) => o.store.convergenceView(org),
       bus: o.bus,
       minIntervalMs: CONVERGENCE_MIN_INTERVAL_MS,
       heartbeatMs: o.settings.bookmarkInterval * 1000,

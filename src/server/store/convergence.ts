@@ -2,7 +2,8 @@ import type { Queryable } from '../db/index.js';
 import type { Convergence } from '../../protocol/index.js';
 import { notFound } from '../errors.js';
 
-const NOT_CONVERGED_LIMIT = 1000;
+/** Most devices `not_converged` lists. */
+export const NOT_CONVERGED_LIMIT = 1000;
 
 interface ConvergenceRow {
   head_revision: unknown;

@@ -102,7 +102,9 @@ const EMPTY_STORED = JSON.stringify(stored({ ...EMPTY_STATUS, last_seen: undefin
  * devices that still exist, presence rows in and out (only while this
  * replica is registered: a replica collected after its lease expired
  * re-asserts its presence when it registers again), and `last_seen` of the
- * devices that went away. Returns the statuses not recorded (a deleted
+ * devices that went away. Every status row it writes, and this replica's
+ * row when its presence changed, carry the writing transaction's id: what
+ * a convergence view's next read fetches (convergence-view.ts). Returns the statuses not recorded (a deleted
  * device's) and those that repeated the stored applied revision and error.
  */
 export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promise<StatusBatchExceptions> {
@@ -129,7 +131,8 @@ export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promis
        SELECT o.id, o.org_id, v.status, now(), v.online
          FROM v JOIN objects o ON o.id = v.id AND o.org_id = v.org AND o.kind = 'device' AND NOT o.deleted
        ON CONFLICT (device_id) DO UPDATE
-         SET status = EXCLUDED.status, last_seen = EXCLUDED.last_seen, reported_online = EXCLUDED.reported_online
+         SET status = EXCLUDED.status, last_seen = EXCLUDED.last_seen, reported_online = EXCLUDED.reported_online,
+             xid = pg_current_xact_id()
        RETURNING device_id, status->'applied_revision' AS applied, status->'apply_error' AS failed
      ), came AS (
        INSERT INTO device_presence (device_id, replica_id)
@@ -137,11 +140,14 @@ export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promis
        ON CONFLICT DO NOTHING
      ), went AS (
        DELETE FROM device_presence WHERE replica_id = $2 AND device_id = ANY($4::uuid[])
+     ), moved AS (
+       UPDATE replicas SET presence_xid = pg_current_xact_id()
+        WHERE id = $2 AND (cardinality($3::uuid[]) > 0 OR cardinality($4::uuid[]) > 0)
      ), gone AS (
        INSERT INTO device_status (device_id, org_id, status, last_seen, reported_online)
        SELECT o.id, o.org_id, $5::text::jsonb, now(), false FROM objects o
         WHERE o.id = ANY($6::uuid[]) AND o.kind = 'device' AND NOT o.deleted
-       ON CONFLICT (device_id) DO UPDATE SET last_seen = now()
+       ON CONFLICT (device_id) DO UPDATE SET last_seen = now(), xid = pg_current_xact_id()
      )
      -- Only the exceptions: the rows of 10,000 ACKs would be sent and parsed to say that all went as asked.
      SELECT v.id AS device_id, st.device_id IS NOT NULL AS recorded
@@ -158,5 +164,9 @@ export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promis
 
 /** Removes every presence row of this replica (it starts, or re-registers after its row was collected, with none). */
 export async function clearPresence(q: Queryable, replicaId: string): Promise<void> {
-  await q.query('DELETE FROM device_presence WHERE replica_id = $1', [replicaId]);
+  await q.query(
+    `WITH cleared AS (DELETE FROM device_presence WHERE replica_id = $1)
+     UPDATE replicas SET presence_xid = pg_current_xact_id() WHERE id = $1`,
+    [replicaId],
+  );
 }

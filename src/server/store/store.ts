@@ -28,6 +28,7 @@ import { ephemeralCandidates } from './ephemeral-devices.js';
 import { readChanges, readHeads, readLive } from './changes.js';
 import { compact } from './compaction.js';
 import { convergence } from './convergence.js';
+import { ConvergenceView } from './convergence-view.js';
 import { deviceTotals } from './device-totals.js';
 import { clearPresence, statusesOf, writeStatusBatch, type StatusBatch } from './device-status.js';
 import { listKind, type ListParams } from './objects.js';
@@ -180,6 +181,11 @@ export class Store {
   readLive = (orgId: string) => readLive(this.db, orgId);
   compact = (retentionSeconds: number) => compact(this.db, retentionSeconds);
   convergence = (orgId: string) => convergence(this.db, orgId, this.staleAfterSeconds);
+  /** An organization's convergence kept in memory, each read fetching only what changed (for followers). */
+  convergenceView = (orgId: string) => {
+    const view = new ConvergenceView(orgId, this.staleAfterSeconds);
+    return { read: () => view.read(this.db) };
+  };
   /** Devices of all organizations by convergence state (one statement over every device: cache it). */
   deviceTotals = () => deviceTotals(this.db, this.staleAfterSeconds);
 }

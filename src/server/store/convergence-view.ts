@@ -1,0 +1,240 @@
+import type { Queryable } from '../db/index.js';
+import type { Convergence } from '../../protocol/index.js';
+import { notFound } from '../errors.js';
+import { convergence, NOT_CONVERGED_LIMIT } from './convergence.js';
+
+/**
+ * Most devices one view holds (about 290 bytes each, presence included:
+ * 29 MB at the limit). An organization beyond it is counted by the
+ * database on every read instead, as `GET .../convergence` is.
+ */
+export const CONVERGENCE_VIEW_MAX_DEVICES = 100_000;
+
+/** What a view's last read fetched: the bound its tests check. */
+export interface ConvergenceReadStats {
+  /** Device objects read: all of them the first time, then those written since. */
+  readonly devices: number;
+  /** Status rows read: all of them the first time, then those written since. */
+  readonly statuses: number;
+  /** Replicas whose presence rows were read: those whose presence changed since. */
+  readonly presenceReplicas: number;
+  /** True when the organization is beyond the view's limit and was counted by the database. */
+  readonly counted: boolean;
+}
+
+interface DeviceEntry {
+  revision: number;
+  hostname: string;
+  applied: number | null;
+  error: string | null;
+  /** Microseconds since the epoch, the database's clock. */
+  lastSeenUs: number | null;
+  reportedOnline: boolean;
+}
+
+interface ReplicaPresence {
+  readonly xid: string;
+  readonly devices: ReadonlySet<string>;
+  live: boolean;
+}
+
+type DeviceRow = [id: string, revision: number, deleted: boolean, hostname: string | null];
+type StatusRow = [id: string, applied: number | null, error: string | null, lastSeenUs: number | null, reportedOnline: boolean];
+type ReplicaRow = [id: string, live: boolean, presenceXid: string, devices: string[] | null];
+
+interface DeltaRow extends Record<string, unknown> {
+  head_revision: unknown;
+  compacted_revision: unknown;
+  now_us: unknown;
+  snapshot: unknown;
+  devices: unknown;
+  statuses: unknown;
+  replicas: unknown;
+}
+
+// One statement, one snapshot: the devices written after the last head seen (all live ones when
+// `$2` is 0), the statuses last written by transactions the last snapshot (`$3`) did not see (all
+// when it is empty), and the device ids of each replica whose presence changed (its presence_xid
+// differs from the one known, `$4`). The snapshot and head are the next read's starting points.
+// Visibility, not only the xmin: a long transaction anywhere in the cluster holds the xmin back.
+const DELTA = `
+  WITH g AS (
+    SELECT head_revision, compacted_revision, (extract(epoch FROM now()) * 1000000)::bigint AS now_us,
+           pg_current_snapshot()::text AS snapshot
+      FROM orgs WHERE id = $1 AND deleted_at IS NULL
+  )
+  SELECT g.*,
+    (SELECT json_agg(json_build_array(o.id, o.revision, o.deleted, o.value->>'hostname'))
+       FROM objects o
+      WHERE o.org_id = $1 AND o.kind = 'device' AND o.revision > $2 AND ($2 > 0 OR NOT o.deleted)) AS devices,
+    (SELECT json_agg(json_build_array(s.device_id, (s.status->>'applied_revision')::bigint, s.status->>'apply_error',
+                                      (extract(epoch FROM s.last_seen) * 1000000)::bigint, s.reported_online))
+       FROM device_status s
+      WHERE s.org_id = $1
+        AND ($3 = '' OR (s.xid >= pg_snapshot_xmin($3::text::pg_snapshot) AND NOT pg_visible_in_snapshot(s.xid, $3::text::pg_snapshot)))) AS statuses,
+    (SELECT json_agg(json_build_array(r.id, r.lease_expires_at > now(), r.presence_xid::text,
+              CASE WHEN r.presence_xid::text IS DISTINCT FROM ($4::text::jsonb ->> r.id)
+                   THEN (SELECT COALESCE(array_agg(p.device_id), '{}') FROM device_presence p WHERE p.replica_id = r.id) END))
+       FROM replicas r) AS replicas
+    FROM g`;
+
+function json<T>(v: unknown): T[] {
+  if (v === null || v === undefined) return [];
+  return (typeof v === 'string' ? JSON.parse(v) : v) as T[];
+}
+
+/**
+ * One organization's convergence (docs/protocol.md "Fleet convergence"),
+ * kept in memory for the streams that follow it. Each read is one
+ * statement that fetches only what changed since the previous read
+ * (devices, statuses, presence), then counts in memory by the rules of
+ * `convergence()`, with the database's clock; the answers are the same.
+ * Reads must not overlap. Rejects with `not_found` when the organization
+ * is gone.
+ */
+export class ConvergenceView {
+  readonly #devices = new Map<string, DeviceEntry>();
+  readonly #replicas = new Map<string, ReplicaPresence>();
+  #revision = 0;
+  #snapshot = '';
+  #counted = false;
+  #stats: ConvergenceReadStats = { devices: 0, statuses: 0, presenceReplicas: 0, counted: false };
+
+  constructor(
+    private readonly orgId: string,
+    private readonly staleAfterSeconds: number,
+    private readonly maxDevices = CONVERGENCE_VIEW_MAX_DEVICES,
+  ) {}
+
+  get lastRead(): ConvergenceReadStats {
+    return this.#stats;
+  }
+
+  async read(q: Queryable): Promise<Convergence> {
+    if (this.#counted) {
+      this.#stats = { devices: 0, statuses: 0, presenceReplicas: 0, counted: true };
+      return convergence(q, this.orgId, this.staleAfterSeconds);
+    }
+    let row = await this.#fetch(q);
+    if (this.#revision > 0 && Number(row.compacted_revision) > this.#revision) {
+      // Tombstones up to the compacted revision are gone: deletes since the last read may be unseen.
+      this.#reset();
+      row = await this.#fetch(q);
+    }
+    const devices = json<DeviceRow>(row.devices);
+    const statuses = json<StatusRow>(row.statuses);
+    const replicas = json<ReplicaRow>(row.replicas);
+    this.#applyDevices(devices);
+    if (this.#devices.size > this.maxDevices) {
+      this.#counted = true;
+      this.#reset();
+      return this.read(q);
+    }
+    this.#applyStatuses(statuses);
+    const presenceReplicas = this.#applyPresence(replicas);
+    this.#revision = Number(row.head_revision);
+    this.#snapshot = String(row.snapshot);
+    this.#stats = { devices: devices.length, statuses: statuses.length, presenceReplicas, counted: false };
+    return this.#count(this.#revision, Number(row.now_us));
+  }
+
+  async #fetch(q: Queryable): Promise<DeltaRow> {
+    const known = Object.fromEntries([...this.#replicas].map(([id, r]) => [id, r.xid]));
+    const rows = await q.query<DeltaRow>(DELTA, [this.orgId, this.#revision, this.#snapshot, JSON.stringify(known)]);
+    const row = rows[0];
+    if (!row) throw notFound('organization');
+    return row;
+  }
+
+  #reset(): void {
+    this.#devices.clear();
+    this.#replicas.clear();
+    this.#revision = 0;
+    this.#snapshot = '';
+  }
+
+  #applyDevices(rows: readonly DeviceRow[]): void {
+    for (const [id, revision, deleted, hostname] of rows) {
+      if (deleted) {
+        this.#devices.delete(id);
+        continue;
+      }
+      const d = this.#devices.get(id);
+      if (d) {
+        d.revision = Number(revision);
+        d.hostname = hostname ?? '';
+      } else {
+        const entry = { revision: Number(revision), hostname: hostname ?? '', applied: null, error: null, lastSeenUs: null, reportedOnline: false };
+        this.#devices.set(id, entry);
+      }
+    }
+  }
+
+  #applyStatuses(rows: readonly StatusRow[]): void {
+    // A status is written only for a device that exists in the writer's snapshot, which this one follows: no status is early.
+    for (const [id, applied, error, lastSeenUs, reportedOnline] of rows) {
+      const d = this.#devices.get(id);
+      if (!d) continue;
+      d.applied = applied === null ? null : Number(applied);
+      d.error = error;
+      d.lastSeenUs = lastSeenUs === null ? null : Number(lastSeenUs);
+      d.reportedOnline = reportedOnline;
+    }
+  }
+
+  /** Returns how many replicas' presence rows were read. */
+  #applyPresence(rows: readonly ReplicaRow[]): number {
+    const listed = new Set<string>();
+    let read = 0;
+    for (const [id, live, xid, devices] of rows) {
+      listed.add(id);
+      if (devices === null) {
+        const known = this.#replicas.get(id);
+        if (known) known.live = live;
+        continue;
+      }
+      read++;
+      // Only this organization's devices: a device connects after it is created, so it is in the map by now.
+      this.#replicas.set(id, { xid, live, devices: new Set(devices.filter((d) => this.#devices.has(d))) });
+    }
+    for (const id of this.#replicas.keys()) if (!listed.has(id)) this.#replicas.delete(id);
+    return read;
+  }
+
+  #connected(id: string): boolean {
+    for (const r of this.#replicas.values()) if (r.live && r.devices.has(id)) return true;
+    return false;
+  }
+
+  #count(head: number, nowUs: number): Convergence {
+    const since = nowUs - Math.round(this.staleAfterSeconds * 1_000_000);
+    const counts = { at_head: 0, behind: 0, error: 0, stale: 0, online: 0 };
+    const others: [string, DeviceEntry, boolean][] = [];
+    for (const [id, d] of this.#devices) {
+      const connected = this.#connected(id);
+      const seen = d.lastSeenUs !== null && d.lastSeenUs > since;
+      if (connected || (d.reportedOnline && seen)) counts.online++;
+      if (!connected && !seen) counts.stale++;
+      else if (d.error !== null) counts.error++;
+      else if (d.applied === head) {
+        counts.at_head++;
+        continue;
+      } else counts.behind++;
+      others.push([id, d, connected]);
+    }
+    others.sort((a, b) => a[1].revision - b[1].revision);
+    const iso = (us: number): string => new Date(Math.floor(us / 1000)).toISOString();
+    return {
+      revision: head,
+      devices: this.#devices.size,
+      ...counts,
+      not_converged: others.slice(0, NOT_CONVERGED_LIMIT).map(([id, d, connected]) => ({
+        id,
+        hostname: d.hostname,
+        applied_revision: d.applied,
+        apply_error: d.error,
+        last_seen: connected ? iso(nowUs) : d.lastSeenUs === null ? null : iso(d.lastSeenUs),
+      })),
+    };
+  }
+}
