@@ -27,8 +27,11 @@ export interface ChangeFigures {
   convergedMs: number;
   /** Largest at_head reported for this revision (or a later one) while waiting. */
   bestAtHead: number;
+  /** Server CPU from the end of the bench's /metrics scrape before the PATCH to the start of the one after convergence. */
   cpuSeconds: number;
   databaseCpuSeconds: number;
+  /** Server CPU of the bench's /metrics scrape after convergence: its own cost, outside `cpuSeconds`. */
+  scrapeCpuSeconds: number;
   statements: number;
   writeStatements: number;
   /**
@@ -127,6 +130,7 @@ export async function changeLoop(o: {
       bestAtHead,
       cpuSeconds: d.cpuSeconds,
       databaseCpuSeconds: d.databaseCpuSeconds,
+      scrapeCpuSeconds: d.scrapeCpuSeconds,
       statements: total,
       writeStatements: writes,
       ackStatements: writes - writeStatements(o.baseline.perWrite) - o.backgroundWritesPerSecond * d.seconds,

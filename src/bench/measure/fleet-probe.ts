@@ -6,8 +6,8 @@ import type { BenchPostgres } from '../server/postgres.js';
 import type { RestartableServer } from '../server/restartable-server.js';
 import { diffStatements, statementCounts, type StatementCounts } from './db-statements.js';
 
-/** The server's counters at one moment. */
-export interface ServerSample {
+/** CPU of the server's process tree at one instant. */
+export interface CpuReading {
   at: number;
   /** CPU (user + system) of the server's process tree, from /proc/<pid>/stat (10 ms ticks). */
   cpuSeconds: number;
@@ -17,6 +17,12 @@ export interface ServerSample {
    * PostgreSQL runs in the server's process tree).
    */
   databaseCpuSeconds: number;
+}
+
+/** The server's counters at one moment: its CPU read just before and just after the `/metrics` scrape. */
+export interface ServerSample {
+  beforeScrape: CpuReading;
+  afterScrape: CpuReading;
   statements: StatementCounts;
   /** `fleetplane_status_batches_total` (NaN until the server has the status batcher). */
   statusBatches: number;
@@ -34,28 +40,38 @@ export interface ServerDelta {
   seconds: number;
   cpuSeconds: number;
   databaseCpuSeconds: number;
+  /** Server CPU of the later sample's `/metrics` scrape: the bench's own, outside `cpuSeconds`. */
+  scrapeCpuSeconds: number;
   statements: StatementCounts;
   statusBatches: number;
   watchQueries: number;
   convergenceQueries: number;
 }
 
-/**
- * Reads the server: CPU from /proc over its process tree (every worker of
- * `--workers`), statements from `/metrics` (under `--workers` the primary
- * sums every worker's). CPU is read before the scrape, so a delta includes
- * the cost of one scrape.
- */
-export async function sampleServer(server: RestartableServer, api: FleetApi, pg: BenchPostgres | undefined): Promise<ServerSample> {
+function readCpu(server: RestartableServer, pg: BenchPostgres | undefined): CpuReading {
   const at = nowMs();
   const tree = server.current.procStats();
   const pgPid = pg?.pid();
   const databaseCpuSeconds = pgPid !== undefined ? procTreeStats(pgPid).cpuSeconds : tree.cpuSeconds - tree.nodeCpuSeconds;
+  return { at, cpuSeconds: tree.cpuSeconds, databaseCpuSeconds };
+}
+
+/**
+ * Reads the server: CPU from /proc over its process tree (every worker of
+ * `--workers`), statements from `/metrics` (under `--workers` the primary
+ * sums every worker's). CPU is read on both sides of the scrape: a delta
+ * runs from the end of the earlier scrape to the start of the later one,
+ * so it holds none of the bench's own scrapes (one `/metrics` under
+ * `--workers` gathers every worker's registry and may recount the devices),
+ * and says what the later one cost.
+ */
+export async function sampleServer(server: RestartableServer, api: FleetApi, pg: BenchPostgres | undefined): Promise<ServerSample> {
+  const beforeScrape = readCpu(server, pg);
   const text = await api.metricsText();
+  const afterScrape = readCpu(server, pg);
   return {
-    at,
-    cpuSeconds: tree.cpuSeconds,
-    databaseCpuSeconds,
+    beforeScrape,
+    afterScrape,
     statements: statementCounts(text),
     statusBatches: promValue(text, 'fleetplane_status_batches_total'),
     watchQueries: promValue(text, 'fleetplane_watch_fill_queries_total') + promValue(text, 'fleetplane_watch_catchup_queries_total'),
@@ -64,10 +80,13 @@ export async function sampleServer(server: RestartableServer, api: FleetApi, pg:
 }
 
 export function serverDelta(after: ServerSample, before: ServerSample): ServerDelta {
+  const from = before.afterScrape;
+  const to = after.beforeScrape;
   return {
-    seconds: (after.at - before.at) / 1000,
-    cpuSeconds: after.cpuSeconds - before.cpuSeconds,
-    databaseCpuSeconds: after.databaseCpuSeconds - before.databaseCpuSeconds,
+    seconds: (to.at - from.at) / 1000,
+    cpuSeconds: to.cpuSeconds - from.cpuSeconds,
+    databaseCpuSeconds: to.databaseCpuSeconds - from.databaseCpuSeconds,
+    scrapeCpuSeconds: after.afterScrape.cpuSeconds - after.beforeScrape.cpuSeconds,
     statements: diffStatements(after.statements, before.statements),
     statusBatches: after.statusBatches - before.statusBatches,
     watchQueries: after.watchQueries - before.watchQueries,

@@ -34,6 +34,7 @@ export function changeTable(runs: readonly FleetRunFigures[]): Table {
     both('server CPU per change', (l) => loopCell(l, (c) => c.cpuSeconds, seconds));
     if (r.storage === 'postgresql') both('PostgreSQL CPU per change', (l) => loopCell(l, (c) => c.databaseCpuSeconds, seconds));
     else both('  of which its embedded PostgreSQL', (l) => loopCell(l, (c) => c.databaseCpuSeconds, seconds));
+    both("  the bench's /metrics scrape, not counted above", (l) => loopCell(l, (c) => c.scrapeCpuSeconds, seconds));
     both('statements per change (all)', (l) => loopCell(l, (c) => c.statements));
     both('  of which INSERT/UPDATE/DELETE', (l) => loopCell(l, (c) => c.writeStatements));
     both('  for the ACKs (writes beyond the change\'s own)', (l) => loopCell(l, (c) => c.ackStatements));
