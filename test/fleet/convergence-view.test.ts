@@ -247,6 +247,34 @@ describe.each(backends())('a convergence view kept by deltas ($name)', ({ name, 
     }
   });
 
+  it.runIf(available)('a replica whose lease lapses, or that is collected, holds no device from the next read on', async () => {
+    const org = await newOrg();
+    const [a, b] = [randomUUID(), randomUUID()];
+    await register(db, a);
+    await register(db, b);
+    const ids = [await createDevice(org, 0), await createDevice(org, 1)];
+    await writeStatusBatch(db, { replicaId: b, statuses: [], connected: ids, disconnected: [] });
+    const view = new ConvergenceView(org, 3_600);
+    const online = async (): Promise<number> => {
+      let kept = -1;
+      await db.transaction(async (tx) => {
+        const c = await view.read(tx);
+        expect(c).toEqual(await convergence(tx, org, 3_600));
+        kept = c.online;
+      });
+      return kept;
+    };
+    expect(await online()).toBe(2);
+    // Another replica's presence moves meanwhile in none of these steps: only b's lease and row do.
+    await db.query(`UPDATE replicas SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [b]);
+    expect(await online()).toBe(0);
+    await db.query(`UPDATE replicas SET lease_expires_at = now() + interval '1 hour' WHERE id = $1`, [b]);
+    expect(await online()).toBe(2);
+    await db.query('DELETE FROM replicas WHERE id = $1', [b]);
+    expect(await online()).toBe(0);
+    await db.query('DELETE FROM replicas WHERE id = $1', [a]);
+  });
+
   it.runIf(available)('a device deleted and compacted away between two reads is gone from the next', async () => {
     const org = await newOrg();
     const [kept, deleted] = [await createDevice(org, 0), await createDevice(org, 1)];

@@ -29,7 +29,10 @@ interface DeviceEntry {
   error: string | null;
   /** Microseconds since the epoch, the database's clock. */
   lastSeenUs: number | null;
+  lastSeenIso: string | null;
   reportedOnline: boolean;
+  /** Held by a live replica's presence. */
+  connected: boolean;
 }
 
 interface ReplicaPresence {
@@ -39,7 +42,8 @@ interface ReplicaPresence {
 }
 
 type DeviceRow = [id: string, revision: number, deleted: boolean, hostname: string | null];
-type StatusRow = [id: string, applied: number | null, error: string | null, lastSeenUs: number | null, reportedOnline: boolean];
+/** Column-wise, so a batch of 10,000 statuses parses into five arrays, not 10,000. */
+type StatusColumns = [ids: string[], applied: (number | null)[], errors: (string | null)[], lastSeenUs: (number | null)[], reportedOnline: boolean[]];
 type ReplicaRow = [id: string, live: boolean, presenceXid: string, devices: string[] | null];
 
 interface DeltaRow extends Record<string, unknown> {
@@ -53,35 +57,41 @@ interface DeltaRow extends Record<string, unknown> {
 }
 
 // One statement, one snapshot: the devices written after the last head seen (all live ones when
-// `$2` is 0), the statuses last written by transactions the last snapshot (`$3`) did not see (all
-// when it is empty), and the device ids of each replica whose presence changed (its presence_xid
-// differs from the one known, `$4`). The snapshot and head are the next read's starting points.
-// Visibility, not only the xmin: a long transaction anywhere in the cluster holds the xmin back.
+// `$2` is 0), oldest revision first; the statuses last written by transactions the last snapshot
+// (`$3`) did not see (all when it is empty); and the device ids of each replica whose presence
+// changed (its presence_xid differs from the one known, `$4`). The snapshot and head are the next
+// read's starting points. Visibility, not only the xmin: a long transaction anywhere in the
+// cluster holds the xmin back.
 const DELTA = `
   WITH g AS (
     SELECT head_revision, compacted_revision, (extract(epoch FROM now()) * 1000000)::bigint AS now_us,
            pg_current_snapshot()::text AS snapshot
       FROM orgs WHERE id = $1 AND deleted_at IS NULL
+  ), s AS (
+    SELECT s.device_id, (s.status->>'applied_revision')::bigint AS applied, s.status->>'apply_error' AS error,
+           (extract(epoch FROM s.last_seen) * 1000000)::bigint AS last_seen_us, s.reported_online
+      FROM device_status s
+     WHERE s.org_id = $1
+       AND ($3 = '' OR (s.xid >= pg_snapshot_xmin($3::text::pg_snapshot) AND NOT pg_visible_in_snapshot(s.xid, $3::text::pg_snapshot)))
   )
   SELECT g.*,
-    (SELECT json_agg(json_build_array(o.id, o.revision, o.deleted, o.value->>'hostname'))
+    (SELECT json_agg(json_build_array(o.id, o.revision, o.deleted, o.value->>'hostname') ORDER BY o.revision)
        FROM objects o
       WHERE o.org_id = $1 AND o.kind = 'device' AND o.revision > $2 AND ($2 > 0 OR NOT o.deleted)) AS devices,
-    (SELECT json_agg(json_build_array(s.device_id, (s.status->>'applied_revision')::bigint, s.status->>'apply_error',
-                                      (extract(epoch FROM s.last_seen) * 1000000)::bigint, s.reported_online))
-       FROM device_status s
-      WHERE s.org_id = $1
-        AND ($3 = '' OR (s.xid >= pg_snapshot_xmin($3::text::pg_snapshot) AND NOT pg_visible_in_snapshot(s.xid, $3::text::pg_snapshot)))) AS statuses,
+    (SELECT json_build_array(array_agg(device_id), array_agg(applied), array_agg(error), array_agg(last_seen_us), array_agg(reported_online))
+       FROM s HAVING count(*) > 0) AS statuses,
     (SELECT json_agg(json_build_array(r.id, r.lease_expires_at > now(), r.presence_xid::text,
               CASE WHEN r.presence_xid::text IS DISTINCT FROM ($4::text::jsonb ->> r.id)
                    THEN (SELECT COALESCE(array_agg(p.device_id), '{}') FROM device_presence p WHERE p.replica_id = r.id) END))
        FROM replicas r) AS replicas
     FROM g`;
 
-function json<T>(v: unknown): T[] {
-  if (v === null || v === undefined) return [];
-  return (typeof v === 'string' ? JSON.parse(v) : v) as T[];
+function json<T>(v: unknown): T | undefined {
+  if (v === null || v === undefined) return undefined;
+  return (typeof v === 'string' ? JSON.parse(v) : v) as T;
 }
+
+const iso = (us: number): string => new Date(Math.floor(us / 1000)).toISOString();
 
 /**
  * One organization's convergence (docs/protocol.md "Fleet convergence"),
@@ -121,20 +131,20 @@ export class ConvergenceView {
       this.#reset();
       row = await this.#fetch(q);
     }
-    const devices = json<DeviceRow>(row.devices);
-    const statuses = json<StatusRow>(row.statuses);
-    const replicas = json<ReplicaRow>(row.replicas);
+    const devices = json<DeviceRow[]>(row.devices) ?? [];
+    const statuses = json<StatusColumns>(row.statuses);
+    const replicas = json<ReplicaRow[]>(row.replicas) ?? [];
     this.#applyDevices(devices);
     if (this.#devices.size > this.maxDevices) {
       this.#counted = true;
       this.#reset();
       return this.read(q);
     }
-    this.#applyStatuses(statuses);
+    if (statuses) this.#applyStatuses(statuses);
     const presenceReplicas = this.#applyPresence(replicas);
     this.#revision = Number(row.head_revision);
     this.#snapshot = String(row.snapshot);
-    this.#stats = { devices: devices.length, statuses: statuses.length, presenceReplicas, counted: false };
+    this.#stats = { devices: devices.length, statuses: statuses?.[0].length ?? 0, presenceReplicas, counted: false };
     return this.#count(this.#revision, Number(row.now_us));
   }
 
@@ -153,32 +163,46 @@ export class ConvergenceView {
     this.#snapshot = '';
   }
 
+  // The map stays in revision order (rows come oldest first; a changed device moves to the end), so
+  // the oldest not converged are the first met: no sort per read.
   #applyDevices(rows: readonly DeviceRow[]): void {
     for (const [id, revision, deleted, hostname] of rows) {
-      if (deleted) {
-        this.#devices.delete(id);
-        continue;
-      }
       const d = this.#devices.get(id);
+      this.#devices.delete(id);
+      if (deleted) continue;
       if (d) {
         d.revision = Number(revision);
         d.hostname = hostname ?? '';
+        this.#devices.set(id, d);
       } else {
-        const entry = { revision: Number(revision), hostname: hostname ?? '', applied: null, error: null, lastSeenUs: null, reportedOnline: false };
-        this.#devices.set(id, entry);
+        this.#devices.set(id, {
+          revision: Number(revision),
+          hostname: hostname ?? '',
+          applied: null,
+          error: null,
+          lastSeenUs: null,
+          lastSeenIso: null,
+          reportedOnline: false,
+          connected: this.#held(id),
+        });
       }
     }
   }
 
-  #applyStatuses(rows: readonly StatusRow[]): void {
+  #applyStatuses([ids, applied, errors, lastSeenUs, reportedOnline]: StatusColumns): void {
     // A status is written only for a device that exists in the writer's snapshot, which this one follows: no status is early.
-    for (const [id, applied, error, lastSeenUs, reportedOnline] of rows) {
-      const d = this.#devices.get(id);
+    for (let i = 0; i < ids.length; i++) {
+      const d = this.#devices.get(ids[i]!);
       if (!d) continue;
-      d.applied = applied === null ? null : Number(applied);
-      d.error = error;
-      d.lastSeenUs = lastSeenUs === null ? null : Number(lastSeenUs);
-      d.reportedOnline = reportedOnline;
+      const a = applied[i] ?? null;
+      const seen = lastSeenUs[i] ?? null;
+      d.applied = a === null ? null : Number(a);
+      d.error = errors[i] ?? null;
+      if (seen !== d.lastSeenUs) {
+        d.lastSeenUs = seen === null ? null : Number(seen);
+        d.lastSeenIso = d.lastSeenUs === null ? null : iso(d.lastSeenUs);
+      }
+      d.reportedOnline = reportedOnline[i] === true;
     }
   }
 
@@ -186,55 +210,58 @@ export class ConvergenceView {
   #applyPresence(rows: readonly ReplicaRow[]): number {
     const listed = new Set<string>();
     let read = 0;
+    let moved = false;
     for (const [id, live, xid, devices] of rows) {
       listed.add(id);
+      const known = this.#replicas.get(id);
       if (devices === null) {
-        const known = this.#replicas.get(id);
-        if (known) known.live = live;
+        if (known && known.live !== live) {
+          known.live = live;
+          moved = true;
+        }
         continue;
       }
       read++;
+      moved = true;
       // Only this organization's devices: a device connects after it is created, so it is in the map by now.
       this.#replicas.set(id, { xid, live, devices: new Set(devices.filter((d) => this.#devices.has(d))) });
     }
-    for (const id of this.#replicas.keys()) if (!listed.has(id)) this.#replicas.delete(id);
+    for (const id of this.#replicas.keys()) {
+      if (listed.has(id)) continue;
+      this.#replicas.delete(id);
+      moved = true;
+    }
+    if (moved) for (const [id, d] of this.#devices) d.connected = this.#held(id);
     return read;
   }
 
-  #connected(id: string): boolean {
+  #held(id: string): boolean {
     for (const r of this.#replicas.values()) if (r.live && r.devices.has(id)) return true;
     return false;
   }
 
   #count(head: number, nowUs: number): Convergence {
     const since = nowUs - Math.round(this.staleAfterSeconds * 1_000_000);
-    const counts = { at_head: 0, behind: 0, error: 0, stale: 0, online: 0 };
-    const others: [string, DeviceEntry, boolean][] = [];
+    const now = iso(nowUs);
+    let atHead = 0;
+    let behind = 0;
+    let error = 0;
+    let stale = 0;
+    let online = 0;
+    const notConverged: Convergence['not_converged'] = [];
     for (const [id, d] of this.#devices) {
-      const connected = this.#connected(id);
       const seen = d.lastSeenUs !== null && d.lastSeenUs > since;
-      if (connected || (d.reportedOnline && seen)) counts.online++;
-      if (!connected && !seen) counts.stale++;
-      else if (d.error !== null) counts.error++;
+      if (d.connected || (d.reportedOnline && seen)) online++;
+      if (!d.connected && !seen) stale++;
+      else if (d.error !== null) error++;
       else if (d.applied === head) {
-        counts.at_head++;
+        atHead++;
         continue;
-      } else counts.behind++;
-      others.push([id, d, connected]);
+      } else behind++;
+      if (notConverged.length < NOT_CONVERGED_LIMIT) {
+        notConverged.push({ id, hostname: d.hostname, applied_revision: d.applied, apply_error: d.error, last_seen: d.connected ? now : d.lastSeenIso });
+      }
     }
-    others.sort((a, b) => a[1].revision - b[1].revision);
-    const iso = (us: number): string => new Date(Math.floor(us / 1000)).toISOString();
-    return {
-      revision: head,
-      devices: this.#devices.size,
-      ...counts,
-      not_converged: others.slice(0, NOT_CONVERGED_LIMIT).map(([id, d, connected]) => ({
-        id,
-        hostname: d.hostname,
-        applied_revision: d.applied,
-        apply_error: d.error,
-        last_seen: connected ? iso(nowUs) : d.lastSeenUs === null ? null : iso(d.lastSeenUs),
-      })),
-    };
+    return { revision: head, devices: this.#devices.size, at_head: atHead, behind, error, stale, online, not_converged: notConverged };
   }
 }
