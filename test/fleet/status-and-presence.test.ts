@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   HEADERS,
   MEDIA,
@@ -155,12 +155,13 @@ describe.each(backends())('device statuses, presence and convergence on $name', 
       t.ws.terminate();
     });
 
-    it('the convergence stream sends the current value, then a line when ACKs change it, with one query per interval for all its followers', async () => {
+    it('the convergence stream sends the current value, then a line when ACKs change it, with one read of the view per interval for all its followers', async () => {
       const { org, devices } = await fleet(10);
       const head = await ws.h.head(org);
       const lines: Convergence[][] = [[], [], []];
       const aborts = lines.map(() => new AbortController());
       const url = `${ws.url}${paths.convergence(org)}?${QUERY.watch}=true`;
+      const counted = vi.spyOn(ws.server.ctx.store, 'convergence');
       const follow = lines.map(async (out, i) => {
         const res = await fetch(url, { headers: { [HEADERS.authorization]: bearerAuthorization(ws.h.admin) }, signal: aborts[i]!.signal });
         expect(res.headers.get(HEADERS.contentType)).toBe(MEDIA.watch);
@@ -190,6 +191,9 @@ describe.each(backends())('device statuses, presence and convergence on $name', 
       expect(used).toBeGreaterThanOrEqual(1);
       expect(lines[0]!.length).toBeLessThanOrEqual(used + 1);
       for (const l of lines) for (let i = 1; i < l.length; i++) expect(l[i]).not.toEqual(l[i - 1]);
+      // The whole-fleet count ran once per stream, for its first line; the updates came from the view's deltas.
+      expect(counted).toHaveBeenCalledTimes(3);
+      counted.mockRestore();
       for (const a of aborts) a.abort();
       await Promise.all(follow);
       await Promise.all(tunnels.map((t) => t.close()));

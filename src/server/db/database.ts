@@ -38,6 +38,15 @@ export interface QueryObserver {
   (info: { durationMs: number; ok: boolean; label: string }): void;
 }
 
+/**
+ * A json or jsonb column's value as the driver gave it: parsed by one
+ * driver, text from the other. The caller knows the shape (the statement
+ * built it); null stays null.
+ */
+export function jsonColumn<T>(value: unknown): T {
+  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
+}
+
 /** PostgreSQL error code for a unique-constraint violation. */
 export const UNIQUE_VIOLATION = '23505';
 export const FOREIGN_KEY_VIOLATION = '23503';

@@ -6,13 +6,17 @@ import { ApiError } from '../errors.js';
 import { encodeConvergence, encodeError, LAST_CHUNK, responseHead } from '../watch/encode.js';
 import type { FleetMetrics } from './fleet-metrics.js';
 
+/**
+ * An organization's convergence for as long as it has streams here: each
+ * `read` is one query (throws ApiError not_found when the organization is
+ * gone); reads of one source never overlap.
+ */
+export interface ConvergenceSource {
+  read(): Promise<Convergence>;
+}
+
 export interface ConvergenceStreamsOptions {
-  /**
-   * A source of the organization's convergence for as long as it has streams
-   * here: each `read` is one query (throws ApiError not_found when the
-   * organization is gone); reads of one source never overlap.
-   */
-  source(orgId: string): { read(): Promise<Convergence> };
+  source(orgId: string): ConvergenceSource;
   bus: SignalBus;
   /** Least time between two queries (and lines) of one organization. */
   minIntervalMs: number;
@@ -26,7 +30,7 @@ export interface ConvergenceStreamsOptions {
 
 interface OrgState {
   readonly streams: Set<Socket>;
-  readonly source: { read(): Promise<Convergence> };
+  readonly source: ConvergenceSource;
   readonly subscriptions: Subscription[];
   json: string;
   bytes: Buffer;
@@ -60,16 +64,16 @@ export class ConvergenceStreams {
       socket.destroy();
       return;
     }
+    const json = JSON.stringify(current);
     let org = this.#orgs.get(orgId);
     if (!org) {
-      const json = JSON.stringify(current);
       const wake = (): void => this.#wake(orgId);
       org = {
         streams: new Set(),
         source: this.o.source(orgId),
         subscriptions: [this.o.bus.subscribe(orgSignal(orgId), wake), this.o.bus.subscribe(statusSignal(orgId), wake)],
         json,
-        bytes: encodeConvergence(current),
+        bytes: encodeConvergence(json),
         dirty: false,
         timer: undefined,
         reading: false,
@@ -81,7 +85,7 @@ export class ConvergenceStreams {
     socket.setNoDelay(true);
     socket.write(responseHead(MEDIA.watch));
     // A stream that joins a followed organization gets the value its peers have, which its own read may postdate.
-    socket.write(JSON.stringify(current) === state.json ? state.bytes : encodeConvergence(current));
+    socket.write(json === state.json ? state.bytes : encodeConvergence(json));
     state.streams.add(socket);
     this.o.metrics.convergenceStreams.set(++this.#count);
     const done = (): void => {
@@ -128,7 +132,7 @@ export class ConvergenceStreams {
       const json = JSON.stringify(value);
       if (json !== org.json && this.#orgs.get(orgId) === org) {
         org.json = json;
-        org.bytes = encodeConvergence(value);
+        org.bytes = encodeConvergence(json);
         for (const s of org.streams) this.#write(s, org.bytes);
       }
     } catch (err) {

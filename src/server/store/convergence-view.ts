@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/index.js';
+import { jsonColumn, type Queryable } from '../db/index.js';
 import type { Convergence } from '../../protocol/index.js';
 import { notFound } from '../errors.js';
 import { convergence, NOT_CONVERGED_LIMIT } from './convergence.js';
@@ -86,11 +86,6 @@ const DELTA = `
        FROM replicas r) AS replicas
     FROM g`;
 
-function json<T>(v: unknown): T | undefined {
-  if (v === null || v === undefined) return undefined;
-  return (typeof v === 'string' ? JSON.parse(v) : v) as T;
-}
-
 const iso = (us: number): string => new Date(Math.floor(us / 1000)).toISOString();
 
 /**
@@ -131,9 +126,10 @@ export class ConvergenceView {
       this.#reset();
       row = await this.#fetch(q);
     }
-    const devices = json<DeviceRow[]>(row.devices) ?? [];
-    const statuses = json<StatusColumns>(row.statuses);
-    const replicas = json<ReplicaRow[]>(row.replicas) ?? [];
+    // An aggregate over no rows is null.
+    const devices = jsonColumn<DeviceRow[] | null>(row.devices) ?? [];
+    const statuses = jsonColumn<StatusColumns | null>(row.statuses);
+    const replicas = jsonColumn<ReplicaRow[] | null>(row.replicas) ?? [];
     this.#applyDevices(devices);
     if (this.#devices.size > this.maxDevices) {
       this.#counted = true;

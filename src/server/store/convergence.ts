@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/index.js';
+import { jsonColumn, type Queryable } from '../db/index.js';
 import type { Convergence } from '../../protocol/index.js';
 import { notFound } from '../errors.js';
 
@@ -72,7 +72,7 @@ export async function convergence(q: Queryable, orgId: string, staleAfterSeconds
   );
   const row = rows[0];
   if (!row) throw notFound('organization');
-  const list = (typeof row.not_converged === 'string' ? JSON.parse(row.not_converged) : row.not_converged) as NotConvergedRow[];
+  const list = jsonColumn<NotConvergedRow[]>(row.not_converged);
   return {
     revision: Number(row.head_revision),
     devices: Number(row.devices),

@@ -12,4 +12,3 @@ export { Logins, type SessionTerms } from './logins.js';
 export { isBootstrapAdmin, type BootstrapAdmins, type LoginIdentity } from './users.js';
 export type { BrowserLoginData, DeviceLoginData } from './pending-logins.js';
 export { acceptInvitations, type InvitedUser } from './invitations.js';
-export { ConvergenceView, CONVERGENCE_VIEW_MAX_DEVICES, type ConvergenceReadStats } from './convergence-view.js';

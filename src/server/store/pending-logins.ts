@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/index.js';
+import { jsonColumn, type Queryable } from '../db/index.js';
 import { MAX_PENDING_LOGINS, MAX_PENDING_LOGINS_PER_SOURCE } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import { hashSecret, newSecret } from './secrets.js';
@@ -129,5 +129,5 @@ export async function deletePendingLogin(q: Queryable, handle: string): Promise<
 
 function parseData<K extends PendingKind>(raw: unknown): DataOf<K> {
   // Written by createPendingLogin only (the column is this module's): the shape is known.
-  return (typeof raw === 'string' ? JSON.parse(raw) : raw) as DataOf<K>;
+  return jsonColumn<DataOf<K>>(raw);
 }

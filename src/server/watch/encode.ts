@@ -53,7 +53,7 @@ export function responseHead(contentType: string): Buffer {
   );
 }
 
-/** A line of a convergence stream (docs/protocol.md "Fleet convergence"). */
-export function encodeConvergence(value: unknown): Buffer {
-  return chunk(`{"type":"convergence","value":${JSON.stringify(value)}}`);
+/** A line of a convergence stream (docs/protocol.md "Fleet convergence"), from its value's JSON text. */
+export function encodeConvergence(valueJson: string): Buffer {
+  return chunk(`{"type":"convergence","value":${valueJson}}`);
 }
