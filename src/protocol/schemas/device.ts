@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ChangeListOf, Cidr, Revision, Timestamp, Uuid, strict } from './common.js';
+import { ChangeListOf, Cidr, OrNull, Revision, Timestamp, Uuid, strict } from './common.js';
 
 export const Endpoint = Type.Object(
   {
@@ -20,19 +20,19 @@ export const DeviceStatus = Type.Object({
 }, { $id: 'DeviceStatus', description: "The device's observed state, written only by the device itself." });
 
 /**
- * What a device PUTs to `.../status`. The server records its own clock as `last_seen`.
- * `Null` comes first in the unions: a validator that coerces types would
- * otherwise turn `null` into `""` or `0` in the string or integer branch.
+ * What a device PUTs to `.../status`, and a tunnel status frame carries. The
+ * server records its own clock as `last_seen`. Nullable fields are type
+ * lists (OrNull): every agent's ACK is validated.
  */
 export const DeviceStatusInput = Type.Object(
   {
     online: Type.Optional(Type.Boolean()),
     last_seen: Type.Optional(Timestamp),
-    applied_revision: Type.Union([Type.Null(), Revision]),
-    apply_error: Type.Union([Type.Null(), Type.String({ maxLength: 4096 })]),
+    applied_revision: OrNull(Revision),
+    apply_error: OrNull(Type.String({ maxLength: 4096 })),
     local_endpoints: Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 }),
-    os: Type.Union([Type.Null(), Type.String({ maxLength: 256 })]),
-    agent_version: Type.Union([Type.Null(), Type.String({ maxLength: 64 })]),
+    os: OrNull(Type.String({ maxLength: 256 })),
+    agent_version: OrNull(Type.String({ maxLength: 64 })),
   },
   { ...strict, $id: 'DeviceStatusInput' },
 );

@@ -10,11 +10,13 @@ import type { FanOutTimes } from '../watch/fan-out-times.js';
  * FAN_OUT_WINDOW heads and one observation per ACK.
  */
 export function ackLatencyObserver(times: FanOutTimes, histogram: Histogram): (write: StatusWrite, receivedAt: number) => void {
+  // Bound once: observe(value) on the histogram builds a closure per call, and this runs per ACK.
+  const unlabelled = histogram.labels();
   return (write, receivedAt) => {
     const revision = write.input.applied_revision;
     if (revision === null || write.input.apply_error !== null) return;
     const fannedOut = times.timeOf(write.orgId, revision);
     if (fannedOut === undefined) return;
-    histogram.observe(Math.max(0, receivedAt - fannedOut) / 1000);
+    unlabelled.observe(Math.max(0, receivedAt - fannedOut) / 1000);
   };
 }

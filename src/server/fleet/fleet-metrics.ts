@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { DEVICE_TOTAL_STATES, type DeviceTotals } from '../store/index.js';
+import { scrapedGauge } from '../scraped-gauge.js';
 
 /** Metrics of device statuses, presence and convergence streams. */
 export class FleetMetrics {
@@ -8,6 +9,7 @@ export class FleetMetrics {
   readonly statusesWritten: Counter;
   readonly statusUnchanged: Counter;
   readonly statusRefused: Counter;
+  /** Statuses waiting for a batch; read at scrape time from `observePending`. */
   readonly statusPending: Gauge;
   readonly connectedDevices: Gauge;
   readonly convergenceStreams: Gauge;
@@ -17,6 +19,8 @@ export class FleetMetrics {
   readonly ackLatency: Histogram;
   /** Sets where the device totals come from (undefined: the read failed; the gauge is left empty). */
   readonly observeDevices: (read: () => Promise<DeviceTotals | undefined>) => void;
+  /** Sets where the number of statuses waiting for a batch comes from (the status batcher). */
+  readonly observePending: (read: () => number) => void;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -29,7 +33,10 @@ export class FleetMetrics {
       registers,
     });
     this.statusRefused = new Counter({ name: 'fleetplane_statuses_refused_total', help: 'Statuses refused because too many were pending.', registers });
-    this.statusPending = new Gauge({ name: 'fleetplane_statuses_pending', help: 'Device statuses waiting for a batch.', registers });
+    // Read when scraped: a set per status would be a fleet's worth of calls per change.
+    const pending = scrapedGauge({ name: 'fleetplane_statuses_pending', help: 'Device statuses waiting for a batch.', registers });
+    this.statusPending = pending.gauge;
+    this.observePending = pending.readFrom;
     this.connectedDevices = new Gauge({
       name: 'fleetplane_connected_devices',
       help: 'Devices holding a tunnel or a watch stream on this replica.',

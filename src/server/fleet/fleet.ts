@@ -123,11 +123,13 @@ export class Fleet {
       return;
     }
     const quiet = frame.ack === STATUS_ACK_MODES.errors;
+    // The callback keeps the number, not the frame: what waits for a batch is a fleet's worth of callbacks.
+    const seq = frame.seq;
     this.batcher.enqueue({ deviceId: device.deviceId, orgId: device.orgId, input: frame.status, via: 'tunnel' }, (outcome) => {
       if (outcome.ok) {
         // 10,000 agents ACKing a change would cost 10,000 more frames (a third of the change's socket calls) to say nothing.
-        if (!quiet) reply({ type: 'status_ack', seq: frame.seq });
-      } else reply({ type: 'status_ack', seq: frame.seq, error: { code: outcome.error.code, message: outcome.error.message } });
+        if (!quiet) reply({ type: 'status_ack', seq });
+      } else reply({ type: 'status_ack', seq, error: { code: outcome.error.code, message: outcome.error.message } });
     });
   }
 

@@ -1,7 +1,9 @@
 import type { Logger } from 'pino';
+import type { DeviceStatusInput } from '../../protocol/index.js';
 import type { StatusBatchExceptions, StatusBatch, StatusWrite } from '../store/index.js';
 import { ApiError, shuttingDown } from '../errors.js';
 import type { FleetMetrics } from './fleet-metrics.js';
+import { sameReport } from './same-report.js';
 
 /** How a submitted status ended: recorded (its batch committed), or not, with the error to answer. */
 export type StatusOutcome = { readonly ok: true } | { readonly ok: false; readonly error: ApiError };
@@ -30,8 +32,6 @@ export interface StatusBatcherOptions {
 
 interface Pending {
   write: StatusWrite;
-  /** The report as compared with the last one written (JSON of its input). */
-  key: string;
   receivedAt: number;
   waiters: ((o: StatusOutcome) => void)[];
 }
@@ -62,8 +62,8 @@ export class StatusBatcher {
   readonly #o: StatusBatcherOptions;
   #pending = new Map<string, Pending>();
   #presence = new Map<string, { orgId: string; in: boolean }>();
-  /** Last status written per connected device, for tunnel reports that repeat it. */
-  readonly #written = new Map<string, string>();
+  /** Last status written per connected device, for tunnel reports that repeat it (never mutated: inputs are the senders' parsed bodies). */
+  readonly #written = new Map<string, DeviceStatusInput>();
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   #lastStart = Number.NEGATIVE_INFINITY;
@@ -71,6 +71,7 @@ export class StatusBatcher {
 
   constructor(options: StatusBatcherOptions) {
     this.#o = options;
+    options.metrics.observePending(() => this.#pending.size);
   }
 
   /** Statuses waiting for a batch. */
@@ -88,8 +89,8 @@ export class StatusBatcher {
       done({ ok: false, error: shuttingDown() });
       return;
     }
-    const key = JSON.stringify(write.input);
-    if (write.via === 'tunnel' && !this.#pending.has(write.deviceId) && this.#written.get(write.deviceId) === key) {
+    const last = write.via === 'tunnel' && !this.#pending.has(write.deviceId) ? this.#written.get(write.deviceId) : undefined;
+    if (last && sameReport(last, write.input)) {
       this.#o.metrics.statusUnchanged.inc();
       done(OK);
       return;
@@ -102,11 +103,9 @@ export class StatusBatcher {
     }
     if (current) {
       current.write = write;
-      current.key = key;
       current.receivedAt = performance.now();
       current.waiters.push(done);
-    } else this.#pending.set(write.deviceId, { write, key, receivedAt: performance.now(), waiters: [done] });
-    this.#o.metrics.statusPending.set(this.#pending.size);
+    } else this.#pending.set(write.deviceId, { write, receivedAt: performance.now(), waiters: [done] });
     this.#schedule();
   }
 
@@ -174,14 +173,19 @@ export class StatusBatcher {
   async #flushOnce(): Promise<void> {
     this.#lastStart = performance.now();
     const taken: Pending[] = [];
-    for (const [id, p] of this.#pending) {
-      if (taken.length >= this.#o.maxBatch) break;
-      taken.push(p);
-      this.#pending.delete(id);
+    if (this.#pending.size <= this.#o.maxBatch) {
+      // A fresh map, not a delete per entry: each delete of a fleet's batch would shrink and rehash the table.
+      for (const p of this.#pending.values()) taken.push(p);
+      this.#pending = new Map();
+    } else {
+      for (const [id, p] of this.#pending) {
+        if (taken.length >= this.#o.maxBatch) break;
+        taken.push(p);
+        this.#pending.delete(id);
+      }
     }
     const presence = this.#presence;
     this.#presence = new Map();
-    this.#o.metrics.statusPending.set(this.#pending.size);
     const batch: StatusBatch = {
       replicaId: this.#o.replicaId,
       statuses: taken.map((p) => p.write),
@@ -208,7 +212,7 @@ export class StatusBatcher {
       const ok = !exceptions.gone.has(id);
       if (ok) {
         orgs.add(p.write.orgId);
-        if (p.write.via === 'tunnel') this.#written.set(id, p.key);
+        if (p.write.via === 'tunnel') this.#written.set(id, p.write.input);
         if (!exceptions.repeated.has(id)) this.#o.onChanged?.(p.write, p.receivedAt);
       }
       const outcome: StatusOutcome = ok ? OK : { ok: false, error: new ApiError('not_found', 'device not found') };

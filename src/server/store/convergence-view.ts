@@ -23,13 +23,14 @@ export interface ConvergenceReadStats {
 }
 
 interface DeviceEntry {
+  /** The map's key again: the counting loop walks values, not entries (an array per device per read). */
+  readonly id: string;
   revision: number;
   hostname: string;
   applied: number | null;
   error: string | null;
   /** Microseconds since the epoch, the database's clock. */
   lastSeenUs: number | null;
-  lastSeenIso: string | null;
   reportedOnline: boolean;
   /** Held by a live replica's presence. */
   connected: boolean;
@@ -172,12 +173,12 @@ export class ConvergenceView {
         this.#devices.set(id, d);
       } else {
         this.#devices.set(id, {
+          id,
           revision: Number(revision),
           hostname: hostname ?? '',
           applied: null,
           error: null,
           lastSeenUs: null,
-          lastSeenIso: null,
           reportedOnline: false,
           connected: this.#held(id),
         });
@@ -194,10 +195,7 @@ export class ConvergenceView {
       const seen = lastSeenUs[i] ?? null;
       d.applied = a === null ? null : Number(a);
       d.error = errors[i] ?? null;
-      if (seen !== d.lastSeenUs) {
-        d.lastSeenUs = seen === null ? null : Number(seen);
-        d.lastSeenIso = d.lastSeenUs === null ? null : iso(d.lastSeenUs);
-      }
+      d.lastSeenUs = seen === null ? null : Number(seen);
       d.reportedOnline = reportedOnline[i] === true;
     }
   }
@@ -227,7 +225,7 @@ export class ConvergenceView {
       this.#replicas.delete(id);
       moved = true;
     }
-    if (moved) for (const [id, d] of this.#devices) d.connected = this.#held(id);
+    if (moved) for (const d of this.#devices.values()) d.connected = this.#held(d.id);
     return read;
   }
 
@@ -245,7 +243,7 @@ export class ConvergenceView {
     let stale = 0;
     let online = 0;
     const notConverged: Convergence['not_converged'] = [];
-    for (const [id, d] of this.#devices) {
+    for (const d of this.#devices.values()) {
       const seen = d.lastSeenUs !== null && d.lastSeenUs > since;
       if (d.connected || (d.reportedOnline && seen)) online++;
       if (!d.connected && !seen) stale++;
@@ -255,7 +253,9 @@ export class ConvergenceView {
         continue;
       } else behind++;
       if (notConverged.length < NOT_CONVERGED_LIMIT) {
-        notConverged.push({ id, hostname: d.hostname, applied_revision: d.applied, apply_error: d.error, last_seen: d.connected ? now : d.lastSeenIso });
+        // Formatted here, for at most NOT_CONVERGED_LIMIT devices: every ACK moves last_seen.
+        const lastSeen = d.connected ? now : d.lastSeenUs === null ? null : iso(d.lastSeenUs);
+        notConverged.push({ id: d.id, hostname: d.hostname, applied_revision: d.applied, apply_error: d.error, last_seen: lastSeen });
       }
     }
     return { revision: head, devices: this.#devices.size, at_head: atHead, behind, error, stale, online, not_converged: notConverged };

@@ -42,8 +42,9 @@ export class FanOutTimes {
   timeOf(orgId: string, revision: number): number | undefined {
     const org = this.#orgs.get(orgId);
     if (!org || revision <= org.floor) return undefined;
-    const i = org.heads.findIndex((h) => h >= revision);
-    return i < 0 ? undefined : org.times[i];
+    // A loop, not findIndex: this runs once per ACK, and a closure per call is a fleet's worth of garbage.
+    for (let i = 0; i < org.heads.length; i++) if (org.heads[i]! >= revision) return org.times[i];
+    return undefined;
   }
 
   /** The organization's tail cache was dropped: its heads are no longer followed here. */

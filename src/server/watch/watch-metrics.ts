@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FanOutTimes } from './fan-out-times.js';
+import { scrapedGauge } from '../scraped-gauge.js';
 
 /** Metrics of the watch engine (registered on the server's registry). */
 export class WatchMetrics {
@@ -67,18 +68,13 @@ export class WatchMetrics {
       help: "Reads of a whole organization to build its snapshot (one per organization when its first watcher arrives).",
       registers,
     });
-    let snapshotUsed = (): number => 0;
-    this.snapshotBytes = new Gauge({
+    const snapshot = scrapedGauge({
       name: 'fleetplane_watch_snapshot_bytes',
       help: 'Bytes charged to the snapshot budget by the organizations in memory.',
       registers,
-      collect() {
-        this.set(snapshotUsed());
-      },
     });
-    this.observeSnapshot = (used) => {
-      snapshotUsed = used;
-    };
+    this.snapshotBytes = snapshot.gauge;
+    this.observeSnapshot = snapshot.readFrom;
     this.queuedBytes = new Gauge({
       name: 'fleetplane_watch_queued_bytes',
       help: 'Bytes queued to all watchers together at the last check (bounded by --watch-queue-limit).',
