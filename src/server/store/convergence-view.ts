@@ -4,8 +4,8 @@ import { notFound } from '../errors.js';
 import { convergence, NOT_CONVERGED_LIMIT } from './convergence.js';
 
 /**
- * Most devices one view holds (about 290 bytes each, presence included:
- * 29 MB at the limit). An organization beyond it is counted by the
+ * Most devices one view holds (about 300 bytes each, presence included:
+ * 30 MB at the limit). An organization beyond it is counted by the
  * database on every read instead, as `GET .../convergence` is.
  */
 export const CONVERGENCE_VIEW_MAX_DEVICES = 100_000;
