@@ -92,6 +92,23 @@ describe('the OpenAPI document names what a client needs', () => {
     expect(new Set(literals(doc, convergence?.[MEDIA.watch]?.schema, 'type'))).toEqual(new Set(['convergence', 'error']));
   });
 
+  it('nullable fields are written one way, as a type list with null, never as anyOf with a null branch', () => {
+    const nullBranches: string[] = [];
+    let typeLists = 0;
+    const walk = (v: unknown, at: string): void => {
+      if (Array.isArray(v)) return v.forEach((x, i) => walk(x, `${at}/${i}`));
+      if (typeof v !== 'object' || v === null) return;
+      const s = v as Schema;
+      if (s.anyOf?.some((m) => m['type'] === 'null')) nullBranches.push(at);
+      if (Array.isArray(s['type']) && s['type'].includes('null')) typeLists++;
+      for (const [k, x] of Object.entries(s)) walk(x, `${at}/${k}`);
+    };
+    walk(doc, '#');
+    expect(nullBranches).toEqual([]);
+    expect(componentOf(doc, doc.components.schemas['DeviceStatusInput']?.properties?.['applied_revision'])?.['type']).toEqual(['integer', 'null']);
+    expect(typeLists).toBeGreaterThan(20);
+  });
+
   it('servers and the license (package.json’s) are stated', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { license: string };
     expect(doc.info.license).toMatchObject({ name: pkg.license, identifier: pkg.license });

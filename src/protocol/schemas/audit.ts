@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Revision, Timestamp, Uuid, strict } from './common.js';
+import { OrNull, Revision, Timestamp, Uuid, strict } from './common.js';
 
 /**
  * What an audit entry records (docs/protocol.md "Audit log"): a closed set.
@@ -46,8 +46,8 @@ export const AUDIT_PAGE_DEFAULT = 100;
 export const AuditActor = Type.Object(
   {
     type: Type.Union(AUDIT_ACTOR_TYPES.map((t) => Type.Literal(t))),
-    id: Type.Union([Type.String(), Type.Null()], { description: 'The device, user, token or key id; null for the admin token and the server.' }),
-    credential_id: Type.Union([Type.String(), Type.Null()], { description: 'The token, session or key the change was made with.' }),
+    id: OrNull(Type.String(), { description: 'The device, user, token or key id; null for the admin token and the server.' }),
+    credential_id: OrNull(Type.String(), { description: 'The token, session or key the change was made with.' }),
   },
   { ...strict, $id: 'AuditActor' },
 );
@@ -55,15 +55,15 @@ export const AuditActor = Type.Object(
 export const AuditEntry = Type.Object(
   {
     id: Type.String({ description: 'Increasing with the order entries were written in (as a decimal string).' }),
-    organization_id: Type.Union([Uuid, Type.Null()], { description: 'Null for entries outside any organization.' }),
+    organization_id: OrNull(Uuid, { description: 'Null for entries outside any organization.' }),
     at: Timestamp,
     actor: AuditActor,
     action: Type.Union(AUDIT_ACTIONS.map((a) => Type.Literal(a))),
     kind: Type.Union(AUDIT_KINDS.map((k) => Type.Literal(k))),
-    object_id: Type.Union([Type.String(), Type.Null()]),
-    revision: Type.Union([Revision, Type.Null()], { description: "The organization revision of the change; null for changes that take none (credentials, denials)." }),
-    source: Type.Union([Type.String(), Type.Null()], { description: 'The caller address as the server saw it.' }),
-    user_agent: Type.Union([Type.String({ maxLength: AUDIT_USER_AGENT_MAX }), Type.Null()]),
+    object_id: OrNull(Type.String()),
+    revision: OrNull(Revision, { description: "The organization revision of the change; null for changes that take none (credentials, denials)." }),
+    source: OrNull(Type.String(), { description: 'The caller address as the server saw it.' }),
+    user_agent: OrNull(Type.String({ maxLength: AUDIT_USER_AGENT_MAX })),
     details: Type.Record(Type.String(), Type.Unknown(), { description: 'Small, never secrets: e.g. the changed field names, the refused route and status.' }),
   },
   { ...strict, $id: 'AuditEntry' },

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ListOf, Timestamp, Uuid, strict } from './common.js';
+import { ListOf, OrNull, Timestamp, Uuid, strict } from './common.js';
 
 /**
  * Users, sessions and login (docs/protocol.md "Users and login"). A user is
@@ -10,11 +10,11 @@ export const User = Type.Object(
     id: Uuid,
     issuer: Type.String(),
     subject: Type.String(),
-    email: Type.Union([Type.String(), Type.Null()]),
-    name: Type.Union([Type.String(), Type.Null()]),
+    email: OrNull(Type.String()),
+    name: OrNull(Type.String()),
     server_admin: Type.Boolean(),
     created_at: Timestamp,
-    last_login_at: Type.Union([Timestamp, Type.Null()]),
+    last_login_at: OrNull(Timestamp),
   },
   { $id: 'User' },
 );
@@ -30,10 +30,10 @@ export const Session = Type.Object(
     /** Absolute end (--session-max-age after the login). */
     max_expires_at: Timestamp,
     /** When it was last created or refreshed (not every request: see docs/protocol.md). */
-    last_used_at: Type.Union([Timestamp, Type.Null()]),
+    last_used_at: OrNull(Timestamp),
     /** The address the login came from. */
-    source: Type.Union([Type.String(), Type.Null()]),
-    user_agent: Type.Union([Type.String(), Type.Null()]),
+    source: OrNull(Type.String()),
+    user_agent: OrNull(Type.String()),
     /** `browser`, `ctl` or `agent`. */
     description: Type.String(),
   },

@@ -1,4 +1,4 @@
-import { Type, type Static, type TInteger, type TSchema, type TString, type TUnsafe } from '@sinclair/typebox';
+import { Type, type SchemaOptions, type Static, type TInteger, type TSchema, type TString, type TUnsafe } from '@sinclair/typebox';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 
 export const Uuid = Type.String({ format: 'uuid', description: 'Lower-case UUID.' });
@@ -11,17 +11,17 @@ export const Ip = Type.String({ format: 'ip' });
 export const strict = { additionalProperties: false } as const;
 
 /**
- * `schema` or null, as one JSON Schema type list (`"type": ["string", "null"]`),
- * not anyOf. A validator walks anyOf's branches in turn and builds an error
- * object for each branch that fails, so every non-null value left garbage
- * behind: a fleet's status reports made it per ACK. A type list is one check,
- * and a coercing validator (Fastify's) coerces only when no listed type
- * matches, so null stays null.
+ * `schema` or null: the one notation of nullable fields on the wire, a JSON
+ * Schema type list (`"type": ["string", "null"]`), not anyOf. A validator
+ * walks anyOf's branches in turn and builds an error object for each branch
+ * that fails, so every non-null value left garbage behind: a fleet's status
+ * reports made it per ACK. A type list is one check, and a coercing
+ * validator coerces only when no listed type matches, so null stays null.
  */
-export function OrNull<T extends TString | TInteger>(schema: T): TUnsafe<Static<T> | null> {
+export function OrNull<T extends TString | TInteger>(schema: T, options: SchemaOptions = {}): TUnsafe<Static<T> | null> {
   // Own string keys only: TypeBox's kind symbol would make the result a plain string or integer to TypeBox.
   const plain: Record<string, unknown> = Object.fromEntries(Object.entries(schema));
-  return Type.Unsafe<Static<T> | null>({ ...plain, type: [plain.type, 'null'] });
+  return Type.Unsafe<Static<T> | null>({ ...plain, ...options, type: [plain.type, 'null'] });
 }
 
 export const OrgParams = Type.Object({ org: Uuid }, strict);

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Timestamp, Uuid, strict } from './common.js';
+import { OrNull, Timestamp, Uuid, strict } from './common.js';
 
 export const TOKEN_ROLES = ['admin', 'read'] as const;
 export type TokenRole = (typeof TOKEN_ROLES)[number];
@@ -9,7 +9,7 @@ export const OrgToken = Type.Object({
   organization_id: Uuid,
   role: Type.Union(TOKEN_ROLES.map((r) => Type.Literal(r))),
   description: Type.String(),
-  expires_at: Type.Union([Timestamp, Type.Null()]),
+  expires_at: OrNull(Timestamp),
   created_at: Timestamp,
 }, { $id: 'OrgToken' });
 
@@ -19,7 +19,7 @@ export const OrgTokenCreate = Type.Object(
   {
     role: Type.Union(TOKEN_ROLES.map((r) => Type.Literal(r))),
     description: Type.Optional(Type.String({ maxLength: 1024 })),
-    expires_at: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+    expires_at: Type.Optional(OrNull(Timestamp)),
   },
   { ...strict, $id: 'OrgTokenCreate' },
 );
@@ -32,7 +32,7 @@ export const RegistrationKey = Type.Object({
   description: Type.String(),
   single_use: Type.Boolean(),
   ephemeral: Type.Boolean({ description: 'Devices it enrolls are ephemeral: deleted once offline longer than --ephemeral-offline-timeout.' }),
-  expires_at: Type.Union([Timestamp, Type.Null()]),
+  expires_at: OrNull(Timestamp),
   used: Type.Boolean(),
   created_at: Timestamp,
 }, { $id: 'RegistrationKey' });
@@ -44,7 +44,7 @@ export const RegistrationKeyCreate = Type.Object(
     description: Type.Optional(Type.String({ maxLength: 1024 })),
     single_use: Type.Optional(Type.Boolean()),
     ephemeral: Type.Optional(Type.Boolean()),
-    expires_at: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+    expires_at: Type.Optional(OrNull(Timestamp)),
   },
   { ...strict, $id: 'RegistrationKeyCreate' },
 );

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ListOf, Timestamp, Uuid, strict } from './common.js';
+import { ListOf, OrNull, Timestamp, Uuid, strict } from './common.js';
 
 /**
  * `POST /api/organizations/{org}/devices/{id}/token` (the device's own token):
@@ -11,7 +11,7 @@ export const DeviceTokenRenewal = Type.Object(
   {
     device_token: Type.String({ description: 'Shown once.' }),
     /** Null when the server sets no device token lifetime (`--device-token-ttl 0`): the call only rotated the token. */
-    expires_at: Type.Union([Timestamp, Type.Null()]),
+    expires_at: OrNull(Timestamp),
     issued_at: Timestamp,
   },
   { $id: 'DeviceTokenRenewal' },
@@ -23,9 +23,9 @@ export const DeviceTokenExpiry = Type.Object(
     device_id: Uuid,
     hostname: Type.String(),
     /** In the past: the device's token expired; it must enroll again. */
-    expires_at: Type.Union([Timestamp, Type.Null()]),
+    expires_at: OrNull(Timestamp),
     /** When that token was issued (at enrollment or at its last renewal). */
-    issued_at: Type.Union([Timestamp, Type.Null()]),
+    issued_at: OrNull(Timestamp),
   },
   { $id: 'DeviceTokenExpiry' },
 );

@@ -11,18 +11,17 @@ export const Endpoint = Type.Object(
 
 export const DeviceStatus = Type.Object({
   online: Type.Boolean(),
-  last_seen: Type.Union([Timestamp, Type.Null()]),
-  applied_revision: Type.Union([Revision, Type.Null()]),
-  apply_error: Type.Union([Type.String(), Type.Null()]),
+  last_seen: OrNull(Timestamp),
+  applied_revision: OrNull(Revision),
+  apply_error: OrNull(Type.String()),
   local_endpoints: Type.Array(Type.String()),
-  os: Type.Union([Type.String(), Type.Null()]),
-  agent_version: Type.Union([Type.String(), Type.Null()]),
+  os: OrNull(Type.String()),
+  agent_version: OrNull(Type.String()),
 }, { $id: 'DeviceStatus', description: "The device's observed state, written only by the device itself." });
 
 /**
  * What a device PUTs to `.../status`, and a tunnel status frame carries. The
- * server records its own clock as `last_seen`. Nullable fields are type
- * lists (OrNull): every agent's ACK is validated.
+ * server records its own clock as `last_seen`.
  */
 export const DeviceStatusInput = Type.Object(
   {
@@ -40,7 +39,7 @@ export const DeviceStatusInput = Type.Object(
 const Hostname = Type.String({ minLength: 1, maxLength: 253 });
 const PublicKey = Type.String({ format: 'wireguard-key', description: 'WireGuard public key: 32 bytes, base64.' });
 const Endpoints = Type.Array(Endpoint, { maxItems: 32 });
-const SecurityGroupRef = Type.Union([Uuid, Type.Null()]);
+const SecurityGroupRef = OrNull(Uuid);
 
 /** A device as the watch stream carries it: spec and server-assigned fields, no status. */
 export const DeviceObject = Type.Object({
@@ -117,7 +116,7 @@ export const EnrolledDevice = Type.Composite(
     Device,
     Type.Object({
       device_token: Type.String({ description: 'Shown once.' }),
-      device_token_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'When the device token expires (null: never); the agent renews it before.' }),
+      device_token_expires_at: OrNull(Timestamp, { description: 'When the device token expires (null: never); the agent renews it before.' }),
     }),
   ],
   { $id: 'EnrolledDevice' },

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Revision, Timestamp, Uuid } from './common.js';
+import { OrNull, Revision, Timestamp, Uuid } from './common.js';
 import type { ErrorCode } from '../errors.js';
 
 export const Convergence = Type.Object({
@@ -16,9 +16,9 @@ export const Convergence = Type.Object({
       {
         id: Uuid,
         hostname: Type.String(),
-        applied_revision: Type.Union([Revision, Type.Null()]),
-        apply_error: Type.Union([Type.String(), Type.Null()]),
-        last_seen: Type.Union([Timestamp, Type.Null()]),
+        applied_revision: OrNull(Revision),
+        apply_error: OrNull(Type.String()),
+        last_seen: OrNull(Timestamp),
       },
       { $id: 'NotConvergedDevice' },
     ),
@@ -27,7 +27,7 @@ export const Convergence = Type.Object({
 
 export const Replica = Type.Object({
   id: Type.String(),
-  private_url: Type.Union([Type.String(), Type.Null()]),
+  private_url: OrNull(Type.String()),
   started_at: Timestamp,
   lease_expires_at: Timestamp,
 }, { $id: 'Replica' });

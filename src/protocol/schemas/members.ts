@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ListOf, Timestamp, Uuid, strict } from './common.js';
+import { ListOf, OrNull, Timestamp, Uuid, strict } from './common.js';
 
 /**
  * A user's role in an organization (docs/protocol.md "Members and roles"),
@@ -27,8 +27,8 @@ export const Member = Type.Object(
     user_id: Uuid,
     organization_id: Uuid,
     role: Role,
-    email: Type.Union([Type.String(), Type.Null()]),
-    name: Type.Union([Type.String(), Type.Null()]),
+    email: OrNull(Type.String()),
+    name: OrNull(Type.String()),
     created_at: Timestamp,
   },
   { $id: 'Member' },
@@ -42,8 +42,8 @@ export const Invitation = Type.Object(
     id: Uuid,
     organization_id: Uuid,
     /** Exactly one of email and subject is set. */
-    email: Type.Union([Type.String(), Type.Null()]),
-    subject: Type.Union([Type.String(), Type.Null()]),
+    email: OrNull(Type.String()),
+    subject: OrNull(Type.String()),
     role: Role,
     /** Who invited: `user:<id>`, `token:<id>` or `admin`. */
     created_by: Type.String(),
