@@ -112,6 +112,8 @@ export class Watcher implements FeedListener {
   private lastIssued = 0;
   /** The highest revision the client says it has (its largest gt_revision). */
   private readonly maxGt: number;
+  /** Whether a fill asked for after the ring fell short of `maxGt` has read the database's head (see `fresh`). */
+  private freshness: 'unknown' | 'asked' | 'checked' = 'unknown';
   private reading = false;
   private wakeAgain = false;
   private snapshotList: SnapshotList | undefined;
@@ -255,10 +257,36 @@ export class Watcher implements FeedListener {
         if (this.overLimit()) return this.pause();
       }
       if (ring.head > this.position) this.position = ring.head;
+      if (!this.caughtUp && this.position < this.maxGt && !this.fresh()) return;
       this.reachedHead();
     } finally {
       if (batch) this.socket.uncork();
     }
+  }
+
+  /**
+   * Whether the tails may go out while the ring's head is below what the
+   * client already saw elsewhere (its largest gt_revision): only once a fill
+   * asked for since has read the database's head. A replica that missed
+   * signals (a bus outage) would otherwise send a kind's tail above changes
+   * of other kinds it has not sent yet, which then came after the tails, out
+   * of order. The Kubernetes watch cache waits to be fresh the same way
+   * before serving a resource version it has not seen. A gt_revision above
+   * the database's head gets its tail once that fill is done, as before.
+   */
+  private fresh(): boolean {
+    if (this.freshness === 'checked') return true;
+    if (this.freshness === 'unknown') {
+      this.freshness = 'asked';
+      this.feed
+        .fill()
+        .catch((err: unknown) => this.o.logger.warn({ err, org: this.feed.orgId }, 'tail cache fill for a resume ahead of it failed; its tails go out'))
+        .finally(() => {
+          this.freshness = 'checked';
+          this.pump();
+        });
+    }
+    return false;
   }
 
   private async catchUp(): Promise<void> {
