@@ -6,31 +6,33 @@
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { ClientOptions as WsOptions } from 'ws';
-import { AuthError, deviceLoginPrompt, FleetplaneClient, NotFoundError, type FetchLike } from '../client/index.js';
-import { AGENT_METHODS } from '../protocol/index.js';
-import { AgentMethodError, TunnelClient } from './tunnel/index.js';
-import { createExecRunner, LinuxDataplane, RenderDataplane, type Dataplane, type DataplaneDescription } from './dataplane/index.js';
-import type { AgentStatusView, TunnelStateType } from './agent-status.js';
-import { EndpointPublisher } from './endpoint-publisher.js';
-import { publishedEndpoints, interfaceEndpoints, type InterfaceTable } from './endpoints.js';
-import { ensureEnrolled, type Enrolled } from './enrollment.js';
-import type { DeviceLogin } from '../protocol/index.js';
+import { deviceLoginPrompt, FleetplaneClient, NotFoundError, type FetchLike } from '../client/index.js';
+import { AGENT_METHODS, type DeviceLogin } from '../protocol/index.js';
+import { createExecRunner, LinuxDataplane, RenderDataplane, type Dataplane } from './dataplane/index.js';
 import { AgentFatalError, errorMessage } from './errors.js';
-import { forceSync, ForceSyncError, type ForceSyncResult } from './force-sync.js';
-import { InformerStateFile } from './informer-state-file.js';
+import { ensureEnrolled, type Enrolled } from './identity/enrollment.js';
+import { StateDir } from './identity/state-dir.js';
+import { StateDirLock, StateDirLockedError } from './identity/state-lock.js';
+import { DeviceCredential } from './identity/token-renewal.js';
+import { trustedFetch } from './identity/trusted-fetch.js';
 import { LocalApi, LocalApiListenError, LocalApiNotReadyError } from './local-api.js';
 import type { AgentOptions } from './options.js';
-import { OrgWatch } from './org-watch.js';
-import { ReconcileLoop } from './reconcile-loop.js';
-import { Reconciler } from './reconciler.js';
-import { StateDir } from './state-dir.js';
-import { StateDirLock, StateDirLockedError } from './state-lock.js';
-import { StatusReporter } from './status-reporter.js';
-import { DeviceCredential, expiredError } from './token-renewal.js';
-import { logRetry } from './transient.js';
-import { trustedFetch } from './trusted-fetch.js';
-import { agentVersion, osDescription } from './version.js';
-import { sleep } from './wake.js';
+import { deletedError, refusalError } from './refusal.js';
+import { describeAgent, type AgentStatusView, type TunnelStateType } from './status/agent-status.js';
+import type { NatDiscovery } from './nat/nat-discovery.js';
+import { setUpStun } from './nat/stun-setup.js';
+import { EndpointPublisher } from './status/endpoint-publisher.js';
+import { runEndpointUpkeep } from './status/endpoint-upkeep.js';
+import { interfaceEndpoints, publishedEndpoints, type InterfaceTable } from './status/endpoints.js';
+import { StatusReporter } from './status/status-reporter.js';
+import { agentVersion, osDescription } from './status/version.js';
+import { forceSync, ForceSyncError, type ForceSyncResult } from './sync/force-sync.js';
+import { InformerStateFile } from './sync/informer-state-file.js';
+import { OrgWatch } from './sync/org-watch.js';
+import { ReconcileLoop } from './sync/reconcile-loop.js';
+import { Reconciler } from './sync/reconciler.js';
+import { AgentMethodError, TunnelClient } from './tunnel/index.js';
+import { Wakeup } from './wakeup.js';
 
 export interface AgentDeps {
   logger: Logger;
@@ -48,7 +50,6 @@ export interface AgentDeps {
 
 /** How long shutdown waits for the final offline report. */
 const GOODBYE_TIMEOUT_MS = 2_000;
-const DESCRIBE_TIMEOUT_MS = 5_000;
 
 export function defaultDataplane(options: AgentOptions, logger: Logger): Dataplane {
   if (options.dataplane === 'linux') {
@@ -66,6 +67,10 @@ interface Running {
   reporter: StatusReporter;
   watch: OrgWatch;
   publisher: EndpointPublisher;
+  /** Fired to publish now (STUN's state changed). */
+  publishNow: Wakeup;
+  /** Undefined where STUN is off. */
+  stun: NatDiscovery | undefined;
   loop: ReconcileLoop;
   /** The device token in use, renewed before it expires. */
   credential: DeviceCredential;
@@ -119,6 +124,7 @@ export class Agent {
       tasks.push(this.#guard('token renewal', credential.run(stop.signal)));
       tasks.push(this.#guard('reconcile loop', loop.run(stop.signal)));
       tasks.push(this.#guard('status reporter', reporter.run(stop.signal)));
+      if (running.stun) tasks.push(this.#guard('STUN discovery', running.stun.run(stop.signal)));
       try {
         await watch.waitForSync(stop.signal);
         this.#log.info({ revision: watch.revision() }, 'watch synced');
@@ -225,6 +231,8 @@ export class Agent {
       onFatal: (error) => this.#die(error instanceof NotFoundError ? deletedError(identity.device_id) : this.#refusal(error)),
     });
     const dataplane = (this.#deps.createDataplane ?? defaultDataplane)(o, log.child({ component: 'dataplane' }));
+    const publishNow = new Wakeup();
+    const stun = setUpStun(o, enrolled.server, dataplane, log.child({ component: 'stun' }), () => publishNow.fire());
     const publisher = new EndpointPublisher({
       client,
       org: identity.organization_id,
@@ -233,6 +241,7 @@ export class Agent {
       listenPort: o.listenPort,
       interfaceName: o.interfaceName,
       logger: log,
+      stun: () => stun?.state ?? { kind: 'off' },
       ...(this.#deps.interfaces ? { interfaces: this.#deps.interfaces } : {}),
     });
     const reporter = new StatusReporter({
@@ -252,7 +261,10 @@ export class Agent {
       listenPort: o.listenPort,
       dataplane,
       logger: log.child({ component: 'reconcile' }),
-      onState: (state) => reporter.update({ applied_revision: state.applied_revision, apply_error: state.apply_error }),
+      onState: (state) => {
+        reporter.update({ applied_revision: state.applied_revision, apply_error: state.apply_error });
+        if (state.applied_revision !== null) stun?.wireguardRunning();
+      },
     });
     const watch = new OrgWatch({
       client,
@@ -269,7 +281,7 @@ export class Agent {
     });
     const loop: ReconcileLoop = new ReconcileLoop({ reconciler, source: () => watch.snapshot(), resyncIntervalMs: o.resyncIntervalMs, logger: log });
     await watch.restore();
-    const running: Running = { enrolled, client, dataplane, reconciler, reporter, watch, publisher, loop, credential };
+    const running: Running = { enrolled, client, dataplane, reconciler, reporter, watch, publisher, publishNow, stun, loop, credential };
     this.#running = running;
     this.#deps.onReady?.({ device_id: identity.device_id, local_port: this.#localApi?.port ?? 0 });
     return running;
@@ -307,76 +319,40 @@ export class Agent {
     return forceSync({ client: running.client, org: running.enrolled.identity.organization_id, watch: running.watch, reconciler: running.reconciler }, both);
   }
 
-  /** Endpoints and local addresses, right after the first sync and then every status interval. */
-  async #housekeeping(running: Running, signal: AbortSignal): Promise<void> {
-    const { publisher, reporter, watch, enrolled } = running;
-    while (!signal.aborted) {
-      reporter.update({ local_endpoints: publisher.localEndpoints() });
-      const own = watch.devices.get(enrolled.identity.device_id);
-      try {
-        await publisher.check(own?.endpoints, signal);
-      } catch (err) {
-        if (signal.aborted) break;
-        if (err instanceof NotFoundError) this.#die(deletedError(enrolled.identity.device_id));
-        else if (err instanceof AuthError) this.#die(this.#refusal(err));
-        else logRetry(this.#log, err, {}, 'publishing endpoints failed; trying again at the next interval');
-      }
-      await sleep(this.#options.statusIntervalMs, signal);
-    }
+  /** Endpoints and local addresses, right after the first sync, then every status interval and when STUN's state changes. */
+  #housekeeping({ publisher, reporter, watch, enrolled, publishNow, stun }: Running, signal: AbortSignal): Promise<void> {
+    const id = enrolled.identity.device_id;
+    const onFatal = (err: Error): void => this.#die(err instanceof NotFoundError ? deletedError(id) : this.#refusal(err));
+    const own = () => watch.devices.get(id);
+    const onLocalChange = () => stun?.recheck();
+    return runEndpointUpkeep({ publisher, reporter, own, intervalMs: this.#options.statusIntervalMs, wakeup: publishNow, onLocalChange, onFatal, logger: this.#log }, signal);
   }
 
   /** The agent's view of itself (see AgentStatusView). */
   async status(signal?: AbortSignal): Promise<AgentStatusView> {
     const r = this.#running;
     if (!r) throw new Error('the agent is not enrolled yet');
-    const { identity, keys } = r.enrolled;
-    let detail: DataplaneDescription | null = null;
-    try {
-      detail = await r.dataplane.describe(AbortSignal.any([AbortSignal.timeout(DESCRIBE_TIMEOUT_MS), ...(signal ? [signal] : [])]));
-    } catch (err) {
-      this.#log.warn({ err }, 'describing the dataplane failed');
-    }
-    const state = r.reconciler.state;
-    const own = r.watch.devices.get(identity.device_id);
-    return {
-      device_id: identity.device_id,
-      organization_id: identity.organization_id,
-      hostname: own?.hostname ?? this.#options.hostname,
-      public_key: keys.publicKey,
-      agent_version: agentVersion(),
-      dataplane: this.#options.dataplane,
-      interface: this.#options.interfaceName,
-      applied_revision: state.applied_revision,
-      apply_error: state.apply_error,
-      applied_at: state.applied_at,
-      peers: detail?.peers.length ?? 0,
-      connected: r.watch.connected,
-      watch: r.watch.status().type,
-      watch_revision: r.watch.revision() ?? null,
-      tunnel: this.#tunnelState,
-      endpoints: (own?.endpoints ?? []).map((e) => e.address),
-      local_endpoints: r.reporter.fields.local_endpoints,
-      status_report: { ...r.reporter.stats },
-      skipped: state.skipped,
-      detail,
-    };
+    const o = this.#options;
+    return describeAgent(
+      {
+        identity: r.enrolled.identity,
+        publicKey: r.enrolled.keys.publicKey,
+        hostname: o.hostname,
+        mode: o.dataplane,
+        interfaceName: o.interfaceName,
+        dataplane: r.dataplane,
+        reconciler: r.reconciler,
+        watch: r.watch,
+        reporter: r.reporter,
+        tunnel: this.#tunnelState,
+        logger: this.#log,
+      },
+      signal,
+    );
   }
 
   #refusal(err: unknown): AgentFatalError {
-    if (err instanceof AgentFatalError) return err;
-    const expiredAt = this.#running?.credential.expiredAt();
-    if (err instanceof AuthError && expiredAt !== undefined) return expiredError(expiredAt, err);
-    if (err instanceof AuthError) {
-      return new AgentFatalError(
-        'token_refused',
-        `the server refused this device's token (revoked, or the device was deleted): ${errorMessage(err)}. Enroll again with an empty --state-dir.`,
-        { cause: err },
-      );
-    }
-    if (err instanceof NotFoundError) {
-      return new AgentFatalError('token_refused', `the organization or this device is gone: ${errorMessage(err)}`, { cause: err });
-    }
-    return new AgentFatalError('internal', errorMessage(err), { cause: err });
+    return refusalError(err, this.#running?.credential.expiredAt());
   }
 
   #die(err: AgentFatalError): void {
@@ -415,6 +391,3 @@ export class Agent {
   }
 }
 
-function deletedError(deviceId: string): AgentFatalError {
-  return new AgentFatalError('device_deleted', `device ${deviceId} was deleted from its organization; its token is revoked. Enroll again with an empty --state-dir.`);
-}

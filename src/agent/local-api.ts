@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { AGENT_LOCAL_ROUTES, ERRORS, HEADERS, MEDIA, RPC_ANSWER_TIMEOUT_MS, type ErrorCode } from '../protocol/index.js';
 import { errorMessage } from './errors.js';
-import { ForceSyncError, type ForceSyncResult } from './force-sync.js';
+import { ForceSyncError, type ForceSyncResult } from './sync/force-sync.js';
 
 export interface LocalApiHandlers {
   status(signal: AbortSignal): Promise<unknown>;

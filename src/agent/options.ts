@@ -4,7 +4,8 @@
  * over the default.
  */
 import { hostname as osHostname } from 'node:os';
-import { AGENT_LOCAL_DEFAULT_PORT, isEndpointAddress } from '../protocol/index.js';
+import { AGENT_LOCAL_DEFAULT_PORT, isEndpointAddress, STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../protocol/index.js';
+import { parseCommandLine, type CommandLineGrammar } from '../util/command-line.js';
 import { DEFAULT_LISTEN_PORT, isInterfaceName, type DataplaneMode } from './dataplane/index.js';
 
 export type AgentLogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -35,6 +36,15 @@ export interface AgentOptions {
   endpoints: string[];
   /** Loopback port of the local API; 0 picks a free one (logged). */
   localPort: number;
+  /** Discover the WireGuard port's public mapping with STUN and publish it (linux dataplane only). */
+  stun: boolean;
+  /** STUN server host (IPv4 address or name); undefined: the host of the server URL. */
+  stunServer: string | undefined;
+  /** The STUN server's two ports; they differ (two ports tell a symmetric NAT). */
+  stunPort: number;
+  stunAltPort: number;
+  /** Longest wait between two STUN re-checks (each wait is drawn in [half, whole]). */
+  stunIntervalMs: number;
   resyncIntervalMs: number;
   statusIntervalMs: number;
   cleanupOnExit: boolean;
@@ -46,6 +56,9 @@ export const AGENT_DEFAULTS = {
   interfaceName: 'fleetplane0',
   listenPort: DEFAULT_LISTEN_PORT,
   localPort: AGENT_LOCAL_DEFAULT_PORT,
+  stunPort: STUN_DEFAULT_PORT,
+  stunAltPort: STUN_DEFAULT_ALT_PORT,
+  stunIntervalMs: 60_000,
   resyncIntervalMs: 300_000,
   statusIntervalMs: 30_000,
   logLevel: 'info' as AgentLogLevel,
@@ -81,6 +94,11 @@ export const AGENT_FLAGS = {
   listenPort: { flag: 'listen-port', env: 'FLEETPLANE_AGENT_LISTEN_PORT', kind: 'port', help: `WireGuard listen port (default ${DEFAULT_LISTEN_PORT}).` },
   endpoints: { flag: 'endpoint', env: 'FLEETPLANE_AGENT_ENDPOINT', kind: 'list', help: 'ADDR:PORT where peers reach this device (repeatable; env: comma separated). Default: interface addresses.' },
   localPort: { flag: 'local-port', env: 'FLEETPLANE_AGENT_LOCAL_PORT', kind: 'port', help: `Port of the local API on 127.0.0.1 (default ${AGENT_LOCAL_DEFAULT_PORT}; 0: any).` },
+  stun: { flag: 'stun', env: 'FLEETPLANE_AGENT_STUN', kind: 'bool', help: 'Publish the public address of the WireGuard port, found with STUN (default true; --stun=false: off; needs --dataplane linux).' },
+  stunServer: { flag: 'stun-server', env: 'FLEETPLANE_AGENT_STUN_SERVER', kind: 'string', help: 'STUN server host, IPv4 address or name (default: the host of --server).' },
+  stunPort: { flag: 'stun-port', env: 'FLEETPLANE_AGENT_STUN_PORT', kind: 'port', help: `The STUN server's first port (default ${STUN_DEFAULT_PORT}).` },
+  stunAltPort: { flag: 'stun-alt-port', env: 'FLEETPLANE_AGENT_STUN_ALT_PORT', kind: 'port', help: `The STUN server's second port, which tells a symmetric NAT (default ${STUN_DEFAULT_ALT_PORT}).` },
+  stunIntervalMs: { flag: 'stun-interval', env: 'FLEETPLANE_AGENT_STUN_INTERVAL', kind: 'seconds', help: 'Longest time in seconds between STUN re-checks (default 60; each wait is drawn between half and all of it).' },
   resyncIntervalMs: { flag: 'resync-interval', env: 'FLEETPLANE_AGENT_RESYNC_INTERVAL', kind: 'seconds', help: 'Seconds between full re-applies that repair drift (default 300).' },
   statusIntervalMs: { flag: 'status-interval', env: 'FLEETPLANE_AGENT_STATUS_INTERVAL', kind: 'seconds', help: 'Seconds between status reports (last_seen refresh; default 30).' },
   cleanupOnExit: { flag: 'cleanup-on-exit', env: 'FLEETPLANE_AGENT_CLEANUP_ON_EXIT', kind: 'bool', help: 'Remove the interface, firewall table or rendered files on exit.' },
@@ -103,32 +121,30 @@ function parseBool(text: string, where: string): boolean {
   throw new AgentOptionsError(`${where}: expected true or false, got ${JSON.stringify(text)}`);
 }
 
+const GRAMMAR: CommandLineGrammar = {
+  flags: Object.fromEntries(Object.values(AGENT_FLAGS).map((s: Spec) => [s.flag, { takesValue: s.kind !== 'bool' }])),
+};
+
 function fromArgv(argv: readonly string[]): Raw {
   const raw: Raw = {};
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (!arg.startsWith('--')) throw new AgentOptionsError(`unexpected argument ${JSON.stringify(arg)}`);
-    const eq = arg.indexOf('=');
-    const name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
-    const key = BY_FLAG.get(name);
-    if (!key) throw new AgentOptionsError(`unknown flag --${name}`);
+  for (const word of parseCommandLine(argv, GRAMMAR)) {
+    if (word.kind === 'positional') throw new AgentOptionsError(`unexpected argument ${JSON.stringify(word.value)}`);
+    if (word.kind === 'end') throw new AgentOptionsError('unknown flag --');
+    if (word.kind === 'unknown') {
+      throw new AgentOptionsError(word.raw.startsWith('--') ? `unknown flag ${word.raw}` : `unexpected argument ${JSON.stringify(word.word)}`);
+    }
+    const key = BY_FLAG.get(word.name);
+    if (!key) throw new AgentOptionsError(`unknown flag ${word.raw}`);
     const spec: Spec = AGENT_FLAGS[key];
     if (spec.kind === 'bool') {
-      raw[key] = eq < 0 ? true : parseBool(arg.slice(eq + 1), `--${name}`);
+      raw[key] = word.value === undefined ? true : parseBool(word.value, word.raw);
       continue;
     }
-    let value: string;
-    if (eq >= 0) value = arg.slice(eq + 1);
-    else {
-      const next = argv[i + 1];
-      if (next === undefined) throw new AgentOptionsError(`--${name} needs a value`);
-      value = next;
-      i++;
-    }
+    if (word.value === undefined) throw new AgentOptionsError(`${word.raw} needs a value`);
     if (spec.kind === 'list') {
       const prev = raw[key];
-      raw[key] = [...(Array.isArray(prev) ? prev : []), value];
-    } else raw[key] = value;
+      raw[key] = [...(Array.isArray(prev) ? prev : []), word.value];
+    } else raw[key] = word.value;
   }
   return raw;
 }
@@ -213,6 +229,14 @@ export function parseAgentOptions(argv: readonly string[], env: Readonly<Record<
   const hostname = str(raw, 'hostname') ?? osHostname();
   if (hostname.length < 1 || hostname.length > 253) throw new AgentOptionsError(`${where('hostname')}: expected 1..253 characters`);
   const cleanup = raw.cleanupOnExit;
+  const stunServer = str(raw, 'stunServer');
+  // The probe speaks IPv4 only (src/agent/nat): an IPv4 address or a name, no port, no scheme.
+  if (stunServer !== undefined && !/^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/.test(stunServer)) {
+    throw new AgentOptionsError(`${where('stunServer')}: expected an IPv4 address or a host name, got ${JSON.stringify(stunServer)}`);
+  }
+  const stunPort = port(raw, 'stunPort', AGENT_DEFAULTS.stunPort, 1);
+  const stunAltPort = port(raw, 'stunAltPort', AGENT_DEFAULTS.stunAltPort, 1);
+  if (stunPort === stunAltPort) throw new AgentOptionsError(`${where('stunAltPort')} must differ from ${where('stunPort')}: two ports tell a symmetric NAT`);
   const login = raw.login === true;
   if (login && str(raw, 'registrationKey') !== undefined) throw new AgentOptionsError(`${where('login')} and ${where('registrationKey')} exclude each other`);
   if (login && str(raw, 'org') === undefined) throw new AgentOptionsError(`${where('login')} needs ${where('org')}: a user may be a member of several organizations`);
@@ -229,6 +253,11 @@ export function parseAgentOptions(argv: readonly string[], env: Readonly<Record<
     listenPort: port(raw, 'listenPort', AGENT_DEFAULTS.listenPort, 1),
     endpoints: [...new Set(endpoints)],
     localPort: port(raw, 'localPort', AGENT_DEFAULTS.localPort, 0),
+    stun: raw.stun !== false,
+    stunServer,
+    stunPort,
+    stunAltPort,
+    stunIntervalMs: seconds(raw, 'stunIntervalMs', AGENT_DEFAULTS.stunIntervalMs),
     resyncIntervalMs: seconds(raw, 'resyncIntervalMs', AGENT_DEFAULTS.resyncIntervalMs),
     statusIntervalMs: seconds(raw, 'statusIntervalMs', AGENT_DEFAULTS.statusIntervalMs),
     cleanupOnExit: cleanup === true,

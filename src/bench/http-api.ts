@@ -97,6 +97,14 @@ export class FleetApi {
     return toDevice(value);
   }
 
+  /** Creates an organization token with `role`; returns its secret (shown once). */
+  async createOrgToken(org: string, role: 'admin' | 'read', description: string): Promise<string> {
+    const { value } = await this.json('POST', paths.tokens(org), { role, description }, 'create organization token');
+    const token = value['token'];
+    if (typeof token !== 'string') throw new Error('create organization token: no token in the answer');
+    return token;
+  }
+
   /** PATCHes a device; `res.sentAt` is the benchmark's t0 for the change. */
   async patchDevice(org: string, id: string, patch: Record<string, unknown>): Promise<{ device: BenchDevice; res: HttpResult }> {
     const { value, res } = await this.json('PATCH', paths.device(org, id), patch, 'patch device');

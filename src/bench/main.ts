@@ -14,6 +14,7 @@ import { nowMs } from './clock.js';
 import { DEFAULT_SOCKETS_PER_WORKER } from './load/pool.js';
 import { MAX_SOCKETS_PER_WORKER } from './load/messages.js';
 import { stopSeeded } from './measure/seeded-org.js';
+import { parseCommandLine, type CommandLineGrammar, type FlagDefinition } from '../util/command-line.js';
 
 const DEFAULT_OUT = fileURLToPath(new URL('../../bench/results', import.meta.url));
 
@@ -51,42 +52,59 @@ class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+/** The bench's own flags; each scenario's (`--name VALUE`) are added to them. */
+const OWN_FLAGS: Record<string, FlagDefinition> = {
+  help: { takesValue: false, short: 'h' },
+  list: { takesValue: false },
+  large: { takesValue: false },
+  runs: { takesValue: true },
+  'sockets-per-worker': { takesValue: true },
+  out: { takesValue: true },
+};
+
 function parseArgs(argv: readonly string[]): { opts: BenchOptions; names: string[]; help: boolean; list: boolean } {
   const opts: BenchOptions = { runs: 3, large: false, outDir: DEFAULT_OUT, socketsPerWorker: DEFAULT_SOCKETS_PER_WORKER, flags: {} };
   const flags = SCENARIOS.flatMap((s) => s.flags ?? []);
+  const grammar: CommandLineGrammar = { flags: { ...Object.fromEntries(flags.map((f) => [f.name.replace(/^--/, ''), { takesValue: true }])), ...OWN_FLAGS } };
   const names: string[] = [];
   let help = false;
   let list = false;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] ?? '';
-    if (a === '--help' || a === '-h') help = true;
-    else if (a === '--list') list = true;
-    else if (a === '--large') opts.large = true;
-    else if (a === '--runs' || a.startsWith('--runs=')) {
-      const v = a.includes('=') ? a.slice(7) : argv[++i];
+  for (const word of parseCommandLine(argv, grammar)) {
+    if (word.kind === 'end') throw new UsageError('unknown option --');
+    if (word.kind === 'unknown') throw new UsageError(`unknown option ${word.word}`);
+    if (word.kind === 'positional') {
+      const a = word.value;
+      if (a.startsWith('-')) throw new UsageError(`unknown option ${a}`);
+      if (!SCENARIOS.some((s) => s.name === a)) throw new UsageError(`unknown scenario "${a}" (try --list)`);
+      names.push(a);
+      continue;
+    }
+    const v = word.value;
+    const own = Object.hasOwn(OWN_FLAGS, word.name) ? OWN_FLAGS[word.name] : undefined;
+    // A switch takes no value, not even `--large=1`.
+    if (own?.takesValue === false && v !== undefined) throw new UsageError(`unknown option ${word.raw}=${v}`);
+    if (word.name === 'help') help = true;
+    else if (word.name === 'list') list = true;
+    else if (word.name === 'large') opts.large = true;
+    else if (word.name === 'runs') {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 1 || n > 50) throw new UsageError(`--runs needs an integer from 1 to 50 (got "${v}")`);
       opts.runs = n;
-    } else if (a === '--sockets-per-worker' || a.startsWith('--sockets-per-worker=')) {
-      const v = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
+    } else if (word.name === 'sockets-per-worker') {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 100 || n > MAX_SOCKETS_PER_WORKER) {
         throw new UsageError(`--sockets-per-worker needs an integer from 100 to ${MAX_SOCKETS_PER_WORKER} (got "${v}")`);
       }
       opts.socketsPerWorker = n;
-    } else if (a === '--out' || a.startsWith('--out=')) {
-      const v = a.includes('=') ? a.slice(6) : argv[++i];
+    } else if (word.name === 'out') {
       if (!v) throw new UsageError('--out needs a directory');
       opts.outDir = v;
-    } else if (flags.some((f) => a === f.name || a.startsWith(`${f.name}=`))) {
-      const name = a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
-      const v = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
+    } else {
+      const name = word.raw;
       const why = v === undefined ? 'needs a value' : flags.find((f) => f.name === name)?.check(v);
       if (why !== undefined) throw new UsageError(`${name}: ${why}`);
       opts.flags[name] = v ?? '';
-    } else if (a.startsWith('-')) throw new UsageError(`unknown option ${a}`);
-    else if (!SCENARIOS.some((s) => s.name === a)) throw new UsageError(`unknown scenario "${a}" (try --list)`);
-    else names.push(a);
+    }
   }
   return { opts, names, help, list };
 }

@@ -1,5 +1,10 @@
-import { bearerAuthorization, paths } from '../protocol/index.js';
-import { parseSettings, SettingsError, SETTING_SPECS, startServer } from '../server/index.js';
+// Only what reading the settings and binding the port need is loaded up front: a busy port must fail before the
+// rest of the server (a second of loading) is, let alone its storage.
+import { bearerAuthorization } from '../protocol/bearer.js';
+import { paths } from '../protocol/paths.js';
+import { parseSettings, SettingsError, SETTING_SPECS } from '../server/config/settings.js';
+import { probePort, reservePort } from '../server/http/reserved-port.js';
+import type { FleetServer, ServerTestHooks } from '../server/server.js';
 import { cliLogger } from './cli-logger.js';
 import { EXIT } from './exit-codes.js';
 
@@ -11,9 +16,10 @@ export function serveHelp(): string {
 /**
  * `fleetplane serve`: runs until SIGTERM/SIGINT, then drains and exits 0.
  * SIGHUP reloads the TLS certificate. Exits 2 on a bad setting, 1 when the
- * server can't start or stop cleanly.
+ * server can't start or stop cleanly. `hooks` are for tests only
+ * (test/support/serve-with-faults.mjs); `fleetplane serve` passes none.
  */
-export async function runServe(argv: readonly string[]): Promise<number> {
+export async function runServe(argv: readonly string[], hooks: ServerTestHooks = {}): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(serveHelp());
     return EXIT.ok;
@@ -30,10 +36,35 @@ export async function runServe(argv: readonly string[]): Promise<number> {
   }
   const cluster = (await import('node:cluster')).default;
   if (settings.workers > 1 && cluster.isPrimary) {
+    // Before the storage: a port in use fails the start at once (the workers bind it through this process later).
+    try {
+      await probePort(settings.host === 'localhost' ? '127.0.0.1' : settings.host, settings.port, '--port');
+    } catch (err) {
+      process.stderr.write(`fleetplane: ${err instanceof Error ? err.message : String(err)}\n`);
+      return EXIT.failure;
+    }
     const { runWorkers } = await import('./workers.js');
     return runWorkers(settings, argv);
   }
-  const server = await startServer(settings, { logger: cliLogger({ level: settings.logLevel, base: { service: 'fleetplane' } }) });
+  let reservedPort;
+  if (cluster.isPrimary) {
+    try {
+      reservedPort = await reservePort(settings);
+    } catch (err) {
+      process.stderr.write(`fleetplane: ${err instanceof Error ? err.message : String(err)}\n`);
+      return EXIT.failure;
+    }
+  }
+  const { startServerWithHooks } = await import('../server/server.js');
+  const logger = cliLogger({ level: settings.logLevel, base: { service: 'fleetplane' } });
+  let server: FleetServer;
+  try {
+    server = await startServerWithHooks(settings, { logger, ...(reservedPort ? { reservedPort } : {}) }, hooks);
+  } catch (err) {
+    // The port bound above would keep the process alive after a failed start.
+    reservedPort?.close();
+    throw err;
+  }
   if (!cluster.isPrimary) {
     const { serveAsWorker } = await import('./workers.js');
     return serveAsWorker(server.url ?? '', waitForSignal(server));
@@ -55,17 +86,23 @@ export async function runServe(argv: readonly string[]): Promise<number> {
   return stopped;
 }
 
-function waitForSignal(server: Awaited<ReturnType<typeof startServer>>): Promise<number> {
+function waitForSignal(server: FleetServer): Promise<number> {
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (exitCode: number): void => {
       if (stopping) return;
       stopping = true;
+      const done = (code: number): void => {
+        resolve(code);
+        // The stop is bounded by --shutdown-grace; a step it left behind (a database that doesn't answer)
+        // must not keep the process: it exits once what it has to say is out.
+        setTimeout(() => process.exit(code), 1_000).unref();
+      };
       server.close().then(
-        () => resolve(exitCode),
+        () => done(exitCode),
         (err: unknown) => {
           server.ctx.logger.error({ err }, 'shutdown failed');
-          resolve(1);
+          done(1);
         },
       );
     };

@@ -10,8 +10,8 @@ import type { CallOptions } from './collection.js';
 import { FleetplaneError, LoginError } from './errors.js';
 import { isRecord, listOf } from './guards.js';
 import type { HttpTransport } from './http-transport.js';
-import { retryAfterWait } from './retry-after.js';
-import { sleep } from './sleep.js';
+import { retryAfterWait } from '../util/backoff.js';
+import { sleep } from '../util/sleep.js';
 
 const isSession = (v: unknown): v is Session => isRecord(v) && typeof v['id'] === 'string' && typeof v['expires_at'] === 'string';
 const isCreated = (v: unknown): v is CreatedSession => isRecord(v) && typeof v['token'] === 'string' && isSession(v['session']) && isRecord(v['user']);

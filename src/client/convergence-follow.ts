@@ -1,5 +1,5 @@
 import type { Convergence } from '../protocol/index.js';
-import { Backoff, type BackoffPolicy } from './backoff.js';
+import { Backoff, type BackoffPolicy } from '../util/backoff.js';
 import { watchConvergence } from './convergence-watch.js';
 import { isRetryable } from './error-mapping.js';
 import { TransportError } from './errors.js';
@@ -7,7 +7,7 @@ import type { HttpTransport } from './http-transport.js';
 import { consoleLogger, type InformerLogger } from './logger.js';
 import { retryAfterOf } from './retry-after.js';
 import { DEFAULT_BOOKMARK_INTERVAL_MS } from './shared-informers.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../util/sleep.js';
 
 /** A failed convergence connection and the wait before the next one. */
 export interface ConvergenceRetry {

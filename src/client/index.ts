@@ -32,7 +32,8 @@ export {
   type FleetplaneErrorInit,
 } from './errors.js';
 export { isRetryable } from './error-mapping.js';
-export { parseRetryAfter, retryAfterOf, retryAfterWait, MAX_RETRY_AFTER_MS, MAX_RETRY_AFTER_JITTER_MS } from './retry-after.js';
+export { parseRetryAfter, retryAfterOf } from './retry-after.js';
+export { retryAfterWait, MAX_RETRY_AFTER_MS, MAX_RETRY_AFTER_JITTER_MS } from '../util/backoff.js';
 export { DEFAULT_MAX_LINE_BYTES } from './ndjson-reader.js';
 export type { NdjsonStreamOptions } from './ndjson-stream.js';
 export type { WatchEventsOptions } from './watch-events.js';
@@ -40,7 +41,7 @@ export type { WatchConvergenceOptions } from './convergence-watch.js';
 export type { FollowConvergenceOptions, ConvergenceRetry } from './convergence-follow.js';
 export { isConvergence, parseConvergenceLine } from './convergence-parser.js';
 export type { StreamEvent } from './watch-event-parser.js';
-export { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+export { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from '../util/backoff.js';
 export {
   SharedInformers,
   DEFAULT_BOOKMARK_INTERVAL_MS,

@@ -1,18 +1,9 @@
 /**
  * The server's `Retry-After` (RFC 9110 §10.2.3) on 429 and 503 answers: how
- * long to stay away, and how long a retry loop waits because of it.
+ * long to stay away. How long a retry loop then waits is the backoff's
+ * (src/util/backoff.ts, `retryAfterWait`).
  */
 import { FleetplaneError } from './errors.js';
-
-/**
- * Longest Retry-After honoured: a larger value (a misconfigured proxy, a
- * date far ahead) is taken as this, so a loop that never gives up isn't
- * parked for hours by one answer.
- */
-export const MAX_RETRY_AFTER_MS = 10 * 60 * 1000;
-
-/** Largest jitter added on top of a Retry-After. */
-export const MAX_RETRY_AFTER_JITTER_MS = 30_000;
 
 // The three HTTP-date forms all start with a day name; Date.parse alone would take "1.5" for a date.
 const HTTP_DATE = /^[A-Za-z]{3,9},?\s/;
@@ -39,15 +30,4 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
 /** The Retry-After an error carries (see FleetplaneError.retryAfterMs); undefined for anything else. */
 export function retryAfterOf(err: unknown): number | undefined {
   return err instanceof FleetplaneError ? err.retryAfterMs : undefined;
-}
-
-/**
- * How long to wait because of a Retry-After of `retryAfterMs`: at least that
- * (capped at MAX_RETRY_AFTER_MS), plus uniform jitter in
- * [0, min(retryAfter / 2, MAX_RETRY_AFTER_JITTER_MS)), so clients told the
- * same moment don't all come back at it. `random` returns values in [0, 1).
- */
-export function retryAfterWait(retryAfterMs: number, random: () => number = Math.random): number {
-  const floor = Math.min(Math.max(0, retryAfterMs), MAX_RETRY_AFTER_MS);
-  return floor + random() * Math.min(floor / 2, MAX_RETRY_AFTER_JITTER_MS);
 }

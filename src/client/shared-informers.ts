@@ -1,5 +1,5 @@
 import type { WatchKind } from '../protocol/index.js';
-import { Backoff, type BackoffPolicy } from './backoff.js';
+import { Backoff, type BackoffPolicy } from '../util/backoff.js';
 import type { FleetplaneClient } from './client.js';
 import { isRetryable } from './error-mapping.js';
 import { CompactedError, ProtocolError, TransportError } from './errors.js';
@@ -7,7 +7,7 @@ import { KindInformer, type Informer } from './informer.js';
 import { parseInformersState, type InformersState } from './informers-state.js';
 import { consoleLogger, type InformerLogger } from './logger.js';
 import { retryAfterOf } from './retry-after.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../util/sleep.js';
 import { transition, type InformerStatus, type StreamInput } from './stream-state.js';
 import type { StreamEvent } from './watch-event-parser.js';
 

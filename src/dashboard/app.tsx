@@ -1,6 +1,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { SharedInformers, type FleetplaneClient } from '../client/index.js';
+import { equalJitterDelay } from '../util/backoff.js';
 import { ErrorState } from './components/ui.js';
 import { LiveContext } from './live/context.js';
 import { useConvergenceTracker } from './live/convergence-tracker.js';
@@ -96,7 +97,7 @@ export function App(): JSX.Element {
   // The server went away: try again with backoff (1 s doubling to 30 s) until it answers; views keep their last data meanwhile.
   useEffect(() => {
     if (reachable && checkError === undefined) return;
-    let wait = 1000;
+    let failures = 0;
     let timer = 0;
     const again = (): void => {
       timer = window.setTimeout(() => {
@@ -107,11 +108,11 @@ export function App(): JSX.Element {
             setReachable(true);
           },
           () => {
-            wait = Math.min(30_000, wait * 2);
+            failures += 1;
             again();
           },
         );
-      }, wait * (0.5 + Math.random() / 2));
+      }, equalJitterDelay(failures, 1_000, 30_000));
     };
     again();
     return () => clearTimeout(timer);

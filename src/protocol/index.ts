@@ -15,6 +15,7 @@ export * from './keepalive.js';
 export * from './tunnel-frames.js';
 export * from './agent-local.js';
 export * from './bus.js';
+export * from './stun.js';
 export * from './schemas/common.js';
 export * from './schemas/organization.js';
 export * from './schemas/device.js';

@@ -40,7 +40,7 @@ const COUNTERS: Readonly<Record<string, CounterSpec>> = {
   },
   fleetplane_bus_malformed_messages_total: { help: 'Bus payloads that were not bus messages (ignored).', series: [{ labels: {}, key: 'malformed' }] },
   fleetplane_bus_dropped_messages_total: {
-    help: 'Bus messages discarded on purpose by the testing hook --bus-drop-every, by direction.',
+    help: 'Bus messages discarded on purpose by a test’s fault hook (never in production), by direction.',
     series: [
       { labels: { direction: 'outgoing' }, key: 'droppedOutgoing' },
       { labels: { direction: 'incoming' }, key: 'droppedIncoming' },

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
-import { lookup } from 'node:dns/promises';
 import pino, { type Logger } from 'pino';
 import { instrument, migrate, openEmbedded, openPglite, openPostgres, type Database } from './db/index.js';
 import { createBus, type BusStats, type ReliabilityOptions, type SignalBus } from './bus/index.js';
@@ -11,15 +10,19 @@ import { Store, resolveAdminToken, type AdminToken } from './store/index.js';
 import { Access, type RevocationFollower } from './access/index.js';
 import { Metrics } from './metrics.js';
 import { clusterMetricsSource } from './cluster-metrics.js';
+import { lookup } from 'node:dns/promises';
 import { buildApp, type App } from './http/app.js';
 import { ConnectionLimiter } from './http/connection-limits.js';
 import { readTlsPair, ReloadableCertificate, type TlsFiles } from './http/tls-certificate.js';
-import { isLoopbackHost } from './http/loopback.js';
+import { isLoopbackHost } from '../util/loopback.js';
 import type { RouteModule, ServerContext } from './http/context.js';
 import { makeSettings, type Settings } from './config/settings.js';
 import { runPeriodically } from '../util/periodic.js';
-import { WatchEngine, WatchMetrics, watchRoutes, type TcpMemorySource } from './watch/index.js';
+import { WatchEngine, WatchMetrics, watchRoutes } from './watch/index.js';
+import { procTcpMemory, StreamMetrics, StreamOwner, type TcpMemorySource } from './streams/index.js';
+import { LISTEN_BACKLOG, probePort, reservePort, ReservedPort } from './http/reserved-port.js';
 import { AgentGateway } from './gateway/index.js';
+import { startStunFromSettings, type StunServer } from './stun/index.js';
 import { EphemeralCollector, Fleet } from './fleet/index.js';
 import { loginFromSettings } from './login/index.js';
 import { authRoutes } from './http/routes/auth.js';
@@ -27,16 +30,12 @@ import { userSessionRoutes } from './http/routes/user-sessions.js';
 import { dashboardRoutes } from './http/dashboard.js';
 import { pruneAudit } from './audit/index.js';
 
+/** How long requests on open connections may take to finish in a stop (within the shutdown grace). */
 const CLOSE_GRACE_MS = 5_000;
+/** How long streams may take to get their last lines out in a stop (within the shutdown grace), before they are cut. */
+const STREAM_GRACE_MS = 2_000;
 /** A stop slower than this is logged as a warning: a restart's downtime is where it shows. */
 const SLOW_STOP_MS = 5_000;
-/**
- * The listen queue asked for; the kernel caps it at net.core.somaxconn, as Go's
- * servers size theirs. Node's default, 511, overflowed when 10,000 agents
- * connected at once: the kernel dropped 635 of their SYNs, and each of those
- * agents waited out a TCP retransmission (1 s, then 3 s).
- */
-const LISTEN_BACKLOG = 65_535;
 
 /** A running server. `close()` stops accepting, drains, closes the database. */
 export interface FleetServer {
@@ -45,6 +44,8 @@ export interface FleetServer {
   readonly db: Database;
   readonly adminToken: AdminToken;
   readonly watch: WatchEngine;
+  /** The owner of every long-lived stream (watch, convergence, tunnel). */
+  readonly streams: StreamOwner;
   readonly bus: SignalBus;
   readonly replica: ReplicaRegistry;
   readonly gateway: AgentGateway;
@@ -60,6 +61,8 @@ export interface FleetServer {
   readonly storageLost: Promise<Error>;
   /** Base URL once listening (`listen: true`), else undefined; `https://` with `--tls-cert`. */
   readonly url: string | undefined;
+  /** The STUN responder's bound ports once listening with `--stun` (the default), else undefined. */
+  readonly stun: StunServer | undefined;
   /**
    * Reads `--tls-cert` and `--tls-key` again and serves the new certificate
    * to new connections; open ones keep theirs. False (and logged) when the
@@ -77,11 +80,25 @@ export interface StartOptions {
   bus?: SignalBus;
   /** Extra route modules (the agent gateway). */
   modules?: readonly RouteModule[];
-  /** Test hooks of the reliable bus drivers (e.g. `dropEvery`). */
-  busOverrides?: Partial<Omit<ReliabilityOptions, 'logger'>>;
+  /**
+   * The API port, bound already (`serve` binds it before it loads the
+   * server, so a busy port fails at once); default: bound here, before the
+   * storage starts.
+   */
+  reservedPort?: ReservedPort;
   /** The dashboard's built bundle (default: dist/dashboard of the package). */
   dashboardDir?: string;
-  /** Where the watch streams' kernel guard reads the host's TCP memory (default /proc; tests: a host under pressure). */
+}
+
+/**
+ * Faults and fakes only tests inject (through `startServerWithHooks`, which
+ * the package does not export, and test/support/serve-with-faults.mjs for
+ * processes): no setting or flag of the product reaches them.
+ */
+export interface ServerTestHooks {
+  /** The reliable bus drivers' test hooks (e.g. `dropEvery`: discard every Nth signal, to prove loss is repaired). */
+  bus?: Partial<Omit<ReliabilityOptions, 'logger'>>;
+  /** Where the kernel guard reads the host's TCP memory (default /proc; tests: a host under pressure). */
   tcpMemory?: TcpMemorySource;
 }
 
@@ -114,7 +131,12 @@ async function openDatabase(settings: Settings, logger: Logger): Promise<OpenedD
 }
 
 /** Builds and (by default) starts a server from settings. */
-export async function startServer(overrides: Partial<Settings> | Settings, opts: StartOptions = {}): Promise<FleetServer> {
+export function startServer(overrides: Partial<Settings> | Settings, opts: StartOptions = {}): Promise<FleetServer> {
+  return startServerWithHooks(overrides, opts, {});
+}
+
+/** `startServer` with faults injected: for tests only (not exported by the package). */
+export async function startServerWithHooks(overrides: Partial<Settings> | Settings, opts: StartOptions, hooks: ServerTestHooks): Promise<FleetServer> {
   const settings = makeSettings(overrides);
   const logger = opts.logger ?? pino({ level: settings.logLevel, base: { service: 'fleetplane' } });
   const metrics = new Metrics({ processMetrics: opts.listen !== false });
@@ -124,7 +146,24 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   // Unusable login settings (an unreadable secret file, a bad issuer URL) stop the start before the database too.
   const login = loginFromSettings(settings, logger.child({ component: 'login' }));
   const startedAt = performance.now();
-  const opened = await openDatabase(settings, logger);
+  // Before the database: a port in use fails the start at once, not after the storage started and migrated.
+  const listening = opts.listen !== false;
+  const worker = cluster.isWorker && settings.workers > 1;
+  const reserved = opts.reservedPort ?? (listening && !worker ? await reservePort(settings) : undefined);
+  let stun: StunServer | undefined;
+  let opened: OpenedDatabase;
+  try {
+    if (listening && settings.privatePort !== undefined && !worker) await probePort(settings.privateHost, settings.privatePort, '--private-port');
+    if (listening) {
+      const host = settings.host === 'localhost' ? (await lookup('localhost')).address : settings.host;
+      stun = await startStunFromSettings({ ...settings, host }, metrics.registry, logger.child({ component: 'stun' }));
+    }
+    opened = await openDatabase(settings, logger);
+  } catch (err) {
+    reserved?.close();
+    await stun?.close();
+    throw err;
+  }
   const databaseMs = Math.round(performance.now() - startedAt);
   const db = instrument(opened.db, ({ durationMs, ok, label }) => {
     metrics.dbQueries.inc({ statement: label, ok: ok ? 'true' : 'false' });
@@ -139,12 +178,13 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
       dataDir: settings.databaseUrl || settings.memory ? undefined : settings.dataDir,
     });
   } catch (err) {
+    reserved?.close();
+    await stun?.close();
     // The embedded PostgreSQL and the data directory's lock must not outlive a failed start.
     await opened.db.close().catch((closeErr: unknown) => logger.warn({ err: closeErr }, 'closing storage after a failed start failed'));
     throw err;
   }
-  const dropEvery = settings.busDropEvery > 0 ? { dropEvery: { incoming: settings.busDropEvery } } : {};
-  const bus = opts.bus ?? (await createBus(settings, db, logger, { ...dropEvery, ...opts.busOverrides }));
+  const bus = opts.bus ?? (await createBus(settings, db, logger, hooks.bus ?? {}));
   const busStats = (bus as { stats?: Readonly<BusStats> }).stats;
   if (busStats) metrics.observeBus(busStats);
   const store = new Store(db, bus, settings.staleAfter);
@@ -158,7 +198,15 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
   });
   const replicaId = randomUUID();
   const watchMetrics = new WatchMetrics(metrics.registry);
-  const fleet = new Fleet({ store, bus, settings, replicaId, registry: metrics.registry, logger, fanOutTimes: watchMetrics.fanOutTimes });
+  const streams = new StreamOwner({
+    queueLimit: () => settings.watchQueueLimit,
+    minKernelHeld: settings.watchBufferLimit,
+    tcpMemory: hooks.tcpMemory ?? procTcpMemory,
+    metrics: new StreamMetrics(metrics.registry),
+    queuedBytes: watchMetrics.queuedBytes,
+    logger: logger.child({ component: 'streams' }),
+  });
+  const fleet = new Fleet({ store, bus, settings, replicaId, registry: metrics.registry, logger, fanOutTimes: watchMetrics.fanOutTimes, streams });
   // The gateway's private listener must be up before the replica advertises its URL.
   const connections = ConnectionLimiter.fromSettings(metrics, settings);
   const gateway = await AgentGateway.start({
@@ -167,6 +215,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     bus,
     metrics,
     connections,
+    streams,
     replicaId,
     fleet: { presence: fleet.presence, tunnelStatus: (device, frame, reply) => fleet.tunnelStatus(device, frame, reply) },
     logger: logger.child({ component: 'gateway' }),
@@ -203,16 +252,16 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
       }
     },
   };
-  const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, fleet.presence, opts.tcpMemory);
+  const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, streams, fleet.presence);
   const loginModules = [authRoutes(login), userSessionRoutes(), dashboardRoutes(opts.dashboardDir)];
   const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
+  streams.start();
   watch.start();
   const tokensAt = performance.now();
   await store.loadTokens();
   const tokensMs = Math.round(performance.now() - tokensAt);
   const revocations = access.revocations;
-  revocations.subscribe((ids) => watch.closeRevoked(ids));
-  revocations.subscribe((ids) => gateway.closeRevoked(ids));
+  revocations.subscribe((ids) => streams.endRevoked(ids));
   revocations.start();
   const ephemeral = new EphemeralCollector({
     store,
@@ -251,69 +300,92 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
         )
       : Promise.resolve();
 
+  const graceMs = settings.shutdownGrace * 1000;
   const close = async (): Promise<void> => {
     if (closing) return;
     closing = true;
     // How long each step of a drain took, in one line: a slow restart shows where its time went.
     const phases: Record<string, number> = {};
+    const abandoned: string[] = [];
     const stopStartedAt = performance.now();
+    const deadline = stopStartedAt + graceMs;
+    const left = (): number => Math.max(0, deadline - performance.now());
     let mark = stopStartedAt;
-    const phase = (name: string): void => {
+    // Every step is bounded by what is left of the grace, whatever clients or the database do: a step past
+    // it is left behind (logged), and the stop goes on.
+    const phase = async (name: string, step: () => Promise<unknown>): Promise<void> => {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), left())));
+      try {
+        const outcome = await Promise.race([step().catch((err: unknown) => logger.error({ err, phase: name }, 'a shutdown step failed')), timedOut]);
+        if (outcome === 'timeout') abandoned.push(name);
+      } finally {
+        clearTimeout(timer);
+      }
       const now = performance.now();
       phases[name] = Math.round(now - mark);
       mark = now;
     };
     // Refuse new connections first: a client reconnecting now gets a refusal it retries (elsewhere, or here
     // after the restart), not a 503 from a server that is draining; open connections drain below.
-    if (app.server.listening) app.server.close();
+    const serverClosed = new Promise<void>((resolve) => {
+      if (!app.server.listening) return resolve();
+      app.server.close(() => resolve());
+    });
     stop.abort();
-    await revocations.stop();
-    await ephemeral.stop();
-    phase('background');
-    // Streams and tunnels first: the HTTP server's close waits for every connection to end.
-    await gateway.shutdown();
-    phase('tunnels');
-    await watch.shutdown();
-    phase('watches');
+    await phase('background', () => Promise.all([stun?.close(), revocations.stop(), ephemeral.stop()]));
+    // Requests in flight on the tunnels finish (bounded), then every stream gets its last line and closes.
+    await phase('tunnels', () => gateway.drain());
+    await phase('streams', () => streams.shutdown(Math.min(STREAM_GRACE_MS, left())));
+    await phase('watches', () => watch.shutdown());
+    await phase('gateway', () => gateway.shutdown());
     // Requests on connections already open are answered (with Connection: close, so each
     // connection ends after its request): an agent whose tunnel just closed reports by PUT,
     // and its status joins a batch as usual. A connection that never sent a request (clients
-    // open spare ones) would otherwise hold close() until headersTimeout: hence the grace.
-    const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
-    await app.close();
+    // open spare ones) or sends one slowly would otherwise hold the close: hence the grace.
+    const force = setTimeout(() => app.server.closeAllConnections(), Math.min(CLOSE_GRACE_MS, left() / 2));
+    await phase('http', async () => {
+      await app.close();
+      await serverClosed;
+    });
     clearTimeout(force);
-    phase('http');
     // Once no request can reach the batcher: the last batch holds every status answered
     // above and the disconnections of all streams and tunnels.
-    await fleet.close();
-    phase('statuses');
-    await compaction;
-    await auditPruning;
-    await replica.stop();
-    await bus.close();
-    await db.close();
-    phase('database');
+    await phase('statuses', () => fleet.close());
+    await phase('database', async () => {
+      await compaction;
+      await auditPruning;
+      await replica.stop();
+      await bus.close();
+    });
+    // The storage closes whatever happened before: the embedded PostgreSQL must not outlive the server.
+    await phase('storage', () => db.close());
     metrics.up.set(0);
     const totalMs = Math.round(performance.now() - stopStartedAt);
-    if (totalMs > SLOW_STOP_MS) logger.warn({ phasesMs: phases, totalMs }, 'stopped, slowly');
+    if (abandoned.length > 0) logger.error({ phasesMs: phases, totalMs, abandoned, graceMs }, 'stopped at the end of the shutdown grace, leaving steps unfinished');
+    else if (totalMs > SLOW_STOP_MS) logger.warn({ phasesMs: phases, totalMs }, 'stopped, slowly');
     else logger.info({ phasesMs: phases, totalMs }, 'stopped');
   };
 
   let url: string | undefined;
   const certificate = tlsFiles ? new ReloadableCertificate(tlsFiles, app.server, logger) : undefined;
-  if (opts.listen !== false) {
+  if (listening) {
     try {
-      // Fastify opens a second, internal server for `localhost` (127.0.0.1 and ::1). Connection limits,
-      // certificate reloads and the client-error handler hold app.server only, so bind one address, as
-      // Node's own listen does for a name.
-      const host = settings.host === 'localhost' ? (await lookup('localhost')).address : settings.host;
-      await app.listen({ host, port: settings.port, backlog: LISTEN_BACKLOG });
+      await app.ready();
+      if (reserved) await reserved.handTo(app.server, LISTEN_BACKLOG, logger);
+      else await listenIn(app.server, settings);
     } catch (err) {
       // A port in use: what started must stop, or its timers and connections keep the process alive.
       await close().catch((closeErr: unknown) => logger.warn({ err: closeErr }, 'closing after a failed listen failed'));
       throw err;
     }
-    logger.info({ phasesMs: { database: databaseMs, tokens: tokensMs, total: Math.round(performance.now() - startedAt) } }, 'started');
+    logger.info(
+      {
+        phasesMs: { database: databaseMs, tokens: tokensMs, total: Math.round(performance.now() - startedAt) },
+        ...(stun ? { stun: { port: stun.port, altPort: stun.altPort } } : {}),
+      },
+      'started',
+    );
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : settings.port;
     const host = settings.host === '0.0.0.0' || settings.host === '::' ? '127.0.0.1' : settings.host;
@@ -332,6 +404,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     db,
     adminToken,
     watch,
+    streams,
     bus,
     replica,
     gateway,
@@ -339,6 +412,7 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     revocations,
     ephemeral,
     url,
+    stun,
     storageLost: new Promise<Error>((resolveLost) => {
       void opened.embeddedExit?.then(({ expected }) => {
         if (!expected) resolveLost(new Error('the embedded PostgreSQL exited while the server was running'));
@@ -354,3 +428,16 @@ export async function startServer(overrides: Partial<Settings> | Settings, opts:
     close,
   };
 }
+
+/** A cluster worker listens through its primary (which holds the port), at the end of its start. */
+async function listenIn(server: App['server'], settings: Settings): Promise<void> {
+  const host = settings.host === 'localhost' ? (await lookup('localhost')).address : settings.host;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host, port: settings.port, backlog: LISTEN_BACKLOG }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+

@@ -1,7 +1,9 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { interfaceEndpoints, publishedEndpoints, sameEndpoints, type InterfaceTable } from '../../src/agent/index.js';
-import { EndpointPublisher } from '../../src/agent/endpoint-publisher.js';
+import { interfaceEndpoints, MAX_ENDPOINTS, publishedEndpoints, sameEndpoints, type InterfaceTable } from '../../src/agent/index.js';
+import type { StunState } from '../../src/agent/nat/index.js';
+import { EndpointPublisher } from '../../src/agent/status/endpoint-publisher.js';
+import { wantedSpec } from '../../src/agent/status/endpoints.js';
 import { FleetplaneClient, type FetchLike } from '../../src/client/index.js';
 import type { Endpoint } from '../../src/protocol/index.js';
 
@@ -40,8 +42,41 @@ describe('endpoints', () => {
   });
 });
 
+describe('what the device publishes (wantedSpec)', () => {
+  const manual = (address: string): Endpoint => ({ source: 'manual', address });
+  const local = (address: string): Endpoint => ({ source: 'local', address });
+  const stun = (address: string): Endpoint => ({ source: 'stun', address });
+  const mapped = (endpoint: string, symmetric = false): StunState => ({ kind: 'mapped', endpoint, symmetric });
+  const L = ['192.168.1.10:51820'];
+  const M = ['198.51.100.5:51820'];
+  const S = '203.0.113.101:20123';
+
+  it.each<[string, readonly string[], readonly string[], StunState, { endpoints: Endpoint[]; symmetric_nat: boolean }]>([
+    ['no manual: local, and the mapping', [], L, mapped(S), { endpoints: [stun(S), local(L[0]!)], symmetric_nat: false }],
+    ['manual: manual and the mapping, no local', M, L, mapped(S), { endpoints: [manual(M[0]!), stun(S)], symmetric_nat: false }],
+    ['a symmetric NAT: the mapping, and symmetric_nat', [], L, mapped(S, true), { endpoints: [stun(S), local(L[0]!)], symmetric_nat: true }],
+    ['STUN off: no stun endpoint, symmetric_nat false', [], L, { kind: 'off' }, { endpoints: [local(L[0]!)], symmetric_nat: false }],
+    ['manual, STUN off', M, L, { kind: 'off' }, { endpoints: [manual(M[0]!)], symmetric_nat: false }],
+  ])('%s', (_what, m, l, state, expected) => {
+    expect(wantedSpec(m, m.length > 0 ? [] : l, state, undefined)).toEqual(expected);
+  });
+
+  it('keeps what the server holds while the first probe is pending, and publishes nothing from STUN when it holds nothing', () => {
+    const held = { endpoints: [local('192.168.1.9:51820'), stun(S)], symmetric_nat: true };
+    expect(wantedSpec([], L, { kind: 'pending' }, held)).toEqual({ endpoints: [stun(S), local(L[0]!)], symmetric_nat: true });
+    expect(wantedSpec([], L, { kind: 'pending' }, undefined)).toEqual({ endpoints: [local(L[0]!)], symmetric_nat: false });
+  });
+
+  it('never exceeds MAX_ENDPOINTS, losing local endpoints before the stun one', () => {
+    const many = Array.from({ length: 40 }, (_, i) => `192.168.2.${i}:51820`);
+    const spec = wantedSpec([], many, mapped(S), undefined);
+    expect(spec.endpoints).toHaveLength(MAX_ENDPOINTS);
+    expect(spec.endpoints[0]).toEqual(stun(S));
+  });
+});
+
 describe('EndpointPublisher', () => {
-  function setup(table: () => InterfaceTable) {
+  function setup(table: () => InterfaceTable, state: () => StunState = () => ({ kind: 'off' }), manualEndpoints: string[] = []) {
     const patches: unknown[] = [];
     const fetch: FetchLike = async (_url, init) => {
       expect(init.method).toBe('PATCH');
@@ -52,20 +87,22 @@ describe('EndpointPublisher', () => {
       client: new FleetplaneClient({ baseUrl: 'http://fake', token: 't', fetch }),
       org: 'o',
       deviceId: 'd',
-      manual: [],
+      manual: manualEndpoints,
       listenPort: 51820,
       interfaceName: 'wg0',
       logger: pino({ level: 'silent' }),
       interfaces: table,
+      stun: state,
     });
     return { publisher, patches };
   }
+  const held = (endpoints: Endpoint[], symmetric_nat = false) => ({ endpoints, symmetric_nat });
 
   it('PATCHes only when the endpoints change', async () => {
     let table: InterfaceTable = { eth0: [info('192.0.2.3', 'IPv4')] } as InterfaceTable;
     const { publisher, patches } = setup(() => table);
     // The server already has them (e.g. sent at enrollment): nothing to do.
-    expect(await publisher.check([{ source: 'local', address: '192.0.2.3:51820' }])).toBe(false);
+    expect(await publisher.check(held([{ source: 'local', address: '192.0.2.3:51820' }]))).toBe(false);
     expect(await publisher.check(undefined)).toBe(false);
     table = { eth0: [info('192.0.2.4', 'IPv4')] } as InterfaceTable;
     expect(await publisher.check(undefined)).toBe(true);
@@ -75,7 +112,44 @@ describe('EndpointPublisher', () => {
 
   it('publishes at the first check when the server has something else', async () => {
     const { publisher, patches } = setup(() => ({ eth0: [info('192.0.2.3', 'IPv4')] }) as InterfaceTable);
-    expect(await publisher.check([])).toBe(true);
-    expect(patches).toHaveLength(1);
+    expect(await publisher.check(held([]))).toBe(true);
+    expect(patches).toEqual([{ endpoints: [{ source: 'local', address: '192.0.2.3:51820' }] }]);
+  });
+
+  it('publishes a new or changed mapping in one PATCH, an unchanged one not at all, and only the fields that changed', async () => {
+    let state: StunState = { kind: 'pending' };
+    const { publisher, patches } = setup(() => ({ eth0: [info('192.168.1.10', 'IPv4')] }) as InterfaceTable, () => state, ['198.51.100.5:51820']);
+    const m = { source: 'manual' as const, address: '198.51.100.5:51820' };
+    // Pending after a restart: what the server holds (its earlier mapping) stays.
+    expect(await publisher.check(held([m, stun(S)], true))).toBe(false);
+    state = { kind: 'mapped', endpoint: S, symmetric: true };
+    expect(await publisher.check(undefined)).toBe(false);
+    state = { kind: 'mapped', endpoint: S, symmetric: false };
+    expect(await publisher.check(undefined)).toBe(true);
+    state = { kind: 'mapped', endpoint: '203.0.113.101:20999', symmetric: false };
+    expect(await publisher.check(undefined)).toBe(true);
+    expect(await publisher.check(undefined)).toBe(false);
+    state = { kind: 'off' };
+    expect(await publisher.check(undefined)).toBe(true);
+    expect(await publisher.check(undefined)).toBe(false);
+    expect(patches).toEqual([
+      { symmetric_nat: false },
+      { endpoints: [m, stun('203.0.113.101:20999')] },
+      { endpoints: [m] },
+    ]);
+  });
+
+  it('sets symmetric_nat and the stun endpoint together at the first mapping', async () => {
+    let state: StunState = { kind: 'pending' };
+    const { publisher, patches } = setup(() => ({ eth0: [info('192.168.2.10', 'IPv4')] }) as InterfaceTable, () => state);
+    const l = local('192.168.2.10:51820');
+    expect(await publisher.check(held([l]))).toBe(false);
+    state = { kind: 'mapped', endpoint: '203.0.113.102:31000', symmetric: true };
+    expect(await publisher.check(held([l]))).toBe(true);
+    expect(patches).toEqual([{ endpoints: [stun('203.0.113.102:31000'), l], symmetric_nat: true }]);
   });
 });
+
+const S = '203.0.113.101:20123';
+const stun = (address: string): Endpoint => ({ source: 'stun', address });
+const local = (address: string): Endpoint => ({ source: 'local', address });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { StateDir } from '../../src/agent/index.js';
-import { ensureEnrolled } from '../../src/agent/enrollment.js';
+import { ensureEnrolled } from '../../src/agent/identity/enrollment.js';
 import type { FetchLike } from '../../src/client/index.js';
 
 const ORG = '00000000-0000-4000-8000-0000000000aa';

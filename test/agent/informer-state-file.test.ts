@@ -6,9 +6,9 @@ import { readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { INFORMER_STATE_FILE, InformerStateFile } from '../../src/agent/informer-state-file.js';
-import { encodeInformerState, INFORMER_STATE_VERSION, type InformerStateOwner } from '../../src/agent/informer-state-format.js';
-import { InformerStateSaver } from '../../src/agent/informer-state-saver.js';
+import { INFORMER_STATE_FILE, InformerStateFile } from '../../src/agent/sync/informer-state-file.js';
+import { encodeInformerState, INFORMER_STATE_VERSION, type InformerStateOwner } from '../../src/agent/sync/informer-state-format.js';
+import { InformerStateSaver } from '../../src/agent/sync/informer-state-saver.js';
 import type { DeviceObject, InformersState } from '../../src/client/index.js';
 import { tempDir, until } from './support/harness.js';
 

@@ -17,6 +17,11 @@ describe('agent flags and environment', () => {
       listenPort: 51820,
       endpoints: [],
       localPort: 8722,
+      stun: true,
+      stunServer: undefined,
+      stunPort: 3478,
+      stunAltPort: 3479,
+      stunIntervalMs: 60_000,
       resyncIntervalMs: 300_000,
       statusIntervalMs: 30_000,
       cleanupOnExit: false,
@@ -40,6 +45,11 @@ describe('agent flags and environment', () => {
         '--endpoint', '192.0.2.1:51900',
         '--endpoint=[2001:db8::1]:51900',
         '--local-port', '0',
+        '--stun=false',
+        '--stun-server', 'stun.example.net',
+        '--stun-port', '4478',
+        '--stun-alt-port=4479',
+        '--stun-interval', '20',
         '--resync-interval', '0.5',
         '--status-interval=2',
         '--cleanup-on-exit',
@@ -59,6 +69,11 @@ describe('agent flags and environment', () => {
       listenPort: 51900,
       endpoints: ['192.0.2.1:51900', '[2001:db8::1]:51900'],
       localPort: 0,
+      stun: false,
+      stunServer: 'stun.example.net',
+      stunPort: 4478,
+      stunAltPort: 4479,
+      stunIntervalMs: 20_000,
       resyncIntervalMs: 500,
       statusIntervalMs: 2000,
       cleanupOnExit: true,
@@ -77,6 +92,7 @@ describe('agent flags and environment', () => {
       FLEETPLANE_AGENT_DATAPLANE: 'linux',
       FLEETPLANE_AGENT_CA_FILE: '/env/ca.pem',
     };
+    expect(parseAgentOptions([], { ...env, FLEETPLANE_AGENT_STUN: 'off', FLEETPLANE_AGENT_STUN_SERVER: '192.0.2.50' })).toMatchObject({ stun: false, stunServer: '192.0.2.50' });
     const fromEnv = parseAgentOptions([], env);
     expect(fromEnv).toMatchObject({
       server: 'https://env.example',
@@ -110,6 +126,12 @@ describe('agent flags and environment', () => {
     [[...base, '--server', 'ftp://x'], /--server/],
     [[...base, '--log-level', 'loud'], /--log-level/],
     [[...base, '--cleanup-on-exit=maybe'], /--cleanup-on-exit/],
+    [[...base, '--stun-server', 'stun://x:3478'], /--stun-server: expected an IPv4 address or a host name/],
+    [[...base, '--stun-server', '192.0.2.1:3478'], /--stun-server/],
+    [[...base, '--stun-alt-port', '3478'], /--stun-alt-port must differ from --stun-port/],
+    [[...base, '--stun-port', '0'], /--stun-port/],
+    [[...base, '--stun-interval', '0'], /--stun-interval/],
+    [[...base, '--stun=sometimes'], /--stun/],
   ])('rejects %j', (argv, message) => {
     expect(() => parseAgentOptions(argv, {})).toThrow(AgentOptionsError);
     expect(() => parseAgentOptions(argv, {})).toThrow(message);

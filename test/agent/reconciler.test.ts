@@ -2,7 +2,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Reconciler, type ReconcilerState, type Snapshot } from '../../src/agent/index.js';
 import { DataplaneError, type ApplyResult, type Dataplane, type DataplaneDescription, type DesiredDataplane } from '../../src/agent/dataplane/index.js';
-import { ReconcileLoop } from '../../src/agent/reconcile-loop.js';
+import { ReconcileLoop } from '../../src/agent/sync/reconcile-loop.js';
 import { device, deviceId, keyPair, organization } from './dataplane/fixtures.js';
 
 /** Records applies; fails while `failing` is set. */

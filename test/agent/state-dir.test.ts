@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentFatalError, StateDir, StateDirError, type DeviceIdentity } from '../../src/agent/index.js';
 import { publicKeyFromPrivate } from '../../src/agent/dataplane/index.js';
-import { ensureEnrolled } from '../../src/agent/enrollment.js';
+import { ensureEnrolled } from '../../src/agent/identity/enrollment.js';
 
 const silent = pino({ level: 'silent' });
 let dir: string;

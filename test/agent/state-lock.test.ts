@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LOCK_FILE, StateDirLock, StateDirLockedError } from '../../src/agent/state-lock.js';
+import { LOCK_FILE, StateDirLock, StateDirLockedError } from '../../src/agent/identity/state-lock.js';
 import { tempDir } from './support/harness.js';
 
 let dir: { path: string; remove: () => Promise<void> };

@@ -1,5 +1,5 @@
 /**
- * The agent's device token over time (src/agent/token-renewal.ts and the
+ * The agent's device token over time (src/agent/identity/token-renewal.ts and the
  * agent's reaction to an expired token): when it renews, that it persists
  * before using, and that an expired token stops the agent with `token_expired`.
  */
@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { AgentFatalError, IDENTITY_FILE, StateDir, type DeviceIdentity } from '../../src/agent/index.js';
-import { DeviceCredential, RENEW_AT, RENEW_JITTER } from '../../src/agent/token-renewal.js';
+import { DeviceCredential, RENEW_AT, RENEW_JITTER } from '../../src/agent/identity/token-renewal.js';
 import { FleetplaneClient, type FetchLike } from '../../src/client/index.js';
 import { agentOptions, orgWithKey, runAgent, startListeningServer, tempDir, until } from './support/harness.js';
 

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { isTransient, logRetry } from '../../src/agent/transient.js';
-import { ensureEnrolled } from '../../src/agent/enrollment.js';
+import { ensureEnrolled } from '../../src/agent/identity/enrollment.js';
 import { StateDir } from '../../src/agent/index.js';
 import { TunnelHandshakeError } from '../../src/agent/tunnel/index.js';
 import { ProtocolError, TransportError, UnavailableError } from '../../src/client/index.js';

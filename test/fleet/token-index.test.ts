@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WATCH_KINDS, paths, type CreatedOrgToken } from '../../src/protocol/index.js';
-import { TokenIndex, hashSecret } from '../../src/server/store/index.js';
+import { afterCommit, hashSecret, TokenIndex } from '../../src/server/store/index.js';
 import { backends } from '../server/fixtures.js';
 import { openWatch, watchRequest } from '../watch/support/watch-client.js';
 import { startWatchServer, type WatchServer } from '../watch/support/watch-server.js';
@@ -48,7 +48,7 @@ describe.each(backends())('device and organization tokens from memory on $name',
       const first = await openWatch(ws.target(org), ALL);
       await first.waitFor((e) => e.type === 'tail' && e.kind === 'organization');
       // Every statement the server sends from here on (the presence batch and its bus signal are expected).
-      const db = ws.server.ctx.store.db as { query: (text: string, params?: readonly unknown[]) => Promise<unknown[]> };
+      const db = ws.server.db as { query: (text: string, params?: readonly unknown[]) => Promise<unknown[]> };
       const query = db.query;
       const sent: string[] = [];
       db.query = (text, params) => {
@@ -94,7 +94,7 @@ describe.each(backends())('device and organization tokens from memory on $name',
       const ids = (await ws.server.db.query<{ id: string }>('SELECT id FROM tokens WHERE device_id = $1', [d.id])).map((r) => r.id);
       const store = ws.server.ctx.store;
       const get = (): Promise<unknown> => ws.h.ok(200, 'GET', paths.device(org, d.id), { token: d.device_token });
-      const lookupsOf = lookupCounter(store.db);
+      const lookupsOf = lookupCounter(ws.server.db);
       expect(await lookupsOf(get)).toBe(0);
       store.tokens.revoke(ids);
       expect(await lookupsOf(get)).toBe(1);
@@ -108,7 +108,7 @@ describe.each(backends())('device and organization tokens from memory on $name',
     it('a token created on another replica is known after the follower\'s round, without a lookup', async () => {
       const org = (await ws.h.createOrg()).id;
       const store = ws.server.ctx.store;
-      const lookups = lookupCounter(store.db);
+      const lookups = lookupCounter(ws.server.db);
       // Created elsewhere: this replica's index has never seen them.
       const [a, b] = [await ws.h.createDevice(org), await ws.h.createDevice(org)];
       const ids = (await ws.server.db.query<{ id: string }>('SELECT id FROM tokens WHERE device_id = ANY($1::uuid[])', [[a.id, b.id]])).map((r) => r.id);
@@ -143,5 +143,24 @@ describe('TokenIndex', () => {
     index.revokeDevice('d2');
     expect(index.get('h2')).toBeUndefined();
     expect(index.size).toBe(0);
+  });
+
+  it('changes only after the write committed: a failed write leaves it as it was; revocations go before additions', async () => {
+    const index = new TokenIndex(10);
+    index.add('h1', { principal: principal('t1'), expiresAt: null });
+    const failed = afterCommit(index, Promise.reject(new Error('rolled back')), () => ({ revoked: ['t1'], added: [{ hash: 'h2', token: { principal: principal('t2'), expiresAt: null } }] }));
+    await expect(failed).rejects.toThrow('rolled back');
+    expect(index.get('h1')).toMatchObject({ tokenId: 't1' });
+    expect(index.get('h2')).toBeUndefined();
+
+    let settle = (): void => {};
+    const write = new Promise<string>((resolve) => (settle = () => resolve('t3')));
+    const done = afterCommit(index, write, (id) => ({ revoked: ['t1', id], added: [{ hash: 'h3', token: { principal: principal(id), expiresAt: null } }] }));
+    await Promise.resolve();
+    expect(index.get('h3')).toBeUndefined();
+    settle();
+    expect(await done).toBe('t3');
+    expect(index.get('h1')).toBeUndefined();
+    expect(index.get('h3')).toMatchObject({ tokenId: 't3' });
   });
 });

@@ -72,7 +72,7 @@ describe('server tunnel', () => {
     await eventually('the ping at the agent', () => pings === 1);
     expect(tunnel.open).toBe(true);
     tunnel.heartbeat();
-    await tunnel.closed;
+    await tunnel.whenClosed;
     expect(await pending).toMatchObject({ kind: 'lost', reason: expect.stringContaining(String(TUNNEL_CLOSE_CODES.pingTimeout)) });
   });
 
@@ -159,7 +159,7 @@ describe('server tunnel', () => {
     expect(table.pick('device-1')).toBe(p1.tunnel); // least loaded
     const p3 = await pair(wss);
     table.add(p3.tunnel);
-    await p1.tunnel.closed;
+    await p1.tunnel.whenClosed;
     await eventually('the oldest removed', () => table.size === 2);
     expect(changes).toEqual(['opened', 'opened', 'opened', 'closed']);
     expect(table.pick('device-2')).toBeUndefined();

@@ -58,13 +58,13 @@ async function heldBack(sql: postgres.Sql): Promise<number> {
 
 printOutputOnFailure();
 
-describe.runIf(PG !== '')('dropped notifications (--bus-drop-every 3)', () => {
+describe.runIf(PG !== '')('dropped notifications (every 3rd bus signal discarded)', () => {
   let cluster: Cluster | undefined;
 
   beforeAll(async () => {
     ensureBuilt();
     // Neither the safety check (600 s, from BASE_ARGS) nor a hello (30 s) can be what repairs a loss here.
-    cluster = await startCluster(PG, 3, ['--bus-drop-every', '3', '--bus-hello-interval', '30']);
+    cluster = await startCluster(PG, 3, ['--bus-hello-interval', '30'], 'replica', { busDropEvery: 3 });
   });
 
   afterAll(async () => {

@@ -92,7 +92,7 @@ describe('fleetplane serve as a real process', () => {
       const noCert = serve(['--memory', '--host', '127.0.0.1', '--port', '0', '--tls-cert', '/nonexistent/cert.pem', '--tls-key', '/nonexistent/key.pem']);
       const [b, n] = await Promise.all([busy.exit, noCert.exit]);
       expect(b.code).toBe(1);
-      expect(b.stderr).toMatch(/^fleetplane: listen EADDRINUSE[^\n]*\n$/m);
+      expect(b.stderr).toMatch(/^fleetplane: cannot listen on [^\n]* \(--port\): the port is in use by another process\n$/m);
       expect(b.stdout).not.toContain('listening');
       expect(n.code).toBe(1);
       expect(n.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^fleetplane: --tls-cert \/nonexistent\/cert\.pem: ENOENT/)]);

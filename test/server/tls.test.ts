@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AGENT_LOCAL_ROUTES, AGENT_METHODS, bearerAuthorization, ROUTES } from '../../src/protocol/index.js';
 import { FleetplaneClient } from '../../src/client/index.js';
-import { trustedFetch } from '../../src/agent/trusted-fetch.js';
+import { trustedFetch } from '../../src/agent/identity/trusted-fetch.js';
 import { tunnelUrl } from '../../src/agent/tunnel/index.js';
 import { generateKeyPair } from '../../src/agent/dataplane/index.js';
 import { requireBinary, which } from '../support/binaries.js';

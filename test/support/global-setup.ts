@@ -35,6 +35,9 @@ async function memoryTemplate(): Promise<string> {
 export async function setup(project: TestProject): Promise<void> {
   template = await memoryTemplate();
   process.env.FLEETPLANE_MEMORY_TEMPLATE = template;
+  // Many servers run at once (in-process and as processes, in two forks): none may hold the STUN ports 3478/3479.
+  process.env.FLEETPLANE_STUN_PORT = '0';
+  process.env.FLEETPLANE_STUN_ALT_PORT = '0';
   if (hasPostgres()) {
     pg = await startPostgres();
     project.provide('pgAdminUrl', pg.adminUrl);

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WATCH_KINDS } from '../../src/protocol/index.js';
-import { startServer, type FleetServer } from '../../src/server/index.js';
-import type { TcpConnection, TcpMemorySource } from '../../src/server/watch/index.js';
+import type { FleetServer } from '../../src/server/index.js';
+import { startServerWithHooks } from '../../src/server/server.js';
+import type { TcpConnection, TcpMemorySource } from '../../src/server/streams/index.js';
 import { openWatch } from './support/watch-client.js';
 import { eventually, WatchServer } from './support/watch-server.js';
 import { ResumingClient, plain, serverState } from './support/client-state.js';
@@ -40,7 +41,7 @@ describe('a list the kernel guard holds back', () => {
   const host = new TestHost();
   let ws: WatchServer;
   beforeAll(async () => {
-    const server = await startServer(
+    const server = await startServerWithHooks(
       {
         logLevel: 'silent',
         host: '127.0.0.1',
@@ -55,7 +56,8 @@ describe('a list the kernel guard holds back', () => {
         bookmarkInterval: 0.2,
         slowConsumerTimeout: 3600,
       },
-      { listen: true, tcpMemory: host },
+      { listen: true },
+      { tcpMemory: host },
     );
     host.server = server;
     ws = new WatchServer(server);

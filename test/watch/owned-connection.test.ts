@@ -10,7 +10,7 @@ import { HEADERS, QUERY, WATCH_KINDS, bearerAuthorization, paths } from '../../s
 import { openWatch, type WatchStream } from './support/watch-client.js';
 import { eventually, startWatchServer, type WatchServer } from './support/watch-server.js';
 import { patchDevice } from './support/objects.js';
-import { ownConnection } from '../../src/server/http/own-connection.js';
+import { ownConnection } from '../../src/server/streams/own-connection.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;

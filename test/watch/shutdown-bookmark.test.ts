@@ -47,6 +47,8 @@ describe('shutdown bookmark', () => {
     await eventually(() => ws.server.watch.watcherCount === 2, 'both streams are open');
 
     const closed = ws.close();
+    // Held until the stream owner has ended every stream: the list is still under way then.
+    await eventually(() => ws.server.streams.closing, 'the streams are being ended');
     release();
     await closed;
     store.readChanges = readChanges;

@@ -166,7 +166,7 @@ describe('admission and the global queue bound', () => {
       for (let i = 0; i < 6; i++) stalled.push(await openTracked(ws, org, { paused: true }));
       // The engine reads the limit when it checks: lowered once every stalled watcher is in place.
       ws.server.ctx.settings.watchQueueLimit = 600 * 1024;
-      ws.server.watch.checkQueue(true);
+      ws.server.streams.checkQueue(true);
       const open = stalled.filter((s) => !s.watcher.closed);
       const total = open.reduce((n, s) => n + s.watcher.held, 0);
       expect(total).toBeLessThanOrEqual(600 * 1024);
@@ -185,7 +185,7 @@ describe('admission and the global queue bound', () => {
       for (let i = 0; i < 20; i++) await createBigGroup(ws, org, i);
       const stalled = [];
       for (let i = 0; i < 12; i++) stalled.push(await openTracked(ws, org, { paused: true }));
-      ws.server.watch.checkQueue(true);
+      ws.server.streams.checkQueue(true);
       // Far more than the limit is queued, but it is the snapshot's bytes, held once.
       expect(stalled.reduce((n, s) => n + s.watcher.buffered, 0)).toBeGreaterThan(600 * 1024);
       for (const s of stalled) {

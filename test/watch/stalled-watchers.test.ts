@@ -14,7 +14,7 @@ import { wgKey } from '../server/fixtures.js';
 import { bigGroupSpec } from './support/objects.js';
 import { openWatch, type WatchStream } from './support/watch-client.js';
 import { StalledStreams } from './support/stalled-socket.js';
-import { KERNEL_SHARE } from '../../src/server/watch/kernel-memory-guard.js';
+import { KERNEL_SHARE } from '../../src/server/streams/kernel-memory-guard.js';
 import { hasKernelTcpFigures, openFilesLimit, rssBytes, tcpMemPages, tcpMemThresholds } from './support/kernel-tcp.js';
 
 const STALLED = 1000;

@@ -3,8 +3,9 @@
  * objects. Pure and deterministic: the same inputs (in any order) give a
  * structurally identical result, so renderings and diffs are stable.
  */
-import type { DeviceObject, Endpoint, Organization, SecurityGroup } from '../../protocol/index.js';
-import { canonicalCidr, canonicalEndpoint, canonicalIp, compareCidrs, hostCidr, parseIp } from './addresses.js';
+import type { DeviceObject, Organization, SecurityGroup } from '../../protocol/index.js';
+import { canonicalCidr, canonicalIp, compareCidrs, hostCidr, parseIp } from './addresses.js';
+import { chooseEndpoint } from './endpoint-choice.js';
 import { desiredFirewall, type DesiredFirewall, type SkippedItem } from './desired-firewall.js';
 import { isWireGuardKey } from './keys.js';
 
@@ -74,22 +75,9 @@ export class DesiredStateError extends Error {
 }
 
 const INTERFACE_NAME = /^[A-Za-z0-9_.-]{1,15}$/;
-const ENDPOINT_PREFERENCE: readonly Endpoint['source'][] = ['manual', 'stun', 'local'];
 
 export function isInterfaceName(text: string): boolean {
   return INTERFACE_NAME.test(text) && text !== '.' && text !== '..';
-}
-
-function chooseEndpoint(device: DeviceObject, skipped: SkippedItem[]): string | null {
-  for (const source of ENDPOINT_PREFERENCE) {
-    for (const ep of device.endpoints) {
-      if (ep.source !== source) continue;
-      const canonical = canonicalEndpoint(ep.address);
-      if (canonical) return canonical;
-      skipped.push({ kind: 'endpoint', subject: `${device.id} ${ep.address}`, reason: 'not ip:port' });
-    }
-  }
-  return null;
 }
 
 function byText(a: string, b: string): number {
@@ -162,7 +150,7 @@ function computePeers(
       owner.set(canonical, device.id);
       if (canonical !== tunnel) advertised.add(canonical);
     }
-    const endpoint = chooseEndpoint(device, skipped);
+    const endpoint = chooseEndpoint(self, device, skipped);
     peers.push({
       device_id: device.id,
       hostname: device.hostname,

@@ -1,8 +1,8 @@
 import pino, { type Logger } from 'pino';
 import type { ClientOptions } from 'ws';
 import { AGENT_METHODS, ROUTES, RPC_ANSWER_TIMEOUT_MS, TUNNEL_PING_INTERVAL_MS, type DeviceStatusInput } from '../../protocol/index.js';
-import { Backoff, type BackoffPolicy } from '../../client/backoff.js';
-import { sleep } from '../../client/sleep.js';
+import { Backoff, type BackoffPolicy } from '../../util/backoff.js';
+import { sleep } from '../../util/sleep.js';
 import { AgentConnection, TunnelHandshakeError, type CloseInfo, type StatusRejection } from './agent-connection.js';
 import { AgentMethodRegistry, type AgentMethodHandler } from './method-registry.js';
 import { RequestRunner } from './request-runner.js';

@@ -15,7 +15,8 @@ import {
 } from '../../protocol/index.js';
 import { nowMs } from '../clock.js';
 import { COUNTER, bump, type AgentCounters } from './agent-counters.js';
-import { RetryWait, TUNNEL_BACKOFF, retryAfterMs } from './retry-wait.js';
+import { Backoff } from '../../util/backoff.js';
+import { TUNNEL_BACKOFF, retryAfterMs } from './retry-wait.js';
 
 /** What the tunnel tells its agent, and asks of it. */
 export interface AgentTunnelEvents {
@@ -46,7 +47,7 @@ export class AgentTunnel {
   private openedAt = 0;
   private errorCode: string | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private readonly wait = new RetryWait(TUNNEL_BACKOFF);
+  private readonly wait = new Backoff(TUNNEL_BACKOFF);
 
   constructor(
     private readonly url: string,

@@ -5,7 +5,8 @@ import { nowMs } from '../clock.js';
 import { COUNTER, bump, type AgentCounters } from './agent-counters.js';
 import type { WatchDiagnosis } from './agent-messages.js';
 import { ChunkedLines, headerOf } from './chunked-lines.js';
-import { RetryWait, WATCH_BACKOFF, retryAfterMs } from './retry-wait.js';
+import { Backoff } from '../../util/backoff.js';
+import { WATCH_BACKOFF, retryAfterMs } from './retry-wait.js';
 import { SilenceWatchdog } from './silence-watchdog.js';
 import { scanWatchLine } from './watch-line-scan.js';
 import { WatchTrace } from './watch-trace.js';
@@ -68,7 +69,7 @@ export class AgentWatch {
   private socket: Socket | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly reader: ChunkedLines;
-  private readonly wait = new RetryWait(WATCH_BACKOFF);
+  private readonly wait = new Backoff(WATCH_BACKOFF);
   private readonly trace = new WatchTrace();
   /** Undefined when the server sends no bookmarks (the raw floor): silence then means nothing. */
   private readonly silence: SilenceWatchdog | undefined;

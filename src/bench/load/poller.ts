@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import { HEADERS } from '../../protocol/index.js';
 import { nowMs } from '../clock.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 import type { PollSpec } from './messages.js';
 
 /** The outcome of one list request. */

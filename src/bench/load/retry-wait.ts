@@ -1,4 +1,9 @@
-import { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from '../../client/backoff.js';
+/**
+ * How a simulated agent waits before it reconnects, as the real one does:
+ * the SDK's or the agent tunnel's backoff (src/util/backoff.ts), never
+ * sooner than the server's Retry-After plus jitter.
+ */
+import { DEFAULT_BACKOFF, type BackoffPolicy } from '../../util/backoff.js';
 import { TUNNEL_BACKOFF as AGENT_TUNNEL_BACKOFF } from '../../agent/tunnel/tunnel-client.js';
 
 /** Largest Retry-After a simulated agent honours (a bench must stay bounded). */
@@ -15,29 +20,4 @@ export function retryAfterMs(value: string | string[] | undefined): number | und
   const v = Array.isArray(value) ? value[0] : value;
   if (v === undefined || !/^\s*\d+\s*$/.test(v)) return undefined;
   return Math.min(Number(v) * 1000, MAX_RETRY_AFTER_MS);
-}
-
-/**
- * A simulated agent's wait before reconnecting: the backoff's draw (full
- * jitter), or, when the server answered with a Retry-After, that many
- * seconds plus jitter in [0, Retry-After / 2) — whichever is longer, as the
- * SDK does.
- */
-export class RetryWait {
-  readonly #backoff: Backoff;
-
-  constructor(policy: Partial<BackoffPolicy>) {
-    this.#backoff = new Backoff(policy);
-  }
-
-  /** `healthyMs`: how long the connection that just ended had been open (0 if it never opened). */
-  next(healthyMs: number, retryAfter?: number): number {
-    const drawn = this.#backoff.next(healthyMs);
-    if (retryAfter === undefined) return drawn;
-    return Math.max(drawn, retryAfter + Math.random() * (retryAfter / 2));
-  }
-
-  reset(): void {
-    this.#backoff.reset();
-  }
 }

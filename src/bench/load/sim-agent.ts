@@ -4,7 +4,7 @@ import { COUNTER, bump, type AgentCounters } from './agent-counters.js';
 import type { AckMode, AgentIdentity, AgentTarget, ProgressField, WatchDiagnosis } from './agent-messages.js';
 import { AgentTunnel } from './agent-tunnel.js';
 import { AgentWatch, STREAM_SILENCE_MS } from './agent-watch.js';
-import { RetryWait } from './retry-wait.js';
+import { Backoff } from '../../util/backoff.js';
 import type { StatusPutSender } from './status-put.js';
 
 /** The load worker, as its agents see it. */
@@ -54,7 +54,7 @@ export class SimAgent {
   private recordsStatus = false;
   private putBusy = false;
   private putTimer: NodeJS.Timeout | undefined;
-  private readonly putRetry = new RetryWait(PUT_RETRY);
+  private readonly putRetry = new Backoff(PUT_RETRY);
   private pastLines = 0;
   private pastBodyBytes = 0;
   /** Bumped by every start: answers to a PUT of an earlier start are ignored. */

@@ -6,7 +6,7 @@ import { log } from '../log.js';
 import type { BenchPostgres } from '../server/postgres.js';
 import type { RestartableServer } from '../server/restartable-server.js';
 import { maxOf, percentile } from '../stats.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 import type { ConvergenceFollower } from './convergence-follower.js';
 import { describeStatements, totalStatements, writeStatements } from './db-statements.js';
 import { sampleServer, serverDelta } from './fleet-probe.js';
@@ -148,6 +148,7 @@ export async function changeLoop(o: {
       );
     }
     await sleep(GAP_MS, o.signal);
+    o.signal.throwIfAborted();
   }
   const c1 = await o.pool.counters();
   const errors = allErrors(diffCounters(c1.counters, c0.counters));

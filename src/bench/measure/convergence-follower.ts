@@ -3,7 +3,7 @@ import { HEADERS, MEDIA, QUERY, bearerAuthorization, paths, type Convergence, ty
 import { nowMs } from '../clock.js';
 import type { FleetApi } from '../http-api.js';
 import { log } from '../log.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 
 /** One convergence report as the harness received it. */
 export interface ConvergenceReading {

@@ -4,7 +4,7 @@ import { promValue } from '../prom-text.js';
 import type { RawFloorServer } from '../raw-floor/raw-floor-server.js';
 import type { RawWriteMode } from '../raw-floor/messages.js';
 import { maxOf, median, percentile } from '../stats.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 
 /** Figures of K changes fanned out to N watchers (one run). Times in ms from the write's send. */
 export interface FanoutFigures {
@@ -107,6 +107,7 @@ export async function measureFleetFanout(opts: {
     const r = await pool.collectChange(device.revision, opts.timeoutMs);
     const latencies = r.times.filter((t) => !Number.isNaN(t)).map((t) => t - res.sentAt);
     await sleep(GAP_MS, opts.signal);
+    opts.signal.throwIfAborted();
     return { latencies, missing: r.missing, writeMs: res.doneAt - res.sentAt };
   };
   for (let i = 0; i < WARMUP_CHANGES; i++) await change();
@@ -151,6 +152,7 @@ export async function measureRawFanout(opts: {
     const r = await opts.pool.collectChange(rev, opts.timeoutMs);
     const latencies = r.times.filter((t) => !Number.isNaN(t)).map((t) => t - f.sentAt);
     await sleep(GAP_MS, opts.signal);
+    opts.signal.throwIfAborted();
     return { latencies, missing: r.missing, writeMs: f.loopMs, loopMs: f.loopMs, loopCpuUs: f.loopCpuUs };
   };
   for (let i = 0; i < WARMUP_CHANGES; i++) await fire();

@@ -8,7 +8,7 @@ import { BENCH_ADMIN_TOKEN } from '../server/fleet-server.js';
 import type { BenchPostgres } from '../server/postgres.js';
 import { RestartableServer, type StorageName } from '../server/restartable-server.js';
 import { maxOf } from '../stats.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 import { ackTimeoutMs, changeLoop, SILENT_ACK_TIMEOUT_MS, type ChangeLoopResult } from './change-loop.js';
 import { ConvergenceFollower } from './convergence-follower.js';
 import type { RunnablePlan } from './fleet-plan.js';
@@ -132,6 +132,7 @@ export async function fleetRun(o: {
     // the seeding's peak would make the agents look cheaper than they are.
     log.info({ seconds: o.idleSeconds }, 'settling before the memory baseline');
     await sleep(o.idleSeconds * 1000, o.signal);
+    o.signal.throwIfAborted();
     const rssBefore = await serverRss(server, false, o.signal);
 
     const agents = await AgentPool.start(seed.identities, o.socketsPerWorker);
@@ -155,6 +156,7 @@ export async function fleetRun(o: {
       if (mode === 'paced') {
         await agents.stopAll();
         await sleep(1000, o.signal);
+        o.signal.throwIfAborted();
       }
     }
     await raw.stop();

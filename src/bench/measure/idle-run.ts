@@ -4,7 +4,7 @@ import type { AgentPool } from '../load/agent-pool.js';
 import { log } from '../log.js';
 import type { BenchPostgres } from '../server/postgres.js';
 import type { RestartableServer } from '../server/restartable-server.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 import { describeStatements, totalStatements, writeStatements } from './db-statements.js';
 import { sampleServer, serverDelta } from './fleet-probe.js';
 
@@ -30,6 +30,7 @@ export async function measureIdle(o: { server: RestartableServer; api: FleetApi;
   const c0 = await o.pool.counters();
   const s0 = await sampleServer(o.server, o.api, o.pg);
   await sleep(o.seconds * 1000, o.signal);
+  o.signal.throwIfAborted();
   const s1 = await sampleServer(o.server, o.api, o.pg);
   const c1 = await o.pool.counters();
   const d = serverDelta(s1, s0);

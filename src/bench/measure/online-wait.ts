@@ -1,7 +1,7 @@
 import { paths, type Convergence } from '../../protocol/index.js';
 import { nowMs } from '../clock.js';
 import type { FleetApi } from '../http-api.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 
 /** How long it took the convergence's `online` count to reach N. */
 export interface OnlineWait {

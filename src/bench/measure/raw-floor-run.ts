@@ -3,7 +3,7 @@ import { fleetWatchSpec } from './watch-spec.js';
 import { RawFloorServer } from '../raw-floor/raw-floor-server.js';
 import type { RawWriteMode } from '../raw-floor/messages.js';
 import { measureRawFanout, type FanoutFigures } from './fanout.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 
 /** Memory of a server holding N connections, from /proc, as-is and after a full GC. */
 export interface MemoryFigures {
@@ -42,12 +42,14 @@ export async function rawFloorRun(opts: {
     let idle: { rssBytes: number; rssAfterGcBytes: number } | undefined;
     if (opts.memory) {
       await sleep(SETTLE_MS, opts.signal);
+      opts.signal.throwIfAborted();
       idle = await raw.settledRss(true, SETTLE_MS);
     }
     await pool.open(fleetWatchSpec([{ host: '127.0.0.1', port: raw.port }], 'raw', 0), opts.n);
     let memory: MemoryFigures | undefined;
     if (idle) {
       await sleep(SETTLE_MS, opts.signal);
+      opts.signal.throwIfAborted();
       const held = await raw.settledRss(false, SETTLE_MS);
       memory = memoryFigures(opts.n, idle, held);
     }

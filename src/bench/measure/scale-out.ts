@@ -3,7 +3,7 @@ import type { Endpoint } from '../load/messages.js';
 import { log } from '../log.js';
 import { FleetServer, ServerRefusedError } from '../server/fleet-server.js';
 import { hasPostgres, startPostgres, PG_SERVER_SETTINGS } from '../server/postgres.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 import type { ServerProbe } from './fanout.js';
 import { replicasProbe, serverProbe, orgWithDevice } from './fleet-setup.js';
 import { endpointOf, fleetWatchSpec } from './watch-spec.js';
@@ -101,6 +101,7 @@ async function probeRelay(env: ScaleOutEnv, signal: AbortSignal): Promise<void> 
       log.debug({ ms }, 'replica relay probe');
       if (!(ms < PROBE_LIMIT_MS)) slow.push(ms);
       await sleep(100, signal);
+      signal.throwIfAborted();
     }
     if (slow.length > 0) {
       throw new ScaleOutUnavailable(

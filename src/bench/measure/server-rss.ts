@@ -1,5 +1,5 @@
 import type { RestartableServer } from '../server/restartable-server.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 import { SETTLE_MS } from './raw-floor-run.js';
 import { treeMemory } from './tree-memory.js';
 
@@ -22,6 +22,7 @@ export interface RssReading {
 export async function serverRss(server: RestartableServer, gcFirst: boolean, signal: AbortSignal): Promise<RssReading> {
   if (gcFirst) await server.current.collectGarbage();
   await sleep(SETTLE_MS, signal);
+  signal.throwIfAborted();
   const before = treeMemory(server.current.pid);
   await server.current.collectGarbage();
   const after = treeMemory(server.current.pid);

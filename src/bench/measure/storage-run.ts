@@ -1,4 +1,4 @@
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 import { log } from '../log.js';
 import { benchDataDir } from '../server/data-dir.js';
 import type { ProbeJob, StorageEngine } from './storage-probe-messages.js';
@@ -86,6 +86,7 @@ export async function storageRun(engine: StorageEngine, run: number, withStrace:
   try {
     const idleAfter = (into: { mem?: TreeMemory }) => async (ready: { pid: number }) => {
       await sleep(STORAGE_SIZES.settleMs, signal);
+      signal.throwIfAborted();
       into.mem = treeMemory(ready.pid);
     };
     log.info({ scenario: 'storage', engine, run, step: 'first start' }, 'run');

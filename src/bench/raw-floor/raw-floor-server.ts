@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { track } from '../children.js';
 import { nowMs } from '../clock.js';
 import { procTreeStats } from '../proc-stats.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 import type { RawFireResult, RawListening, RawReply, RawStats, RawWriteMode } from './messages.js';
 
 const SERVER = fileURLToPath(new URL('./server.js', import.meta.url));

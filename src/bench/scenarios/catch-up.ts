@@ -7,7 +7,7 @@ import { maxOf, median, percentile, spread, summarize } from '../stats.js';
 import { fmt, fmtBytes, fmtSpread } from '../format.js';
 import { promValue } from '../prom-text.js';
 import { log } from '../log.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 import { paths } from '../../protocol/index.js';
 
 const DEVICES = 1_000;
@@ -92,6 +92,7 @@ export const catchUp: Scenario = {
             await keeper.closeAll();
             // The server drops the org's tail cache once its last watcher is gone.
             await sleep(500, signal);
+            signal.throwIfAborted();
           }
           const { changed, head: target } = await makeChanges(api, org, devices, c.k, offset, `catchup-${run}-${c.path}-${c.k}`);
           offset += c.k;

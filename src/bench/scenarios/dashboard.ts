@@ -10,6 +10,7 @@ import type { Scenario, ScenarioFlag, ScenarioResult } from '../scenario.js';
 import { skipped } from '../scenario.js';
 import { BENCH_ADMIN_TOKEN, FleetServer } from '../server/fleet-server.js';
 import { median } from '../stats.js';
+import { sleep } from '../../util/sleep.js';
 
 const CHROMIUM = process.env['FLEETPLANE_CHROMIUM'] ?? '/usr/bin/chromium';
 const DEFAULT_DEVICES = 10_000;
@@ -73,11 +74,11 @@ async function measure(page: Page, url: string, org: string, client: FleetplaneC
   for (let i = 0; i < CHANGES_PER_SECOND * CHANGE_SECONDS; i++) {
     const due = started + (i * 1000) / CHANGES_PER_SECOND;
     const wait = due - nowMs();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (wait > 0) await sleep(wait);
     const id = ids[i % ids.length] ?? '';
     void client.devices.update(org, id, { hostname: `renamed-${i}` }).then(() => sent++);
   }
-  await new Promise((r) => setTimeout(r, 500));
+  await sleep(500);
   const frames = await page.evaluate((from) => (window as unknown as { __frames: number[] }).__frames.slice(from), frameStart);
   const seconds = (frames.at(-1) ?? 0) / 1000 - (frames[0] ?? 0) / 1000;
   let longestFrameMs = 0;

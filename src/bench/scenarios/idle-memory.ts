@@ -10,7 +10,7 @@ import { ScaleOutUnavailable, startScaleOut } from '../measure/scale-out.js';
 import { spread, summarize } from '../stats.js';
 import { fmt, fmtBytes, fmtSpread } from '../format.js';
 import { log } from '../log.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 
 export const MEMORY_TARGET_RATIO = 1.3;
 
@@ -33,6 +33,7 @@ async function settledRss(servers: readonly FleetServer[], gcFirst: boolean, sig
   if (gcFirst) {
     for (const s of servers) await s.collectGarbage();
     await sleep(SETTLE_MS, signal);
+    signal.throwIfAborted();
   }
   const rssBytes = rss();
   for (const s of servers) await s.collectGarbage();
@@ -45,9 +46,11 @@ async function fleetMemory(o: { servers: FleetServer[]; api: FleetApi; endpoints
   const pool = await LoadPool.start(workersFor(o.n, o.socketsPerWorker));
   try {
     await sleep(SETTLE_MS, o.signal);
+    o.signal.throwIfAborted();
     const idle = await settledRss(o.servers, true, o.signal);
     await pool.open(fleetWatchSpec(o.endpoints, org, head), o.n);
     await sleep(SETTLE_MS, o.signal);
+    o.signal.throwIfAborted();
     const held = await settledRss(o.servers, false, o.signal);
     const c = await pool.counters();
     if (c.open !== o.n) throw new Error(`only ${c.open} of ${o.n} idle watchers stayed open`);

@@ -9,7 +9,7 @@ import { nowMs } from '../clock.js';
 import { spread, summarize, median } from '../stats.js';
 import { fmt, fmtBytes, fmtSpread } from '../format.js';
 import { log } from '../log.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 
 const CLIENTS = 1_000;
 const DEVICES = 1_000;
@@ -52,6 +52,7 @@ async function changeLoop(api: FleetApi, org: string, devices: BenchDevice[], un
     next += CHANGE_INTERVAL_MS;
     const wait = next - nowMs();
     if (wait > 0) await sleep(wait, signal);
+    signal.throwIfAborted();
   }
   return n;
 }
@@ -65,6 +66,7 @@ async function watchWindow(server: FleetServer, api: FleetApi, org: string, devi
   const changes = await changeLoop(api, org, devices, t0 + WINDOW_MS, signal, label);
   // The last change's fan-out, then the same quiet tail a poll window gets.
   await sleep(500, signal);
+  signal.throwIfAborted();
   const cpu1 = await server.cpuSeconds(api);
   const seconds = (nowMs() - t0) / 1000;
   const c1 = await pool.counters();

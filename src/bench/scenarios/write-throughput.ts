@@ -8,7 +8,7 @@ import { nowMs } from '../clock.js';
 import { percentile, spread, summarize } from '../stats.js';
 import { fmt, fmtSpread } from '../format.js';
 import { log } from '../log.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 
 const WRITERS = 16;
 const ORGS = 100;
@@ -64,14 +64,15 @@ async function drive(api: FleetApi, server: FleetServer, pg: BenchPostgres | und
   };
   const writers = Array.from({ length: WRITERS }, (_, j) => writer(j));
   await sleep(WARMUP_MS, signal);
+  signal.throwIfAborted();
   const pgPid = pg?.pid();
   const db0 = pgPid !== undefined ? procTreeStats(pgPid).cpuSeconds : Number.NaN;
   const cpu0 = await server.cpuSeconds(api);
   const t0 = nowMs();
   measuring = true;
-  await sleep(DURATION_MS, signal).finally(() => {
-    measuring = false;
-  });
+  await sleep(DURATION_MS, signal);
+  measuring = false;
+  signal.throwIfAborted();
   const seconds = (nowMs() - t0) / 1000;
   const done = latencies.length;
   const cpu1 = await server.cpuSeconds(api);

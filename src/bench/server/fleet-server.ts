@@ -5,7 +5,7 @@ import { FleetApi } from '../http-api.js';
 import { log } from '../log.js';
 import { procTreeStats, type ProcStats } from '../proc-stats.js';
 import { promValue } from '../prom-text.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 import { waitForLine } from './wait-line.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
@@ -57,7 +57,7 @@ export class FleetServer {
   static async start(opts: FleetServerOptions = {}): Promise<FleetServer> {
     const flags = opts.flags ?? [];
     const storage = opts.databaseUrl ? ['--database-url', opts.databaseUrl] : opts.dataDir ? ['--data-dir', opts.dataDir] : ['--memory'];
-    const serveArgs = ['serve', '--host', '127.0.0.1', '--port', String(opts.port ?? 0), '--admin-token', BENCH_ADMIN_TOKEN, '--log-level', 'warn', ...storage, ...flags];
+    const serveArgs = ['serve', '--host', '127.0.0.1', '--port', String(opts.port ?? 0), '--admin-token', BENCH_ADMIN_TOKEN, '--log-level', 'warn', '--stun-port', '0', '--stun-alt-port', '0', ...storage, ...flags];
     const argv = ['--expose-gc', '--import', GC_HOOK, CLI, ...serveArgs];
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     track(child, { group: true });

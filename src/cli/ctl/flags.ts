@@ -83,10 +83,3 @@ export const CONNECTION_FLAGS: readonly FlagName[] = ['server', 'token', 'contex
 export function isFlagName(name: string): name is FlagName {
   return Object.hasOwn(FLAGS, name);
 }
-
-export function flagByShort(letter: string): FlagName | undefined {
-  return (Object.keys(FLAGS) as FlagName[]).find((n) => {
-    const spec: FlagSpec = FLAGS[n];
-    return spec.short === letter;
-  });
-}

@@ -1,5 +1,6 @@
 import { ApiError, notFound } from '../errors.js';
-import { kindOf, orgOf, type Principal, type PrincipalKind } from './principal.js';
+import { orgOf, type Principal } from '../principal/index.js';
+import { kindOf, type PrincipalKind } from './principal-kind.js';
 import { ACCESS_RULES, REFUSALS, type AccessRule, type Entry } from './rules.js';
 
 /** What a call names, from its path: the organization, the object id, the agent method, the user. */

@@ -3,7 +3,7 @@ import { ROUTES } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import { bearerSecret } from './bearer.js';
 import { decide, requiredRule } from './decide.js';
-import type { ReplicaPrincipal } from './principal.js';
+import type { ReplicaPrincipal } from '../principal/index.js';
 import { PrivateTokenError, verifyPrivateToken } from './private-token.js';
 
 const RULE = requiredRule('private', 'POST', ROUTES.privateAgentRpc);

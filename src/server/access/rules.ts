@@ -1,5 +1,5 @@
 import { READ_ONLY_AGENT_METHODS, ROUTES } from '../../protocol/index.js';
-import type { PrincipalKind } from './principal.js';
+import type { PrincipalKind } from './principal-kind.js';
 
 /**
  * Where a call comes in: a REST route, a watch stream (a REST route whose

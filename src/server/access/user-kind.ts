@@ -1,7 +1,7 @@
 import { FORMATS, USER_SELF, weakerRole, type MemberRole } from '../../protocol/index.js';
 import { notFound } from '../errors.js';
-import type { ApiKeyPrincipal, SessionPrincipal } from '../store/index.js';
-import { kindOf, type Principal, type PrincipalKind } from './principal.js';
+import type { ApiKeyPrincipal, Principal, SessionPrincipal } from '../principal/index.js';
+import { kindOf, type PrincipalKind } from './principal-kind.js';
 import type { AccessRule } from './rules.js';
 import type { Target } from './decide.js';
 

@@ -4,4 +4,3 @@ export { runAudited, currentScope, boundedUserAgent, SYSTEM_SCOPE, type AuditSco
 export { listAudit, type AuditSelection } from './query.js';
 export { pruneAudit, type RetentionRound } from './retention.js';
 export { DeniedLimiter, DEFAULT_DENIED_LIMITS, type DeniedLimits, type DeniedVerdict } from './denied-limiter.js';
-export { auditRoutes, scopeOfRequest, WRITE_METHODS, type AuditRoutesOptions } from './routes-hook.js';

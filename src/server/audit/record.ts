@@ -1,6 +1,6 @@
 import type { AuditAction, AuditKind } from '../../protocol/index.js';
 import type { Queryable } from '../db/index.js';
-import type { Actor } from '../access/actor.js';
+import type { Actor } from '../principal/index.js';
 import { currentScope, type AuditScope } from './scope.js';
 
 /** One change, as its writer describes it; who made it comes from the audit scope. */

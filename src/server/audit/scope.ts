@@ -1,11 +1,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { AUDIT_USER_AGENT_MAX } from '../../protocol/index.js';
-import { SYSTEM_ACTOR, type Actor } from '../access/actor.js';
+import { SYSTEM_ACTOR, type Actor } from '../principal/index.js';
 
 /**
  * Who is making the writes of the running call: its actor, source address
  * and user agent. Every REST route handler runs in the scope of its request
- * (routes-hook.ts), background work in `SYSTEM_SCOPE`; a write recorded
+ * (http/audit-routes.ts), background work in `SYSTEM_SCOPE`; a write recorded
  * outside any scope throws (record.ts), so a lost actor fails the write
  * instead of going unrecorded.
  */

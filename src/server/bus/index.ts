@@ -7,4 +7,3 @@ export { ReliableBus } from './reliable-bus.js';
 export { PostgresBus } from './postgres-bus.js';
 export { RedisBus } from './redis-bus.js';
 export { createBus, type ObservableBus } from './create-bus.js';
-// Re-exported for the gateway and replica registry until they import src/util/backoff.ts directly.

@@ -1,5 +1,7 @@
-import { DEFAULT_POOL_SIZE } from '../db/postgres.js';
-import { EMBEDDED_POOL_SIZE } from '../db/embedded/open-embedded.js';
+import { parseCommandLine, type CommandLineGrammar } from '../../util/command-line.js';
+// Leaf modules only: `serve` reads its settings and binds its port before it loads the rest of the server.
+import { DEFAULT_POOL_SIZE, EMBEDDED_POOL_SIZE } from '../db/pool-sizes.js';
+import { STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../../protocol/stun.js';
 
 /**
  * Every setting of `fleetplane serve`. Each is a flag and (where named) an
@@ -42,6 +44,8 @@ export interface Settings {
   safetyCheckInterval: number;
   /** How often revoked tokens are looked up to end their streams. */
   revocationCheckInterval: number;
+  /** Seconds a stop may take, whatever clients or the database do: past it the server exits anyway. */
+  shutdownGrace: number;
   bodyLimit: number;
   /** A device not seen for longer than this counts as stale in /convergence. */
   staleAfter: number;
@@ -49,8 +53,6 @@ export interface Settings {
   redisUrl: string | undefined;
   busHelloInterval: number;
   busGapDelay: number;
-  /** Testing only: discard every Nth incoming bus signal (0: off), to prove loss is repaired. */
-  busDropEvery: number;
   workers: number;
   privatePort: number | undefined;
   privateHost: string;
@@ -104,6 +106,12 @@ export interface Settings {
   sessionMaxAge: number;
   /** The URL browsers reach this server at (the login callback and the CSRF check); default: from each request. */
   publicUrl: string | undefined;
+  /** Answer STUN Binding requests (docs/protocol.md "STUN") on UDP `stunPort` and `stunAltPort` of `host`. */
+  stun: boolean;
+  /** UDP port of the STUN responder (0: any free port). */
+  stunPort: number;
+  /** The second STUN port: a client asking both learns whether its NAT maps by destination (0: any free port). */
+  stunAltPort: number;
 }
 
 export const DEFAULT_SETTINGS: Settings = {
@@ -128,13 +136,14 @@ export const DEFAULT_SETTINGS: Settings = {
   slowConsumerTimeout: 30,
   safetyCheckInterval: 5,
   revocationCheckInterval: 2,
+  // Well under systemd's TimeoutStopSec (30 s in deploy/), so a stop is never a SIGKILL.
+  shutdownGrace: 20,
   bodyLimit: 1024 * 1024,
   staleAfter: 90,
   bus: 'memory',
   redisUrl: undefined,
   busHelloInterval: 5,
   busGapDelay: 0.2,
-  busDropEvery: 0,
   workers: 1,
   privatePort: undefined,
   privateHost: '127.0.0.1',
@@ -174,6 +183,9 @@ export const DEFAULT_SETTINGS: Settings = {
   sessionTtl: 43_200,
   sessionMaxAge: 604_800,
   publicUrl: undefined,
+  stun: true,
+  stunPort: STUN_DEFAULT_PORT,
+  stunAltPort: STUN_DEFAULT_ALT_PORT,
 };
 
 type Kind = 'string' | 'int' | 'seconds' | 'bool' | 'bytes';
@@ -209,6 +221,7 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'watchBufferLimit', flag: 'watch-buffer-limit', env: 'FLEETPLANE_WATCH_BUFFER_LIMIT', kind: 'bytes', min: 16384, help: 'Bytes queued per watcher before writing to it pauses.' },
   { key: 'slowConsumerTimeout', flag: 'slow-consumer-timeout', env: 'FLEETPLANE_SLOW_CONSUMER_TIMEOUT', kind: 'seconds', min: 0.05, help: 'How long a watcher may stay over its buffer limit before it is closed.' },
   { key: 'safetyCheckInterval', flag: 'safety-check-interval', env: 'FLEETPLANE_SAFETY_CHECK_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often cached head revisions are re-read from the database.' },
+  { key: 'shutdownGrace', flag: 'shutdown-grace', env: 'FLEETPLANE_SHUTDOWN_GRACE', kind: 'seconds', min: 1, help: 'Longest a stop (SIGTERM) takes: streams get their last line, requests in flight finish, statuses are written; past it the server exits anyway.' },
   { key: 'revocationCheckInterval', flag: 'revocation-check-interval', env: 'FLEETPLANE_REVOCATION_CHECK_INTERVAL', kind: 'seconds', min: 0.05, help: 'How often revoked tokens are looked up to end their watch streams and agent tunnels.' },
   { key: 'bodyLimit', flag: 'body-limit', env: 'FLEETPLANE_BODY_LIMIT', kind: 'bytes', min: 1024, help: 'Largest accepted request body.' },
   { key: 'staleAfter', flag: 'stale-after', env: 'FLEETPLANE_STALE_AFTER', kind: 'seconds', min: 1, help: 'Devices not seen for this long count as stale.' },
@@ -216,7 +229,6 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'redisUrl', flag: 'redis-url', env: 'REDIS_URL', kind: 'string', help: 'Redis URL (agent registry; bus with --bus redis).' },
   { key: 'busHelloInterval', flag: 'bus-hello-interval', env: 'FLEETPLANE_BUS_HELLO_INTERVAL', kind: 'seconds', min: 0.05, help: 'Idle time after which a bus publisher sends a hello.' },
   { key: 'busGapDelay', flag: 'bus-gap-delay', env: 'FLEETPLANE_BUS_GAP_DELAY', kind: 'seconds', min: 0, help: 'How long a sequence gap waits for the missing message.' },
-  { key: 'busDropEvery', flag: 'bus-drop-every', env: 'FLEETPLANE_BUS_DROP_EVERY', kind: 'int', min: 0, help: 'Testing only: discard every Nth incoming bus signal (0: off).' },
   { key: 'workers', flag: 'workers', env: 'FLEETPLANE_WORKERS', kind: 'int', min: 1, max: 64, help: 'Server processes sharing the port (PostgreSQL only).' },
   { key: 'privatePort', flag: 'private-port', env: 'FLEETPLANE_PRIVATE_PORT', kind: 'int', min: 0, max: 65535, help: 'Port of the replica-to-replica listener.' },
   { key: 'privateHost', flag: 'private-host', env: 'FLEETPLANE_PRIVATE_HOST', kind: 'string', help: 'Address of the replica-to-replica listener.' },
@@ -249,6 +261,9 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'sessionMaxAge', flag: 'session-max-age', env: 'FLEETPLANE_SESSION_MAX_AGE', kind: 'seconds', min: 1, help: 'Absolute lifetime of a user session: past it, sign in again.' },
   { key: 'publicUrl', flag: 'public-url', env: 'FLEETPLANE_PUBLIC_URL', kind: 'string', help: 'URL browsers reach this server at (login callback, CSRF check); default: from each request. Set it behind a TLS-terminating proxy.' },
   { key: 'maxConnectionsPerSource', flag: 'max-connections-per-source', env: 'FLEETPLANE_MAX_CONNECTIONS_PER_SOURCE', kind: 'int', min: 0, help: 'Open connections one source address may hold (0: no limit; agents behind one NAT share an address); more are answered 503 and closed.' },
+  { key: 'stun', flag: 'stun', env: 'FLEETPLANE_STUN', kind: 'bool', help: 'Answer STUN Binding requests on UDP, so agents learn their public address and NAT type (--stun=false: off).' },
+  { key: 'stunPort', flag: 'stun-port', env: 'FLEETPLANE_STUN_PORT', kind: 'int', min: 0, max: 65535, help: 'UDP port of the STUN responder, on --host (0: any free port).' },
+  { key: 'stunAltPort', flag: 'stun-alt-port', env: 'FLEETPLANE_STUN_ALT_PORT', kind: 'int', min: 0, max: 65535, help: 'Second UDP port of the STUN responder: agents asking both tell a symmetric NAT from another (0: any free port).' },
 ];
 
 /** A setting that can't be used; the message names the setting. */
@@ -286,6 +301,9 @@ function convert(spec: SettingSpec, raw: string, source: string): string | numbe
   return n;
 }
 
+const BY_FLAG = new Map(SETTING_SPECS.map((s) => [s.flag, s]));
+const SETTINGS_GRAMMAR: CommandLineGrammar = { flags: Object.fromEntries(SETTING_SPECS.map((s) => [s.flag, { takesValue: s.kind !== 'bool' }])) };
+
 /**
  * Builds settings from command-line arguments (after the subcommand) and the
  * environment. Throws SettingsError naming the first unknown or malformed one.
@@ -300,23 +318,17 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv = 
       given.add(spec.key);
     }
   }
-  const byFlag = new Map(SETTING_SPECS.map((s) => [s.flag, s]));
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (!arg.startsWith('--')) throw new SettingsError(`unexpected argument "${arg}"`);
-    const eq = arg.indexOf('=');
-    const name = arg.slice(2, eq < 0 ? undefined : eq);
-    const spec = byFlag.get(name);
-    if (!spec) throw new SettingsError(`unknown setting --${name}`);
-    let value: string;
-    if (eq >= 0) value = arg.slice(eq + 1);
-    else if (spec.kind === 'bool') value = 'true';
-    else {
-      const next = argv[i + 1];
-      if (next === undefined) throw new SettingsError(`setting --${name} needs a value`);
-      value = next;
-      i++;
+  for (const word of parseCommandLine(argv, SETTINGS_GRAMMAR)) {
+    if (word.kind === 'positional') throw new SettingsError(`unexpected argument "${word.value}"`);
+    if (word.kind === 'end') throw new SettingsError('unknown setting --');
+    if (word.kind === 'unknown') {
+      throw new SettingsError(word.raw.startsWith('--') ? `unknown setting ${word.raw}` : `unexpected argument "${word.word}"`);
     }
+    const spec = BY_FLAG.get(word.name);
+    if (!spec) throw new SettingsError(`unknown setting ${word.raw}`);
+    let value = word.value;
+    if (value === undefined && spec.kind === 'bool') value = 'true';
+    if (value === undefined) throw new SettingsError(`setting ${word.raw} needs a value`);
     out[spec.key] = convert(spec, value, 'flag');
     given.add(spec.key);
   }
@@ -349,6 +361,7 @@ export function validateSettings(s: Settings): void {
   }
   if (s.workers > 1 && s.bus === 'memory') throw new SettingsError('invalid --workers: more than one worker needs --bus postgres or redis');
   validateOidcSettings(s);
+  if (s.stun && s.stunPort !== 0 && s.stunPort === s.stunAltPort) throw new SettingsError('invalid --stun-alt-port: it must differ from --stun-port');
   if (s.privatePort !== undefined && !s.privateSecret) {
     throw new SettingsError('invalid --private-port: the private listener needs --private-secret (or FLEETPLANE_PRIVATE_SECRET)');
   }
@@ -374,6 +387,11 @@ export function makeSettings(overrides: Partial<Settings> = {}): Settings {
   if (overrides.bus === undefined) s.bus = defaultBus(s);
   // The one setting an embedding program gets from the environment too: a test suite names its template once for every server it starts.
   if (overrides.memoryTemplate === undefined && process.env.FLEETPLANE_MEMORY_TEMPLATE) s.memoryTemplate = process.env.FLEETPLANE_MEMORY_TEMPLATE;
+  // So do the STUN ports: a suite running servers in parallel sets them to 0 once (test/support/global-setup.ts).
+  for (const spec of SETTING_SPECS) {
+    const raw = spec.env && (spec.key === 'stunPort' || spec.key === 'stunAltPort') && overrides[spec.key] === undefined ? process.env[spec.env] : undefined;
+    if (raw) (s as unknown as Record<string, unknown>)[spec.key] = convert(spec, raw, 'environment variable');
+  }
   validateSettings(s);
   return s;
 }

@@ -1,8 +1,8 @@
 import postgres from 'postgres';
 import type { Database, ListenHandlers, Listener, Queryable, Row } from './database.js';
+import { DEFAULT_POOL_SIZE } from './pool-sizes.js';
 
-/** Pool size per server process on a PostgreSQL of its own (postgres.js's default too). */
-export const DEFAULT_POOL_SIZE = 10;
+export { DEFAULT_POOL_SIZE };
 
 export interface PostgresOptions {
   /** Pool size for queries (default DEFAULT_POOL_SIZE); LISTEN uses a connection of its own on top. */

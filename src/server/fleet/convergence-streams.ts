@@ -1,10 +1,15 @@
-import type { Socket } from 'node:net';
+import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { MEDIA, orgSignal, statusSignal, type Convergence } from '../../protocol/index.js';
 import type { SignalBus, Subscription } from '../bus/index.js';
 import { ApiError } from '../errors.js';
-import { encodeConvergence, encodeError, LAST_CHUNK, responseHead } from '../watch/encode.js';
+import { chunk, LineStream, responseHead, type StreamOwner } from '../streams/index.js';
 import type { FleetMetrics } from './fleet-metrics.js';
+
+/** A line of a convergence stream (docs/protocol.md "Fleet convergence"), from its value's JSON text. */
+function encodeConvergence(valueJson: string): Buffer {
+  return chunk(`{"type":"convergence","value":${valueJson}}`);
+}
 
 /**
  * An organization's convergence for as long as it has streams here: each
@@ -18,6 +23,8 @@ export interface ConvergenceSource {
 export interface ConvergenceStreamsOptions {
   source(orgId: string): ConvergenceSource;
   bus: SignalBus;
+  /** Opens, bounds and ends the streams (revocation, shutdown). */
+  owner: StreamOwner;
   /** Least time between two queries (and lines) of one organization. */
   minIntervalMs: number;
   /** An unchanged value is sent again after this long, so a dead stream shows. */
@@ -29,7 +36,7 @@ export interface ConvergenceStreamsOptions {
 }
 
 interface OrgState {
-  readonly streams: Set<Socket>;
+  readonly streams: Set<LineStream>;
   readonly source: ConvergenceSource;
   readonly subscriptions: Subscription[];
   json: string;
@@ -46,25 +53,49 @@ interface OrgState {
  * and by status batches of any replica, it reads its source (one query)
  * at most once per `minIntervalMs` however many streams follow it, and
  * writes a line (one encoding for all streams) only when the value changed.
+ * The stream owner opens and ends the streams.
  */
 export class ConvergenceStreams {
   readonly #orgs = new Map<string, OrgState>();
   readonly #heartbeat: NodeJS.Timeout;
   #count = 0;
-  #closing = false;
 
   constructor(private readonly o: ConvergenceStreamsOptions) {
     this.#heartbeat = setInterval(() => this.#beat(), o.heartbeatMs);
     this.#heartbeat.unref();
   }
 
-  /** Starts a stream whose first value (`current`) the route has just read. */
-  open(orgId: string, socket: Socket, current: Convergence): void {
-    if (this.#closing || socket.destroyed) {
-      socket.destroy();
-      return;
-    }
-    const json = JSON.stringify(current);
+  /**
+   * Turns the reply into a stream whose first value (`current`) the route
+   * has just read; `tokenId` is the credential whose revocation ends it.
+   * Throws 503 when the server is shutting down.
+   */
+  open(reply: FastifyReply, orgId: string, current: Convergence, tokenId: string | undefined): void {
+    this.o.owner.open(reply, (socket) => {
+      if (socket.destroyed || !socket.writable) return undefined;
+      const state = this.#follow(orgId, JSON.stringify(current));
+      const stream = new LineStream(socket, {
+        kind: 'convergence',
+        tokenId,
+        bufferLimit: this.o.bufferLimit,
+        onClose: (s) => {
+          this.o.owner.release(s);
+          if (!state.streams.delete(s)) return;
+          this.o.metrics.convergenceStreams.set(--this.#count);
+          if (state.streams.size === 0) this.#drop(orgId, state);
+        },
+      });
+      socket.write(responseHead(MEDIA.watch));
+      stream.write(state.bytes);
+      state.streams.add(stream);
+      this.o.metrics.convergenceStreams.set(++this.#count);
+      this.o.owner.guard(stream);
+      return stream;
+    });
+  }
+
+  /** The organization's state, followed from now if it wasn't; a stream joining a followed one gets the value its peers have, which its own read may postdate. */
+  #follow(orgId: string, json: string): OrgState {
     let org = this.#orgs.get(orgId);
     if (!org) {
       const wake = (): void => this.#wake(orgId);
@@ -81,33 +112,13 @@ export class ConvergenceStreams {
       };
       this.#orgs.set(orgId, org);
     }
-    const state = org;
-    socket.setNoDelay(true);
-    socket.write(responseHead(MEDIA.watch));
-    // A stream that joins a followed organization gets the value its peers have, which its own read may postdate.
-    socket.write(json === state.json ? state.bytes : encodeConvergence(json));
-    state.streams.add(socket);
-    this.o.metrics.convergenceStreams.set(++this.#count);
-    const done = (): void => {
-      if (!state.streams.delete(socket)) return;
-      this.o.metrics.convergenceStreams.set(--this.#count);
-      if (state.streams.size === 0) this.#drop(orgId, state);
-    };
-    socket.once('close', done);
-    socket.on('error', (err) => {
-      this.o.logger.debug({ err, org: orgId }, 'convergence stream socket error');
-      done();
-    });
+    return org;
   }
 
-  /** Ends every stream with `unavailable` (shutdown). */
+  /** Stops following (shutdown: the owner ended the streams already). */
   close(): void {
-    this.#closing = true;
     clearInterval(this.#heartbeat);
-    for (const [orgId, org] of [...this.#orgs]) {
-      for (const s of org.streams) this.#end(s, new ApiError('unavailable', 'the server is shutting down; reconnect'));
-      this.#drop(orgId, org);
-    }
+    for (const [orgId, org] of [...this.#orgs]) this.#drop(orgId, org);
   }
 
   #wake(orgId: string): void {
@@ -133,11 +144,11 @@ export class ConvergenceStreams {
       if (json !== org.json && this.#orgs.get(orgId) === org) {
         org.json = json;
         org.bytes = encodeConvergence(json);
-        for (const s of org.streams) this.#write(s, org.bytes);
+        for (const s of org.streams) s.write(org.bytes);
       }
     } catch (err) {
       if (err instanceof ApiError && err.code === 'not_found') {
-        for (const s of [...org.streams]) this.#end(s, err);
+        for (const s of [...org.streams]) s.end({ cause: 'gone', code: err.code, message: err.message });
       } else {
         // The next signal or heartbeat reads again; the streams keep their last value meanwhile.
         this.o.logger.warn({ err, org: orgId }, 'convergence query failed');
@@ -150,21 +161,7 @@ export class ConvergenceStreams {
   }
 
   #beat(): void {
-    for (const org of this.#orgs.values()) for (const s of org.streams) this.#write(s, org.bytes);
-  }
-
-  #write(socket: Socket, bytes: Buffer): void {
-    if (socket.writableLength > this.o.bufferLimit) {
-      socket.destroy();
-      return;
-    }
-    socket.write(bytes);
-  }
-
-  #end(socket: Socket, err: ApiError): void {
-    socket.write(encodeError(err.code, err.message));
-    socket.end(LAST_CHUNK);
-    setTimeout(() => socket.destroy(), 5_000).unref();
+    for (const org of this.#orgs.values()) for (const s of org.streams) s.write(org.bytes);
   }
 
   #drop(orgId: string, org: OrgState): void {

@@ -11,6 +11,7 @@ import { CachedRead } from '../../util/cached-read.js';
 import { findIllFormed } from '../http/well-formed.js';
 import { ackLatencyObserver } from './ack-latency.js';
 import { ConvergenceStreams } from './convergence-streams.js';
+import type { StreamOwner } from '../streams/index.js';
 import { FleetMetrics } from './fleet-metrics.js';
 import { Presence } from './presence.js';
 import { StatusBatcher } from './status-batcher.js';
@@ -30,6 +31,8 @@ export interface FleetOptions {
   logger: Logger;
   /** When the watch engine's tail caches reached each recent head: the start of the ACK latency. */
   fanOutTimes: FanOutTimes;
+  /** The owner of the convergence streams' connections. */
+  streams: StreamOwner;
 }
 
 /** Statuses waiting for a batch before new ones are refused: a fleet's worth of simultaneous ACKs. */
@@ -90,6 +93,7 @@ export class Fleet {
     this.convergence = new ConvergenceStreams({
       source: (org) => o.store.convergenceView(org),
       bus: o.bus,
+      owner: o.streams,
       minIntervalMs: CONVERGENCE_MIN_INTERVAL_MS,
       heartbeatMs: o.settings.bookmarkInterval * 1000,
       bufferLimit: 256 * 1024,
@@ -133,7 +137,7 @@ export class Fleet {
     });
   }
 
-  /** Ends convergence streams, writes what is pending (disconnections included: call after connections closed). */
+  /** Stops following convergence (the stream owner ended the streams), writes what is pending (disconnections included: call after connections closed). */
   async close(): Promise<void> {
     this.convergence.close();
     await this.batcher.close();

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { Convergence, ConvergenceEventSchema, DeviceStatus, DeviceStatusInput, MEDIA, OrgIdParams, OrgParams, QUERY, ROUTES } from '../../protocol/index.js';
 import type { RouteModule } from '../http/context.js';
-import { ownConnection } from '../http/own-connection.js';
+import { revocableTokenOf } from '../principal/index.js';
 import { errors, json } from '../http/route-responses.js';
 import type { Fleet } from './fleet.js';
 
@@ -71,9 +71,8 @@ export function fleetRoutes(fleet: Fleet): RouteModule {
         async (req, reply) => {
           const current = await ctx.store.convergence(req.params.org);
           if (req.query[QUERY.watch] !== true) return current;
-          reply.hijack();
-          ownConnection(req.raw, reply.raw, ctx.logger);
-          fleet.convergence.open(req.params.org, req.raw.socket, current);
+          const p = await ctx.access.principalOf(req);
+          fleet.convergence.open(reply, req.params.org, current, revocableTokenOf(p));
           return reply;
         },
       );

@@ -29,6 +29,8 @@ import { rpcRoutes } from './rpc-route.js';
 import { RpcRouter } from './rpc-router.js';
 import { ServerTunnel, type ServerTunnelShared } from './server-tunnel.js';
 import { attachTunnelEndpoint } from './tunnel-endpoint.js';
+import type { StreamOwner } from '../streams/index.js';
+import { sleep } from '../../util/sleep.js';
 import { TunnelTable, type TunnelChange } from './tunnel-table.js';
 
 /** Limits and intervals; the defaults suit production, tests shorten them. */
@@ -60,6 +62,8 @@ export interface AgentGatewayOptions {
   metrics: Metrics;
   /** The server's connection limiter; the private listener's connections count toward its total. */
   connections: ConnectionLimiter;
+  /** Opens the tunnels as streams, and ends them on revocation and shutdown. */
+  streams: StreamOwner;
   logger: Logger;
   /** This replica's id (the replicas table's); default a random UUID. */
   replicaId?: string;
@@ -110,6 +114,7 @@ export class AgentGateway {
   #detach: (() => void) | undefined;
   #closing = false;
   #shutdown: Promise<void> | undefined;
+  #drain: Promise<void> | undefined;
   readonly #registry: AgentRegistry;
   readonly #announcer: AgentAnnouncer;
   readonly #tuning: GatewayTuning;
@@ -221,11 +226,16 @@ export class AgentGateway {
           authorize: (headers) => ctx.access.authorizeTunnel(headers),
           closing,
           maxPayloadBytes: ctx.settings.bodyLimit,
-          accept: (ws, device) => {
-            if (this.#closing) return ws.close(1012, 'server shutting down');
-            const tunnel = new ServerTunnel(ws, { deviceId: device.deviceId, orgId: device.orgId, tokenId: device.tokenId }, this.#tunnelShared);
-            this.tunnels.add(tunnel);
-          },
+          upgrade: (req, socket, head, wss, device) =>
+            this.options.streams.upgrade(wss, req, socket, head, (ws) => {
+              if (this.#closing) {
+                ws.close(1012, 'server shutting down');
+                return undefined;
+              }
+              const tunnel = new ServerTunnel(ws, { deviceId: device.deviceId, orgId: device.orgId, tokenId: device.tokenId }, this.#tunnelShared);
+              this.tunnels.add(tunnel);
+              return tunnel;
+            }),
           logger: this.#logger,
         });
       },
@@ -233,10 +243,29 @@ export class AgentGateway {
   }
 
   /**
-   * Refuses new tunnels and requests, fails parked requests (503), lets
-   * requests in flight finish for up to `shutdownDrainMs`, closes the
-   * tunnels (1012: agents reconnect elsewhere), stops the private listener
-   * and removes this replica's registry entries. Idempotent.
+   * The first step of a shutdown: refuses new tunnels and requests, fails
+   * parked requests (503), and lets requests in flight finish for up to
+   * `shutdownDrainMs`. The stream owner then closes the tunnels (1012:
+   * agents reconnect elsewhere). Idempotent.
+   */
+  drain(): Promise<void> {
+    this.#drain ??= this.drainRequests();
+    return this.#drain;
+  }
+
+  private async drainRequests(): Promise<void> {
+    this.#closing = true;
+    clearInterval(this.#pinger);
+    this.waiters.close(shuttingDown());
+    const until = Date.now() + this.#tuning.shutdownDrainMs;
+    while (this.tunnels.all().some((t) => t.pending > 0) && Date.now() < until) {
+      await sleep(20);
+    }
+  }
+
+  /**
+   * After `drain` and the stream owner's shutdown: stops the private
+   * listener and removes this replica's registry entries. Idempotent.
    */
   shutdown(): Promise<void> {
     this.#shutdown ??= this.stop();
@@ -244,16 +273,7 @@ export class AgentGateway {
   }
 
   private async stop(): Promise<void> {
-    this.#closing = true;
-    clearInterval(this.#pinger);
-    this.waiters.close(shuttingDown());
-    const until = Date.now() + this.#tuning.shutdownDrainMs;
-    while (this.tunnels.all().some((t) => t.pending > 0) && Date.now() < until) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    const open = this.tunnels.all();
-    for (const t of open) t.close(1012, 'server shutting down');
-    await Promise.all(open.map((t) => t.closed));
+    await this.drain();
     this.#detach?.();
     await this.#listener?.close();
     this.#announcer.close();
@@ -286,18 +306,13 @@ export class AgentGateway {
     this.#privateUrl = (!worker && settings.advertisePrivateUrl) || `http://${urlHost(settings.privateHost)}:${this.#listener.port}`;
   }
 
-  /** Closes the tunnels opened with these (revoked) tokens: device deleted, token revoked. */
-  closeRevoked(tokenIds: readonly string[]): void {
-    const revoked = new Set(tokenIds);
-    for (const t of this.tunnels.all()) {
-      if (revoked.has(t.tokenId)) t.close(TUNNEL_CLOSE_CODES.revoked, 'the device token was revoked or expired');
-    }
-  }
-
   private onTunnelChange(change: TunnelChange): void {
     const { tunnel, type } = change;
     if (type === 'opened') this.options.fleet?.presence.add(tunnel.deviceId, tunnel.orgId);
-    else this.options.fleet?.presence.remove(tunnel.deviceId);
+    else {
+      this.options.fleet?.presence.remove(tunnel.deviceId);
+      this.options.streams.release(tunnel);
+    }
     this.metrics.tunnelsOpen.set(this.tunnels.size);
     this.#logger.info({ device: tunnel.deviceId, tunnel: tunnel.id, event: type, tunnels: this.tunnels.size }, `agent tunnel ${type}`);
     // A closed tunnel leaves the registry at once: other replicas stop routing to it.

@@ -11,6 +11,7 @@ import {
   type TunnelStatusFrame,
 } from '../../protocol/index.js';
 import type { Delivery } from './delivery.js';
+import type { OwnedStream, StreamEnd } from '../streams/index.js';
 
 /** What every tunnel of one gateway shares: made once, so a tunnel holds a reference, not a copy. */
 export interface ServerTunnelShared {
@@ -69,7 +70,7 @@ function onSocketError(this: WebSocket, err: Error): void {
  * closed it as drained (TUNNEL_CLOSE_CODES.drained: it never started them),
  * `lost` otherwise; then `onClosed` is called, once.
  */
-export class ServerTunnel {
+export class ServerTunnel implements OwnedStream {
   /**
    * Tells this process's tunnels apart in its log lines. A number: a UUID string is built from 20 pieces,
    * a few hundred bytes for as long as the tunnel lives.
@@ -111,8 +112,34 @@ export class ServerTunnel {
     return this.device.tokenId;
   }
 
+  /** On the prototype: a stream of the stream owner (docs/protocol.md "Long-lived streams"). */
+  get kind(): 'tunnel' {
+    return 'tunnel';
+  }
+
+  /** The tunnel has closed and its requests have ended. */
+  get closed(): boolean {
+    return this.#ended;
+  }
+
+  /** Bytes sent but not yet taken by the kernel. */
+  get held(): number {
+    return this.ws.bufferedAmount;
+  }
+
+  /** The stream owner's end: revocation (the agent reconnects and is refused) or shutdown (it reconnects elsewhere). */
+  end(end: StreamEnd): void {
+    if (end.cause === 'revoked') this.close(TUNNEL_CLOSE_CODES.revoked, 'the device token was revoked or expired');
+    else if (end.cause === 'shutdown') this.close(1012, 'server shutting down');
+    else this.ws.terminate();
+  }
+
+  destroy(): void {
+    this.ws.terminate();
+  }
+
   /** Settles once the tunnel has closed and its requests have ended. */
-  get closed(): Promise<void> {
+  get whenClosed(): Promise<void> {
     if (this.#ended) return Promise.resolve();
     return new Promise((resolve) => (this.#closedWaiters ??= []).push(resolve));
   }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer } from 'ws';
 import { ROUTES } from '../../protocol/index.js';
 import type { TunnelPrincipal } from '../access/index.js';
 import { ApiError, shuttingDown } from '../errors.js';
@@ -13,7 +13,8 @@ export interface TunnelEndpointOptions {
   /** True once the gateway shuts down: upgrades are refused with 503. */
   closing: () => boolean;
   maxPayloadBytes: number;
-  accept: (ws: WebSocket, device: TunnelPrincipal) => void;
+  /** Completes the upgrade of an authorized device (through the stream owner, which then holds the tunnel). */
+  upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer, wss: WebSocketServer, device: TunnelPrincipal) => void;
   logger: Logger;
 }
 
@@ -42,7 +43,7 @@ export function attachTunnelEndpoint(server: Server, options: TunnelEndpointOpti
     void authorize(req)
       .then((device) => {
         if (socket.destroyed) return;
-        wss.handleUpgrade(req, socket, head, (ws) => options.accept(ws, device));
+        options.upgrade(req, socket, head, wss, device);
       })
       .catch((err: unknown) => {
         const api = err instanceof ApiError ? err : new ApiError('internal', undefined, undefined, { cause: err });

@@ -13,7 +13,7 @@ import { registerSecurityGroupRoutes } from './routes/security-groups.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerDeviceTokenRoutes } from './routes/device-tokens.js';
 import { registerAuditRoutes } from './routes/audit.js';
-import { auditRoutes } from '../audit/index.js';
+import { auditRoutes } from './audit-routes.js';
 import { registerMemberRoutes } from './routes/members.js';
 import { registerApiKeyRoutes } from './routes/api-keys.js';
 import type { TlsPair } from './tls-certificate.js';
@@ -88,7 +88,7 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
   // Before any route: each gets its rule's guard, and one without a rule fails the start.
   app.addHook('onRoute', guardRoutes(ctx.access));
   // Every write route's handler runs in its request's audit scope; its 401s and 403s are recorded.
-  app.addHook('onRoute', auditRoutes({ access: ctx.access, db: ctx.store.db, metrics: ctx.metrics, logger: ctx.logger }));
+  app.addHook('onRoute', auditRoutes({ access: ctx.access, store: ctx.store, metrics: ctx.metrics, logger: ctx.logger }));
 
   const components = new SchemaComponents();
   app.addHook('onRoute', (route) => components.collect(route.schema));

@@ -1,5 +1,5 @@
 import { fullJitterDelay } from '../../util/backoff.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 import { stringField } from './http-json.js';
 import { abortedError, IdentityError } from './identity-error.js';
 import { identityFromTokens, type OidcLoginResult } from './login-result.js';
@@ -128,10 +128,8 @@ export async function pollDeviceAuthorization(issuer: OidcIssuer, authorization:
   let failures = 0;
   let waitMs = intervalMs;
   for (;;) {
-    try {
-      await sleep(waitMs, signal);
-    } catch (err) {
-      throw abortedError(signal) ?? new IdentityError('aborted', 'device login polling stopped', { cause: err });
+    if (!(await sleep(waitMs, signal))) {
+      throw abortedError(signal) ?? new IdentityError('aborted', 'device login polling stopped', { cause: signal.reason });
     }
     let step: DevicePollStep;
     try {

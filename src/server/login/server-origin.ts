@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { isLoopbackHost } from '../http/loopback.js';
+import { isLoopbackHost } from '../../util/loopback.js';
 
 /**
  * This server's origin (`scheme://host[:port]`) as browsers reach it:

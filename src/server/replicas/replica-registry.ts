@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/index.js';
 import { fullJitterDelay } from '../../util/backoff.js';
-import { sleep } from '../../util/periodic.js';
+import { sleep } from '../../util/sleep.js';
 
 /** A row of the `replicas` table. */
 export interface ReplicaInfo {
@@ -106,11 +106,7 @@ export class ReplicaRegistry {
     let failures = 0;
     while (!signal.aborted) {
       const delay = failures === 0 ? this.renewIntervalMs : Math.min(this.renewIntervalMs, 20 + fullJitterDelay(failures, 100, this.renewIntervalMs));
-      try {
-        await sleep(delay, signal);
-      } catch {
-        return; // aborted: stopping
-      }
+      if (!(await sleep(delay, signal))) return; // aborted: stopping
       try {
         await this.renew();
         failures = 0;

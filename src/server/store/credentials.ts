@@ -16,39 +16,7 @@ import { requireOrg } from './org-write.js';
 import { recordAudit } from '../audit/record.js';
 import { hashSecret, newSecret, sameHash } from './secrets.js';
 import type { IndexedToken } from './token-index.js';
-
-/** Who a bearer secret belongs to. */
-export type Principal =
-  | { type: 'admin' }
-  | { type: 'org'; tokenId: string; orgId: string; role: TokenRole }
-  | { type: 'device'; tokenId: string; orgId: string; deviceId: string }
-  | { type: 'registration'; keyId: string; orgId: string }
-  | SessionPrincipal
-  | ApiKeyPrincipal;
-
-/** A user's session (a browser's cookie or `ctl login`). */
-export interface SessionPrincipal {
-  type: 'user';
-  credential: 'session';
-  tokenId: string;
-  userId: string;
-  serverAdmin: boolean;
-}
-
-/**
- * A user's personal API key: acts as its user, in `keyOrgIds` only, with at
- * most `keyRole` and at most the user's current role in each (the access
- * module decides per request from `memberships`). Never a server admin.
- */
-export interface ApiKeyPrincipal {
-  type: 'user';
-  credential: 'api_key';
-  tokenId: string;
-  userId: string;
-  serverAdmin: false;
-  keyRole: MemberRole;
-  keyOrgIds: readonly string[];
-}
+import type { TokenPrincipal } from '../principal/index.js';
 
 const iso = (v: unknown): string | null => (v === null || v === undefined ? null : new Date(v as string).toISOString());
 
@@ -82,7 +50,7 @@ function toRegistrationKey(r: Record<string, unknown>): RegistrationKey {
  * longer enroll (401 on every route, as when enrolling). `adminHash` is the
  * bootstrap admin token's hash.
  */
-export async function authenticate(q: Queryable, secret: string, adminHash: string): Promise<Principal | undefined> {
+export async function authenticate(q: Queryable, secret: string, adminHash: string): Promise<TokenPrincipal | undefined> {
   const hash = hashSecret(secret);
   if (sameHash(hash, adminHash)) return { type: 'admin' };
   if (secret.startsWith(SECRET_PREFIX.registrationKey)) {

@@ -1,13 +1,13 @@
 export { Store } from './store.js';
 export type { ChangeRow, StoredValue, ListParams, ListPage } from './objects.js';
 export type { ChangeBatch, LiveObjects } from './changes.js';
-export type { ApiKeyPrincipal, Principal, SessionPrincipal } from './credentials.js';
 export { resolveAdminToken, type AdminToken } from './admin-token.js';
 export { hashSecret } from './secrets.js';
 export { TokenChangeCursor } from './token-change-cursor.js';
 export type { StatusBatchExceptions, StatusBatch, StatusWrite } from './device-status.js';
 export { DEVICE_TOTAL_STATES, type DeviceTotals } from './device-totals.js';
 export { TokenIndex } from './token-index.js';
+export { afterCommit, type TokenIndexChange } from './token-index-change.js';
 export { Logins, type SessionTerms } from './logins.js';
 export { isBootstrapAdmin, type BootstrapAdmins, type LoginIdentity } from './users.js';
 export type { BrowserLoginData, DeviceLoginData } from './pending-logins.js';

@@ -9,7 +9,7 @@ import {
   type InvitationCreate,
   type MemberRole,
 } from '../../protocol/index.js';
-import type { Actor } from '../access/actor.js';
+import type { Actor } from '../principal/index.js';
 import { recordAudit } from '../audit/index.js';
 import { ApiError, notFound, validationFailed } from '../errors.js';
 import { requireOrg } from './org-write.js';

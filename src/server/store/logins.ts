@@ -6,6 +6,7 @@ import * as pending from './pending-logins.js';
 import * as sessions from './sessions.js';
 import { hashSecret } from './secrets.js';
 import type { TokenIndex } from './token-index.js';
+import { afterCommit } from './token-index-change.js';
 import { getUser, upsertUser, type BootstrapAdmins, type LoginIdentity } from './users.js';
 
 /** How a login's session is made. */
@@ -20,7 +21,7 @@ export interface SessionTerms {
 /**
  * Users, their sessions and pending logins (docs/protocol.md "Users and
  * login"). Sessions are `tokens` rows: this keeps the token index in step on
- * this replica; other replicas learn of revocations through the revocation
+ * this replica, after each write committed (afterCommit); other replicas learn of revocations through the revocation
  * follower and of refreshes by looking a session up again once its cached
  * expiry passed (Store.authenticate).
  */
@@ -38,7 +39,7 @@ export class Logins {
    * audit scope (the login route's: its address and user agent).
    */
   async signIn(identity: LoginIdentity, admins: BootstrapAdmins, terms: SessionTerms): Promise<CreatedSession & { invitationsAccepted: number }> {
-    const done = await this.db.transaction(async (tx) => {
+    const signIn = this.db.transaction(async (tx) => {
       const { user, created: isNew } = await upsertUser(tx, identity, admins);
       const created = await sessions.createSession(tx, { userId: user.id, ...terms });
       // The login's credential is the session it creates: the user is the actor of its own sign-in.
@@ -53,11 +54,18 @@ export class Logins {
       for (const id of created.revoked) await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'session', objectId: id, actor, details: { reason: 'session_limit' } });
       return { user, invitationsAccepted, ...created };
     });
-    this.tokens.revoke(done.revoked);
-    this.tokens.add(hashSecret(done.token), {
-      principal: { type: 'user', credential: 'session', tokenId: done.session.id, userId: done.user.id, serverAdmin: done.user.server_admin },
-      expiresAt: Date.parse(done.session.expires_at),
-    });
+    const done = await afterCommit(this.tokens, signIn, (d) => ({
+      revoked: d.revoked,
+      added: [
+        {
+          hash: hashSecret(d.token),
+          token: {
+            principal: { type: 'user', credential: 'session', tokenId: d.session.id, userId: d.user.id, serverAdmin: d.user.server_admin },
+            expiresAt: Date.parse(d.session.expires_at),
+          },
+        },
+      ],
+    }));
     return { token: done.token, session: done.session, user: done.user, invitationsAccepted: done.invitationsAccepted };
   }
 
@@ -66,23 +74,22 @@ export class Logins {
   listSessions = (userId: string): Promise<Session[]> => sessions.listSessions(this.db, userId);
 
   /** See sessions.refreshSession; the index learns the new idle end at once on this replica. */
-  async refreshSession(id: string, ttlSeconds: number): Promise<Session | undefined> {
-    const session = await this.db.transaction(async (tx) => {
+  refreshSession(id: string, ttlSeconds: number): Promise<Session | undefined> {
+    const refresh = this.db.transaction(async (tx) => {
       const refreshed = await sessions.refreshSession(tx, id, ttlSeconds);
       if (refreshed) await recordAudit(tx, { orgId: null, action: 'renew', kind: 'session', objectId: id, details: { expires_at: refreshed.expires_at } });
       return refreshed;
     });
-    if (session) this.tokens.extend(id, Date.parse(session.expires_at));
-    return session;
+    return afterCommit(this.tokens, refresh, (session) => ({ extended: session ? [{ tokenId: id, expiresAt: Date.parse(session.expires_at) }] : [] }));
   }
 
   /** Revokes a session; its streams and tunnels end through the revocation follower. */
-  async revokeSession(userId: string, id: string): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  revokeSession(userId: string, id: string): Promise<void> {
+    const revoke = this.db.transaction(async (tx) => {
       await sessions.revokeSession(tx, userId, id);
       await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'session', objectId: id, details: { user_id: userId } });
     });
-    this.tokens.revoke([id]);
+    return afterCommit(this.tokens, revoke, () => ({ revoked: [id] }));
   }
 
   createPendingLogin = <K extends pending.PendingKind>(kind: K, source: string, data: K extends 'browser' ? pending.BrowserLoginData : pending.DeviceLoginData, ttlSeconds: number) =>

@@ -10,7 +10,7 @@ export interface OrgWrite {
   /**
    * Takes the organization's next revision. The first call locks the
    * organization's counter row until commit, so revisions of one organization
-   * commit in order (DESIGN.md principle 2). Later calls reuse that revision:
+   * commit in order (ARCHITECTURE.md, "What each part keeps"). Later calls reuse that revision:
    * one write, one revision.
    */
   revision(): Promise<number>;

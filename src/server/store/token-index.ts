@@ -1,8 +1,9 @@
-import type { Principal } from './credentials.js';
+import type { TokenPrincipal } from '../principal/index.js';
+import type { TokenIndexChange } from './token-index-change.js';
 
 /** A principal a token hash resolves to, and until when (null: no expiry). */
 export interface IndexedToken {
-  readonly principal: Extract<Principal, { tokenId: string }>;
+  readonly principal: Extract<TokenPrincipal, { tokenId: string }>;
   readonly expiresAt: number | null;
 }
 
@@ -17,6 +18,8 @@ export interface IndexedToken {
  *   (within `--revocation-check-interval`), or after a successful database
  *   lookup (a miss always asks the database, so a token created on another
  *   replica works at once).
+ * - A write on this replica changes it only after its transaction committed,
+ *   through one step (`apply`, by afterCommit in token-index-change.ts).
  * - A revoked token leaves it before its revocation is acted on: at once for
  *   revocations made on this replica, and for others when the revocation
  *   follower sees them (within `--revocation-check-interval`), before it
@@ -64,6 +67,21 @@ export class TokenIndex {
     const hash = this.#hashOf.get(tokenId);
     const entry = hash === undefined ? undefined : this.#byHash.get(hash);
     if (hash !== undefined && entry) this.#byHash.set(hash, { ...entry, expiresAt });
+  }
+
+  /**
+   * Applies what one committed write changed (see afterCommit): revocations
+   * first, then new expiries, then the tokens it created, so a write that
+   * revokes old tokens and creates a new one (a login past its session
+   * limit) leaves only the new one.
+   */
+  apply(change: TokenIndexChange): void {
+    if (change.revoked !== undefined) this.revoke(change.revoked);
+    if (change.deviceDeleted !== undefined) this.revokeDevice(change.deviceDeleted);
+    if (change.orgDeleted !== undefined) this.revokeOrg(change.orgDeleted);
+    for (const s of change.shortened ?? []) this.expireBy(s.tokenId, s.expiresAt);
+    for (const e of change.extended ?? []) this.extend(e.tokenId, e.expiresAt);
+    for (const a of change.added ?? []) this.add(a.hash, a.token);
   }
 
   /** Drops revoked tokens by id. */

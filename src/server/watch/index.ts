@@ -2,5 +2,3 @@ export { WatchEngine } from './engine.js';
 export { WatchMetrics } from './watch-metrics.js';
 export { watchRoutes } from './route.js';
 export type { Watcher } from './watcher.js';
-export type { TcpMemorySource } from './proc-tcp.js';
-export type { TcpConnection } from './tcp-connection.js';

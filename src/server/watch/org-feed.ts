@@ -19,15 +19,21 @@ export const FILL_PAGE = 1000;
 /**
  * One organization's tail cache: the ring of its last events, filled by one
  * query per signal however many watchers it has (single flight), and the
- * watchers it wakes. Lives while the organization has watchers on this replica.
+ * watchers it wakes. Lives while the organization has watchers on this
+ * replica. Its lifecycle is its own:
+ * - `acquire` holds it for a stream being prepared; `release` gives that
+ *   back, and `attach` turns it into a listener (the stream opened);
+ *   `detach` drops a listener;
+ * - `idle` says nothing holds it: its owner may then `close` it, after
+ *   which it is never filled again and takes no stream.
  */
 export class OrgFeed {
   ring: EventRing | undefined;
-  compacted = 0;
   exists = true;
-  readonly listeners = new Set<FeedListener>();
+  #compacted = 0;
+  readonly #listeners = new Set<FeedListener>();
   /** Streams prepared on this feed and not yet opened: the feed is kept for them as for listeners. */
-  reservations = 0;
+  #reservations = 0;
   /** Database reads of the watchers behind the ring, shared between them. */
   readonly catchUp: CatchUpReads;
   /** Dropped (no watchers, or shutdown): it is no longer filled and must not take watchers. */
@@ -70,13 +76,48 @@ export class OrgFeed {
     }
     this.exists = h !== undefined;
     this.ring = new EventRing(this.capacity, h?.head ?? 0);
-    this.compacted = h?.compacted ?? 0;
+    this.#compacted = h?.compacted ?? 0;
     // A signal that came while the head was read had no ring to fill; its change may be past that head.
     if (this.signalledAt !== undefined) void this.fill();
   }
 
   get head(): number {
     return this.ring?.head ?? 0;
+  }
+
+  /** The organization's compacted revision, as far as this feed has seen it. */
+  get compacted(): number {
+    return this.#compacted;
+  }
+
+  /** A compacted revision read elsewhere (the database, when a resume falls outside the ring). */
+  noteCompacted(revision: number): void {
+    this.#compacted = Math.max(this.#compacted, revision);
+  }
+
+  /** Holds the feed for a stream being prepared; undone by `release`, or turned into a listener by `attach`. */
+  acquire(): void {
+    this.#reservations++;
+  }
+
+  /** Gives back what `acquire` took (the request failed or its client left). */
+  release(): void {
+    this.#reservations = Math.max(0, this.#reservations - 1);
+  }
+
+  /** The prepared stream opened: its hold becomes a listener, woken after each fill. */
+  attach(listener: FeedListener): void {
+    this.release();
+    this.#listeners.add(listener);
+  }
+
+  detach(listener: FeedListener): void {
+    this.#listeners.delete(listener);
+  }
+
+  /** Nothing holds the feed: no listener, no stream being prepared. */
+  get idle(): boolean {
+    return this.#listeners.size === 0 && this.#reservations === 0;
   }
 
   /** A signal arrived (or the safety check saw a newer head): fill once, however many signals. */
@@ -114,7 +155,7 @@ export class OrgFeed {
       }
       this.metrics.fillQueries.inc();
       this.exists = batch.exists && !batch.deleted;
-      this.compacted = Math.max(this.compacted, batch.compacted);
+      this.noteCompacted(batch.compacted);
       for (const row of batch.rows) {
         if (row.revision <= ring.head) continue;
         const event = this.encode(row);
@@ -166,7 +207,7 @@ export class OrgFeed {
   }
 
   wake(): void {
-    for (const l of this.listeners) l.onFeed();
+    for (const l of this.#listeners) l.onFeed();
   }
 
   close(): void {
@@ -178,6 +219,6 @@ export class OrgFeed {
     this.snapshot?.release();
     this.snapshot = undefined;
     this.ring = undefined;
-    this.listeners.clear();
+    this.#listeners.clear();
   }
 }

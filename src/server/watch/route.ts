@@ -1,9 +1,8 @@
 import { MEDIA, OrgParams, ROUTES, WatchEventSchema, WatchRequest } from '../../protocol/index.js';
 import type { RouteModule } from '../http/context.js';
 import { errors } from '../http/route-responses.js';
-import { revocableTokenOf } from '../access/index.js';
+import { revocableTokenOf } from '../principal/index.js';
 import { validationFailed } from '../errors.js';
-import { ownConnection } from '../http/own-connection.js';
 import type { WatchEngine } from './engine.js';
 
 /** `POST /api/organizations/{org}/events` (docs/protocol.md "Watch"). */
@@ -40,15 +39,11 @@ export function watchRoutes(engine: WatchEngine): RouteModule {
           });
           const p = await ctx.access.principalOf(req);
           const prepared = await engine.prepare(req.params.org, req.body);
-          reply.hijack();
-          // A stream holds its connection for good: node:http's per-request state would be most of what it costs.
-          ownConnection(req.raw, reply.raw, ctx.logger);
-          engine.open(prepared, {
+          engine.open(reply, prepared, {
             orgId: req.params.org,
             watches: req.body,
             tokenId: revocableTokenOf(p),
             deviceId: p.type === 'device' ? p.deviceId : undefined,
-            socket: req.raw.socket,
           });
         },
       );

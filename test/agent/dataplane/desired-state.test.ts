@@ -117,6 +117,28 @@ describe('computeDesiredState: interface and peers', () => {
     expect(d.skipped).toEqual([{ kind: 'endpoint', subject: `${deviceId(6)} nope`, reason: 'not ip:port' }]);
   });
 
+  it('never chooses the stun endpoint of a symmetric NAT, and prefers local for a peer behind the same public address', () => {
+    const eps = (n: number, pub: string) => [
+      { source: 'local' as const, address: `192.168.1.${n}:51820` },
+      { source: 'stun' as const, address: `${pub}:4000${n}` },
+    ];
+    const d = computeDesiredState(
+      input([
+        device(1, { endpoints: eps(1, '198.51.100.1') }),
+        device(2, { endpoints: eps(2, '198.51.100.1') }),
+        device(3, { endpoints: eps(3, '198.51.100.9') }),
+        device(4, { endpoints: eps(4, '198.51.100.9'), symmetric_nat: true }),
+        device(5, { endpoints: eps(5, '198.51.100.1'), symmetric_nat: true }),
+      ]),
+    );
+    expect(d.peers.map((p) => p.endpoint)).toEqual([
+      '192.168.1.2:51820',
+      '198.51.100.9:40003',
+      '192.168.1.4:51820',
+      '192.168.1.5:51820',
+    ]);
+  });
+
   it('leaves out peers with a bad or duplicate public key', () => {
     const d = computeDesiredState(
       input([device(1), device(2, { public_key: 'bad' }), device(3), device(4, { public_key: keyPair(3).publicKey })]),

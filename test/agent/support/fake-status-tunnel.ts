@@ -1,4 +1,4 @@
-import type { StatusTunnel } from '../../../src/agent/status-delivery.js';
+import type { StatusTunnel } from '../../../src/agent/status/status-delivery.js';
 import type { SendStatusOptions, StatusRejection, StatusSendOutcome } from '../../../src/agent/tunnel/index.js';
 import type { DeviceStatusInput } from '../../../src/protocol/index.js';
 

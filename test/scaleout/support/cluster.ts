@@ -1,5 +1,5 @@
 import { createDatabase } from '../../support/postgres-server.js';
-import { startReplica, type ServerProcess } from './replica-process.js';
+import { startReplica, type ReplicaFaults, type ServerProcess } from './replica-process.js';
 
 /** Settings every replica of these suites gets unless a test overrides them. */
 export const BASE_ARGS: readonly string[] = [
@@ -40,11 +40,11 @@ export class Cluster {
 }
 
 /** Starts `n` replicas (named `<prefix>0`, `<prefix>1`, ...) on a fresh database of the shared cluster. */
-export async function startCluster(adminUrl: string, n: number, args: readonly string[] = [], prefix = 'replica'): Promise<Cluster> {
+export async function startCluster(adminUrl: string, n: number, args: readonly string[] = [], prefix = 'replica', faults?: ReplicaFaults): Promise<Cluster> {
   const databaseUrl = await createDatabase(adminUrl, 'scaleout');
   // Together: migrations take an advisory lock, so concurrent starts are safe.
   const started = await Promise.allSettled(
-    Array.from({ length: n }, (_, i) => startReplica(`${prefix}${i}`, { databaseUrl, args: [...BASE_ARGS, ...args] })),
+    Array.from({ length: n }, (_, i) => startReplica(`${prefix}${i}`, { databaseUrl, args: [...BASE_ARGS, ...args], ...(faults ? { faults } : {}) })),
   );
   const failed = started.find((s) => s.status === 'rejected');
   if (failed) throw failed.reason;

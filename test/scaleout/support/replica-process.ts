@@ -96,8 +96,16 @@ function keepTail(s: string): string {
   return s.length > OUTPUT_LIMIT ? s.slice(-OUTPUT_LIMIT) : s;
 }
 
-/** Spawns `node dist/cli/main.js serve ...args` (tracked: `killAllProcesses` ends it). */
-export function spawnServe(name: string, args: readonly string[]): ServerProcess {
+/** Faults injected into a replica through test/support/serve-with-faults.mjs (the product has no flag for them). */
+export interface ReplicaFaults {
+  /** Discard every Nth incoming bus signal. */
+  busDropEvery?: number;
+}
+
+const FAULTY_MAIN = join(ROOT, 'test', 'support', 'serve-with-faults.mjs');
+
+/** Spawns `node dist/cli/main.js serve ...args` (tracked: `killAllProcesses` ends it); with `faults`, the test-only launcher. */
+export function spawnServe(name: string, args: readonly string[], faults?: ReplicaFaults): ServerProcess {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     // A test process that dies anyway must not leave servers behind.
@@ -105,7 +113,8 @@ export function spawnServe(name: string, args: readonly string[]): ServerProcess
       for (const c of live) c.kill('SIGKILL');
     });
   }
-  const child = spawn(process.execPath, [MAIN, 'serve', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = faults ? { ...process.env, FLEETPLANE_TEST_BUS_DROP_EVERY: String(faults.busDropEvery ?? 0) } : process.env;
+  const child = spawn(process.execPath, [faults ? FAULTY_MAIN : MAIN, 'serve', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const p = new ServerProcess(name, child);
   started.push(p);
   return p;
@@ -115,6 +124,7 @@ export interface ReplicaOptions {
   databaseUrl: string;
   /** Extra settings, e.g. ['--bus', 'redis', '--redis-url', url]. */
   args?: readonly string[];
+  faults?: ReplicaFaults;
 }
 
 /**
@@ -137,7 +147,7 @@ export async function startReplica(name: string, options: ReplicaOptions): Promi
     '--advertise-private-url',
     advertisedUrl(name),
     ...(options.args ?? []),
-  ]);
+  ], options.faults);
   try {
     const [, url] = await p.waitForOutput(/fleetplane is listening on (http:\/\/\S+?)[\s(]/);
     p.url = url ?? '';

@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { bearerAuthorization, HEADERS, MEDIA, paths } from '../../../src/protocol/index.js';
-import { procTcpMemory } from '../../../src/server/watch/proc-tcp.js';
-import { tcpConnection, type TcpConnection } from '../../../src/server/watch/tcp-connection.js';
+import { procTcpMemory } from '../../../src/server/streams/proc-tcp.js';
+import { tcpConnection, type TcpConnection } from '../../../src/server/streams/tcp-connection.js';
 import type { WatchTarget, WatchSpec } from './watch-client.js';
 
 /**

@@ -10,7 +10,7 @@ import { postgresBinaries } from './postgres-binaries.js';
 import { decideRunAs, type RunAs } from './run-as.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { processAlive } from './process-alive.js';
-import { sleep } from '../../../util/periodic.js';
+import { sleep } from '../../../util/sleep.js';
 import { postgresLogSink } from './postgres-log.js';
 
 /** The cluster lives in `<data dir>/postgres`; the server uses its `postgres` database as role `fleetplane`. */

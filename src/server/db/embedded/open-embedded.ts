@@ -1,5 +1,6 @@
 import type { Database } from '../database.js';
 import { openPostgres, type PostgresOptions } from '../postgres.js';
+import { EMBEDDED_POOL_SIZE } from '../pool-sizes.js';
 import { startEmbeddedPostgres, type EmbeddedOptions, type EmbeddedPostgres } from './embedded-postgres.js';
 
 /** The embedded PostgreSQL with a pool on it; closing the database also stops PostgreSQL. */
@@ -8,14 +9,7 @@ export interface EmbeddedDatabase {
   readonly exited: EmbeddedPostgres['exited'];
 }
 
-/**
- * Pool size per server process on the embedded PostgreSQL. It shares the
- * server's cores, so more connections add no throughput (postgres.js
- * pipelines queries on busy ones), while each backend keeps its own caches
- * of every statement it ran: 10 per process left the backends 30 MiB larger
- * after 10,000 agents joined.
- */
-export const EMBEDDED_POOL_SIZE = 4;
+export { EMBEDDED_POOL_SIZE } from '../pool-sizes.js';
 
 /** Starts the data directory's PostgreSQL and opens a pool on it (default EMBEDDED_POOL_SIZE); a pool that can't open stops it again. */
 export async function openEmbedded(o: EmbeddedOptions, pool: PostgresOptions = {}): Promise<EmbeddedDatabase> {

@@ -1,5 +1,4 @@
 import { AuditList, AuditQuery, OrgParams, ROUTES, ServerAuditQuery } from '../../../protocol/index.js';
-import { listAudit } from '../../audit/index.js';
 import { ApiError, notFound } from '../../errors.js';
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
@@ -29,7 +28,7 @@ export function registerAuditRoutes(app: App, ctx: ServerContext): void {
       if (ctx.access.kindOfRequest(req) === 'org-read' && organization.audit_readable_by_read !== true) {
         throw new ApiError('forbidden', 'this organization lets only admins read its audit log (audit_readable_by_read is false)');
       }
-      return listAudit(ctx.store.db, { org }, req.query);
+      return ctx.store.listAudit({ org }, req.query);
     },
   );
   app.get(
@@ -45,7 +44,7 @@ export function registerAuditRoutes(app: App, ctx: ServerContext): void {
     },
     async (req) => {
       const { organization, ...query } = req.query;
-      return listAudit(ctx.store.db, { server: true, organization }, query);
+      return ctx.store.listAudit({ server: true, organization }, query);
     },
   );
 }

@@ -18,7 +18,8 @@ import {
 } from '../../../protocol/index.js';
 import { ApiError } from '../../errors.js';
 import { cookieValue, identityAnswer, secureCookies, serverOrigin, setCookie, type LoginService } from '../../login/index.js';
-import type { SessionPrincipal, SessionTerms } from '../../store/index.js';
+import type { SessionPrincipal } from '../../principal/index.js';
+import type { SessionTerms } from '../../store/index.js';
 import type { App } from '../app.js';
 import type { RouteModule, ServerContext } from '../context.js';
 import { empty, errors, json } from '../route-responses.js';

@@ -1,7 +1,6 @@
 import { ReplicaList, ROUTES } from '../../../protocol/index.js';
 import { errors, json } from '../route-responses.js';
 import type { RouteModule } from '../context.js';
-import { listReplicas } from '../../replicas/index.js';
 
 /** `GET /api/replicas` (admin): the live replicas sharing this database. */
 export function replicaRoutes(): RouteModule {
@@ -18,7 +17,7 @@ export function replicaRoutes(): RouteModule {
           },
         },
         async () => {
-          const rows = await listReplicas(ctx.store.db);
+          const rows = await ctx.store.listReplicas();
           return {
             items: rows.map((r) => ({
               id: r.id,

@@ -1,0 +1,177 @@
+/**
+ * Makes the dataplane reflect snapshots, one at a time, and remembers which
+ * revision it reflects.
+ */
+import type { Logger } from 'pino';
+import { computeDesiredState, type Dataplane, type DesiredDataplane, type SkippedItem } from '../dataplane/index.js';
+import { errorMessage } from '../errors.js';
+import type { Snapshot } from './snapshot.js';
+
+export interface ReconcilerOptions {
+  deviceId: string;
+  interfaceName: string;
+  privateKey: string;
+  listenPort: number;
+  dataplane: Dataplane;
+  logger: Logger;
+  /** Called after every reconcile that changed the applied revision or the apply error. */
+  onState?: (state: ReconcilerState) => void;
+}
+
+/** What the dataplane reflects. `applied_revision` stays at the last success while `apply_error` is set. */
+export interface ReconcilerState {
+  applied_revision: number | null;
+  apply_error: string | null;
+  /** RFC 3339 of the last successful apply (or confirmation that nothing needed applying). */
+  applied_at: string | null;
+  /** Inputs the desired state left out (bad peers, routes, ranges) at the last success. */
+  skipped: SkippedItem[];
+}
+
+/**
+ * - `applied`: the dataplane now reflects the snapshot (changed or not).
+ * - `stale`: the snapshot is older than what is applied; nothing done.
+ * - `failed`: computing or applying failed; the previous state stays, `apply_error` is set.
+ */
+export type ReconcileOutcome =
+  | { type: 'applied'; revision: number; changed: boolean; actions: string[] }
+  | { type: 'stale'; revision: number; applied: number }
+  | { type: 'failed'; revision: number; error: Error };
+
+export interface ReconcileOptions {
+  /** Apply even when the desired state equals the last applied one (repairs drift made by hand). */
+  force?: boolean;
+  signal?: AbortSignal;
+}
+
+interface Waiter {
+  revision: number;
+  resolve: () => void;
+}
+
+/**
+ * Serializes reconciles (its queue is bounded by its callers: the reconcile
+ * loop runs one at a time; force-syncs are limited by the local API and the
+ * tunnel's request limit). Each computes the desired state of `snapshot` and
+ * applies it unless it equals what was last applied (then only the applied
+ * revision moves). A snapshot older than the applied revision is ignored,
+ * so the applied revision never goes back. Failures never throw: they come
+ * back as `failed` outcomes and set `apply_error`.
+ */
+export class Reconciler {
+  readonly #o: ReconcilerOptions;
+  #queue: Promise<unknown> = Promise.resolve();
+  #lastDesired: string | null = null;
+  #state: ReconcilerState = { applied_revision: null, apply_error: null, applied_at: null, skipped: [] };
+  #waiters = new Set<Waiter>();
+
+  constructor(options: ReconcilerOptions) {
+    this.#o = options;
+  }
+
+  get state(): Readonly<ReconcilerState> {
+    return this.#state;
+  }
+
+  /** Applies `snapshot` after every reconcile queued before it. */
+  reconcile(snapshot: Snapshot, options: ReconcileOptions = {}): Promise<ReconcileOutcome> {
+    const run = this.#queue.then(() => this.#reconcile(snapshot, options));
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Resolves once the dataplane reflects `revision` or later; false when `signal` aborts first. */
+  waitForRevision(revision: number, signal: AbortSignal): Promise<boolean> {
+    if ((this.#state.applied_revision ?? -1) >= revision) return Promise.resolve(true);
+    if (signal.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        revision,
+        resolve: () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(true);
+        },
+      };
+      const onAbort = (): void => {
+        this.#waiters.delete(waiter);
+        resolve(false);
+      };
+      this.#waiters.add(waiter);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  async #reconcile(snapshot: Snapshot, options: ReconcileOptions): Promise<ReconcileOutcome> {
+    const applied = this.#state.applied_revision;
+    if (applied !== null && snapshot.revision < applied) {
+      return { type: 'stale', revision: snapshot.revision, applied };
+    }
+    let desired: DesiredDataplane;
+    let text: string;
+    try {
+      desired = computeDesiredState({
+        deviceId: this.#o.deviceId,
+        interfaceName: this.#o.interfaceName,
+        privateKey: this.#o.privateKey,
+        listenPort: this.#o.listenPort,
+        organization: snapshot.organization,
+        devices: snapshot.devices,
+        securityGroups: snapshot.securityGroups,
+      });
+      text = JSON.stringify(desired);
+    } catch (err) {
+      return this.#failed(snapshot, err);
+    }
+    let changed = false;
+    let actions: string[] = [];
+    if (options.force === true || text !== this.#lastDesired || this.#state.apply_error !== null) {
+      try {
+        const result = await this.#o.dataplane.apply(desired, options.signal);
+        changed = result.changed;
+        actions = result.actions;
+      } catch (err) {
+        // An apply cut short by shutdown says nothing about the dataplane: keep the state as it was.
+        if (options.signal?.aborted) return { type: 'failed', revision: snapshot.revision, error: err instanceof Error ? err : new Error(String(err)) };
+        return this.#failed(snapshot, err);
+      }
+    }
+    this.#lastDesired = text;
+    const previous = this.#state;
+    this.#state = { applied_revision: snapshot.revision, apply_error: null, applied_at: new Date().toISOString(), skipped: desired.skipped };
+    if (changed) {
+      this.#o.logger.info({ revision: snapshot.revision, source: snapshot.source, peers: desired.peers.length, actions }, 'dataplane updated');
+    }
+    if (previous.apply_error !== null) this.#o.logger.info({ revision: snapshot.revision }, 'dataplane apply recovered');
+    if (desired.skipped.length > 0 && JSON.stringify(previous.skipped) !== JSON.stringify(desired.skipped)) {
+      this.#o.logger.warn({ skipped: desired.skipped }, 'some inputs were left out of the desired state');
+    }
+    if (previous.applied_revision !== snapshot.revision || previous.apply_error !== null) this.#emit();
+    for (const w of this.#waiters) {
+      if (w.revision <= snapshot.revision) {
+        this.#waiters.delete(w);
+        w.resolve();
+      }
+    }
+    return { type: 'applied', revision: snapshot.revision, changed, actions };
+  }
+
+  #failed(snapshot: Snapshot, err: unknown): ReconcileOutcome {
+    const error = err instanceof Error ? err : new Error(String(err));
+    const message = errorMessage(error);
+    const repeated = this.#state.apply_error === message;
+    this.#state = { ...this.#state, apply_error: message };
+    if (!repeated) {
+      this.#o.logger.error({ err: error, revision: snapshot.revision }, 'dataplane apply failed; the previous state stays');
+      this.#emit();
+    }
+    return { type: 'failed', revision: snapshot.revision, error };
+  }
+
+  #emit(): void {
+    try {
+      this.#o.onState?.(this.#state);
+    } catch (err) {
+      this.#o.logger.error({ err }, 'reconcile state listener failed');
+    }
+  }
+}

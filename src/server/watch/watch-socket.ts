@@ -1,0 +1,103 @@
+import type { Socket } from 'node:net';
+import type { ErrorCode } from '../../protocol/index.js';
+import { encodeError, KEEPALIVE, LAST_CHUNK, resetConnection } from '../streams/index.js';
+import type { WatchMetrics } from './watch-metrics.js';
+
+/** How long a client has to take a closed stream's last line before its connection is reset. */
+const LAST_LINE_GRACE_MS = 5000;
+
+/**
+ * The connection of one watch stream and what was written to it: every
+ * write is counted (the metrics, the kernel guard's view of progress), and
+ * the views of the snapshot's shared lists are told apart from the bytes the
+ * stream holds alone.
+ */
+export class WatchSocket {
+  /** When it was last written to (performance.now()); keepalive lines don't count. */
+  lastWriteAt = performance.now();
+  /** When it was last sent a keepalive line; never: -Infinity. */
+  #keepAliveAt = Number.NEGATIVE_INFINITY;
+  /** Bytes passed to the socket by write(). */
+  #written = 0;
+  /** #written after the last view of the snapshot's shared lists. */
+  #viewsEnd = 0;
+
+  constructor(
+    readonly socket: Socket,
+    private readonly metrics: WatchMetrics,
+  ) {}
+
+  /** Writes `bytes`, counted as an event when `isEvent`. */
+  write(bytes: Buffer, isEvent: boolean): void {
+    this.socket.write(bytes);
+    this.#written += bytes.length;
+    this.lastWriteAt = performance.now();
+    const written = this.metrics.written;
+    written.bytes += bytes.length;
+    if (isEvent) written.events++;
+  }
+
+  /** Writes a view of the snapshot's shared lists: bytes that `held` doesn't count. */
+  writeView(view: Buffer): void {
+    this.write(view, false);
+    this.#viewsEnd = this.#written;
+  }
+
+  /**
+   * An empty line, when nothing is queued and nothing was written nor sent
+   * as keepalive for `idleMs`. Not counted as a write: the kernel guard
+   * judges progress by what the stream is really handed, and with nothing
+   * queued the line adds no memory where the host has none.
+   */
+  keepAlive(now: number, idleMs: number): void {
+    if (this.socket.writableLength > 0 || now - Math.max(this.lastWriteAt, this.#keepAliveAt) < idleMs) return;
+    this.#keepAliveAt = now;
+    this.socket.write(KEEPALIVE);
+  }
+
+  /** Bytes written but not yet taken by the kernel. */
+  get buffered(): number {
+    return this.socket.writableLength;
+  }
+
+  /**
+   * Bytes queued that this stream alone holds: what is queued minus the
+   * views of the snapshot's shared lists still in it (the queue is FIFO, so
+   * those are the oldest bytes). A stalled joiner's views cost no memory of
+   * their own, so they don't count against `--watch-queue-limit`.
+   */
+  get held(): number {
+    const queued = this.socket.writableLength;
+    return queued - Math.min(queued, Math.max(0, this.#viewsEnd - this.handed));
+  }
+
+  /** Bytes handed to the kernel so far. */
+  get handed(): number {
+    return this.#written - this.socket.writableLength;
+  }
+
+  /**
+   * Ends the connection: with an `error` line first when `code` is given and
+   * the last chunk, reset if its client doesn't take them within
+   * LAST_LINE_GRACE_MS; a `slow_consumer` is reset at once, without a line.
+   */
+  end(code: ErrorCode | undefined, message: string): void {
+    const socket = this.socket;
+    if (code === 'slow_consumer') {
+      this.metrics.slowConsumerCloses.inc();
+      // The error line would wait behind what the kernel holds (up to 4 MiB) for a client that doesn't
+      // take it, and so would the kernel's memory, for minutes (see resetConnection).
+      resetConnection(socket);
+      return;
+    }
+    if (code !== undefined) socket.write(encodeError(code, message));
+    socket.end(LAST_CHUNK);
+    // A client that doesn't read would keep the socket (and its buffer) forever.
+    setTimeout(() => resetConnection(socket), LAST_LINE_GRACE_MS).unref();
+  }
+
+  /** Cuts the connection at once. */
+  reset(): void {
+    resetConnection(this.socket);
+  }
+}
