@@ -14,6 +14,9 @@ import { ownConnection } from '../../src/server/streams/own-connection.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
+setFlagsFromString('--allow-natives-syntax');
+/** Whether V8 keeps `o` with fast properties: a socket in dictionary mode misses the inline caches of every write. */
+const hasFastProperties = runInNewContext('(o) => %HasFastProperties(o)') as (o: object) => boolean;
 
 const ALL = WATCH_KINDS.map((kind) => ({ kind }));
 
@@ -79,6 +82,7 @@ describe('a stream owns its connection', () => {
     const c = only(paths.events(org.id));
     expect(c.socket.parser).toBeNull();
     expect(c.socket._httpMessage).toBeNull();
+    expect(hasFastProperties(c.socket)).toBe(true);
     await collected(c);
 
     await patchDevice(ws.h, org.id, d.id, { hostname: 'renamed' });
