@@ -96,7 +96,7 @@ function waitForSignal(server: FleetServer): Promise<number> {
         resolve(code);
         // The stop is bounded by --shutdown-grace; a step it left behind (a database that doesn't answer)
         // must not keep the process: it exits once what it has to say is out.
-        setTimeout(() => process.exit(code), 1_000).unref();
+        setTimeout(() => process.exit(code), 500).unref();
       };
       server.close().then(
         () => done(exitCode),

@@ -258,7 +258,7 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
   streams.start();
   watch.start();
   const tokensAt = performance.now();
-  await store.loadTokens();
+  await store.credentials.loadTokens();
   const tokensMs = Math.round(performance.now() - tokensAt);
   const revocations = access.revocations;
   revocations.subscribe((ids) => streams.endRevoked(ids));
@@ -275,7 +275,7 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
     settings.compactionInterval * 1000,
     stop.signal,
     async () => {
-      const res = await store.compact(settings.tombstoneRetention);
+      const res = await store.changes.compact(settings.tombstoneRetention);
       if (res.tombstones > 0) {
         metrics.compactedTombstones.inc(res.tombstones);
         logger.info(res, 'compacted tombstones');
@@ -308,7 +308,8 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
     const phases: Record<string, number> = {};
     const abandoned: string[] = [];
     const stopStartedAt = performance.now();
-    const deadline = stopStartedAt + graceMs;
+    // The steps end a little before the grace, so that `serve` has time to write the last lines and exit within it.
+    const deadline = stopStartedAt + graceMs - Math.min(1_000, graceMs / 5);
     const left = (): number => Math.max(0, deadline - performance.now());
     let mark = stopStartedAt;
     // Every step is bounded by what is left of the grace, whatever clients or the database do: a step past

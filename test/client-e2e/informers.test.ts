@@ -90,7 +90,7 @@ describe('shared informers through a proxy that cuts connections at random point
         if (r < 0.08) proxy.cutAll();
         else if (r < 0.12) {
           compactions += 1;
-          await rs.server.ctx.store.compact(0);
+          await rs.server.ctx.store.changes.compact(0);
         }
       };
       const phase = () =>
@@ -98,7 +98,7 @@ describe('shared informers through a proxy that cuts connections at random point
       const applied = await phase();
       // At least one compaction and one silent stream per run, whatever the draws.
       compactions += 1;
-      await rs.server.ctx.store.compact(0);
+      await rs.server.ctx.store.changes.compact(0);
       // Chaos pauses for this: a relist past a fresh compaction needs one connection that carries it to the head.
       proxy.chaos(undefined);
       await until(() => inf.shared.status().type === 'synced' && proxy.open > 0, 'a stream to silence');
@@ -191,7 +191,7 @@ describe('an informer that fell behind compaction', () => {
       await rs.admin.organizations.update(org, { description: 'patched' });
       // A PATCH that changes nothing emits nothing, relist or not.
       await rs.admin.securityGroups.update(org, g2, { description: 'G2 renamed' });
-      await rs.server.ctx.store.compact(0);
+      await rs.server.ctx.store.changes.compact(0);
       expect(await compactedRevision(org)).toBeGreaterThan(inf.device.revision());
       expect(calls).toEqual([]);
 

@@ -219,7 +219,7 @@ describe('lists, paging and polling against the real server', () => {
     const changed = await rs.admin.securityGroups.page(org, { gtRevision: after });
     expect(changed.items.map((i) => (isTombstone(i) ? `deleted ${i.id}` : `live ${i.id}`))).toEqual([`live ${c.id}`, `deleted ${a.id}`]);
 
-    await rs.server.ctx.store.compact(0);
+    await rs.server.ctx.store.changes.compact(0);
     const compacted = await failure(rs.admin.securityGroups.page(org, { gtRevision: after }));
     expect([compacted instanceof CompactedError, compacted.status, compacted.code]).toEqual([true, 410, 'revision_compacted']);
   });

@@ -143,7 +143,7 @@ describe('watchEvents against the real server', () => {
     const d = await rs.admin.devices.create(org, { hostname: 'gone', public_key: wgKey() });
     await rs.admin.devices.create(org, { hostname: 'stays', public_key: wgKey() });
     await rs.admin.devices.delete(org, d.id);
-    await rs.server.ctx.store.compact(0);
+    await rs.server.ctx.store.changes.compact(0);
     const compacted = await failure(rs.admin.watchEvents(org, [{ kind: 'device', gt_revision: d.revision }]));
     expect([compacted instanceof CompactedError, compacted.status, compacted.code]).toEqual([true, 410, 'revision_compacted']);
   });

@@ -89,7 +89,7 @@ describe('fleet metrics: devices by state, ACK latency (PGlite)', () => {
     await put(one.id, failing, report(await head(one.id), 'boom'));
     await put(two.id, behind, report(0));
 
-    const reads = vi.spyOn(ws.server.ctx.store, 'deviceTotals');
+    const reads = vi.spyOn(ws.server.ctx.store.convergence, 'deviceTotals');
     try {
       // Concurrent scrapes share one read (and later ones within its lifetime reuse it).
       const [gauge] = await Promise.all([deviceGauge(ws), deviceGauge(ws), deviceGauge(ws)]);

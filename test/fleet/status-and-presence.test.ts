@@ -161,7 +161,7 @@ describe.each(backends())('device statuses, presence and convergence on $name', 
       const lines: Convergence[][] = [[], [], []];
       const aborts = lines.map(() => new AbortController());
       const url = `${ws.url}${paths.convergence(org)}?${QUERY.watch}=true`;
-      const counted = vi.spyOn(ws.server.ctx.store, 'convergence');
+      const counted = vi.spyOn(ws.server.ctx.store.convergence, 'of');
       const follow = lines.map(async (out, i) => {
         const res = await fetch(url, { headers: { [HEADERS.authorization]: bearerAuthorization(ws.h.admin) }, signal: aborts[i]!.signal });
         expect(res.headers.get(HEADERS.contentType)).toBe(MEDIA.watch);

@@ -101,7 +101,7 @@ describe.each(backends())('device and organization tokens from memory on $name',
       expect(await lookupsOf(get)).toBe(0);
       // As after a restart: loaded at start, no lookup.
       store.tokens.revoke(ids);
-      await store.loadTokens();
+      await store.credentials.loadTokens();
       expect(await lookupsOf(get)).toBe(0);
     });
 

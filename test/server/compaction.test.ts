@@ -30,7 +30,7 @@ describe.each(backends())('compaction on $name', ({ name, available }) => {
       const lastDelete = await s.head(org.id);
       // Back-date the first delete: it is past a one-hour retention, the second is not.
       await s.server.db.query(`UPDATE objects SET changed_at = now() - interval '2 hours' WHERE id = $1`, [a!.id]);
-      const first = await s.server.ctx.store.compact(3600);
+      const first = await s.server.ctx.store.changes.compact(3600);
       expect(first.tombstones).toBe(1);
       expect(await tombstones(s, org.id)).toBe(1);
       const aDeletedAt = lastDelete - 1;
@@ -38,7 +38,7 @@ describe.each(backends())('compaction on $name', ({ name, available }) => {
 
       // Live objects are never compacted, however old.
       await s.server.db.query(`UPDATE objects SET changed_at = now() - interval '2 days' WHERE org_id = $1`, [org.id]);
-      await s.server.ctx.store.compact(3600);
+      await s.server.ctx.store.changes.compact(3600);
       expect(await tombstones(s, org.id)).toBe(0);
       expect((await orgRow(s, org.id))?.compacted).toBe(lastDelete);
       const live = await s.ok<{ items: { id: string }[] }>(200, 'GET', paths.devices(org.id));
@@ -48,7 +48,7 @@ describe.each(backends())('compaction on $name', ({ name, available }) => {
       expect(res.statusCode).toBe(410);
       expect(errorCode(res)).toBe('revision_compacted');
       // compacted_revision never moves backwards, and a compaction with nothing to do changes nothing.
-      expect((await s.server.ctx.store.compact(0)).tombstones).toBe(0);
+      expect((await s.server.ctx.store.changes.compact(0)).tombstones).toBe(0);
       expect((await orgRow(s, org.id))?.compacted).toBe(lastDelete);
     });
 
@@ -61,7 +61,7 @@ describe.each(backends())('compaction on $name', ({ name, available }) => {
       await s.ok(204, 'DELETE', paths.device(one.id, d1.id));
       await s.ok(204, 'DELETE', paths.device(two.id, d2.id));
       await s.server.db.query(`UPDATE objects SET changed_at = now() - interval '2 hours' WHERE id = $1`, [d1.id]);
-      await s.server.ctx.store.compact(3600);
+      await s.server.ctx.store.changes.compact(3600);
       expect((await orgRow(s, one.id))?.compacted).toBe(await s.head(one.id));
       expect((await orgRow(s, two.id))?.compacted).toBe(0);
       expect(await tombstones(s, two.id)).toBe(1);
@@ -73,9 +73,9 @@ describe.each(backends())('compaction on $name', ({ name, available }) => {
       await s.createToken(org.id, 'read');
       await s.ok(204, 'DELETE', paths.organization(org.id));
       expect(await orgRow(s, org.id)).toBeDefined();
-      await s.server.ctx.store.compact(3600);
+      await s.server.ctx.store.changes.compact(3600);
       expect(await orgRow(s, org.id)).toBeDefined();
-      await s.server.ctx.store.compact(0);
+      await s.server.ctx.store.changes.compact(0);
       expect(await orgRow(s, org.id)).toBeUndefined();
       const tokens = await s.server.db.query('SELECT 1 FROM tokens WHERE org_id = $1', [org.id]);
       expect(tokens).toHaveLength(0);

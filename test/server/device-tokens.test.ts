@@ -141,7 +141,7 @@ describe.each(backends().filter((b) => b.available))('device tokens without a TT
     const org = (await h().createOrg()).id;
     const device = await h().createDevice(org, {}, (await h().createRegKey(org)).key);
     // Straight through the store, so the test sets the overlap: audited as the server's own write.
-    const renewed = await runAudited(SYSTEM_SCOPE, () => h().server.ctx.store.renewDeviceToken(org, device.id, 0, 0.5));
+    const renewed = await runAudited(SYSTEM_SCOPE, () => h().server.ctx.store.devices.renewToken(org, device.id, 0, 0.5));
     await until('the old token to be refused', async () => (await h().call('GET', paths.device(org, device.id), { token: device.device_token })).statusCode === 401);
     expect((await h().call('GET', paths.device(org, device.id), { token: renewed.device_token })).statusCode).toBe(200);
   });

@@ -169,10 +169,10 @@ describe.each(backends())('lists on $name', ({ name, available }) => {
       await s.ok(204, 'DELETE', paths.device(org.id, ds[1]!.id));
       const deletedAt = await s.head(org.id);
       // A generous retention keeps fresh tombstones.
-      expect((await s.server.ctx.store.compact(3600)).tombstones).toBe(0);
+      expect((await s.server.ctx.store.changes.compact(3600)).tombstones).toBe(0);
       expect((await list(s, paths.devices(org.id), { gt_revision: String(before) })).body.items).toHaveLength(2);
 
-      const result = await s.server.ctx.store.compact(0);
+      const result = await s.server.ctx.store.changes.compact(0);
       expect(result.tombstones).toBeGreaterThanOrEqual(2);
       const rows = await s.server.db.query<{ compacted_revision: number }>('SELECT compacted_revision FROM orgs WHERE id = $1', [org.id]);
       expect(Number(rows[0]?.compacted_revision)).toBe(deletedAt);

@@ -70,7 +70,7 @@ describe.runIf(pgAdminUrl() !== '')('revisions become visible in order (PostgreS
     const server = await startTestServer('postgres');
     try {
       const store = server.ctx.store;
-      const org = await store.createOrganization({ name: 'race' });
+      const org = await store.organizations.create({ name: 'race' });
       const rnd = prng(42);
       const { written, seen } = await race(
         async (w, i) => {
@@ -94,11 +94,11 @@ describe.runIf(pgAdminUrl() !== '')('revisions become visible in order (PostgreS
             });
           }
           // Every write creates an object, so each revision stays visible as itself.
-          if (rnd() < 0.5) return (await store.createSecurityGroup(org.id, { description: `${w}/${i}` })).revision;
-          return (await store.createDevice(org.id, { hostname: `${w}-${i}`, public_key: wgKey() }))
+          if (rnd() < 0.5) return (await store.securityGroups.create(org.id, { description: `${w}/${i}` })).revision;
+          return (await store.devices.create(org.id, { hostname: `${w}-${i}`, public_key: wgKey() }))
             .device.revision;
         },
-        async (after) => (await store.readChanges(org.id, after, 1000)).rows.map((r) => r.revision),
+        async (after) => (await store.changes.read(org.id, after, 1000)).rows.map((r) => r.revision),
       );
       expect(written).toHaveLength(WRITERS * WRITES_EACH);
       expect(new Set(written).size).toBe(written.length);
@@ -147,13 +147,13 @@ describe.runIf(pgAdminUrl() !== '')('revisions become visible in order (PostgreS
     try {
       await migrate(db);
       const store = new Store(db, new MemoryBus());
-      const orgs = await Promise.all([0, 1, 2].map((i) => store.createOrganization({ name: `p${i}` })));
+      const orgs = await Promise.all([0, 1, 2].map((i) => store.organizations.create({ name: `p${i}` })));
       const revs = await Promise.all(
         orgs.map(async (o) => {
           const out: number[] = [];
           await Promise.all(
             [0, 1, 2, 3].map(async () => {
-              for (let i = 0; i < 10; i++) out.push((await store.createSecurityGroup(o.id, {})).revision);
+              for (let i = 0; i < 10; i++) out.push((await store.securityGroups.create(o.id, {})).revision);
             }),
           );
           return out.sort((a, b) => a - b);

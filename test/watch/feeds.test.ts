@@ -19,16 +19,16 @@ function isChangeOf(id: string, revision: number): (e: WatchEvent) => boolean {
 describe('organization feeds (tail caches)', () => {
   let ws: WatchServer;
   let store: Store;
-  let readLive: Store['readLive'];
+  let readLive: Store['changes']['live'];
   beforeAll(async () => {
     ws = await startWatchServer('pglite');
     store = ws.server.ctx.store;
-    readLive = store.readLive;
+    readLive = store.changes.live;
   });
   /** Streams to break after each test, whatever happened in it. */
   const streams: WatchStream[] = [];
   afterEach(() => {
-    store.readLive = readLive;
+    store.changes.live = readLive;
     for (const s of streams.splice(0)) s.destroy();
   });
   afterAll(async () => {
@@ -63,7 +63,7 @@ describe('organization feeds (tail caches)', () => {
     const org = await ws.h.createOrg();
     const d = await ws.h.createDevice(org.id);
     await deleteDevice(ws.h, org.id, d.id);
-    await store.compact(0);
+    await store.changes.compact(0);
     const refused = await watchRequest(ws.target(org.id), [{ kind: 'device', gt_revision: 1 }]);
     expect([refused.status, refused.code]).toEqual([410, 'revision_compacted']);
     const unknown = await watchRequest(ws.target('0d3c0a47-9b8e-4a55-8a0d-1f2e3d4c5b6a'), ALL);
@@ -77,7 +77,7 @@ describe('organization feeds (tail caches)', () => {
     const head = await ws.h.head(org.id);
     let patched: { revision: number } | undefined;
     // The head is read, then a write commits and signals before the cache has its ring.
-    store.readLive = async (id) => {
+    store.changes.live = async (id) => {
       const heads = await readLive(id);
       patched = await patchDevice(ws.h, org.id, d.id, { hostname: 'during-start' });
       await delay(20);
@@ -85,7 +85,7 @@ describe('organization feeds (tail caches)', () => {
     };
     const s = await openWatch(ws.target(org.id), [{ kind: 'device', gt_revision: head, at_tail: true }]);
     streams.push(s);
-    store.readLive = readLive;
+    store.changes.live = readLive;
     expect(patched?.revision).toBe(head + 1);
     // No other write and no safety check (an hour away): only the signal can bring it.
     await s.waitFor(isChangeOf(d.id, head + 1), 5000, 'the change committed during the cache start');
@@ -96,10 +96,10 @@ describe('organization feeds (tail caches)', () => {
     const org = await ws.h.createOrg();
     const d = await ws.h.createDevice(org.id);
     await deleteDevice(ws.h, org.id, (await ws.h.createDevice(org.id)).id);
-    await store.compact(0);
+    await store.changes.compact(0);
     await eventually(async () => (await ws.metric('fleetplane_watch_feeds')) === 0, 'no cache is left');
     // Both requests wait for the same cache to start; the refused one (410) comes first.
-    store.readLive = async (id) => {
+    store.changes.live = async (id) => {
       await delay(300);
       return readLive(id);
     };
@@ -109,7 +109,7 @@ describe('organization feeds (tail caches)', () => {
     expect((await refused).status).toBe(410);
     const s = await opened;
     streams.push(s);
-    store.readLive = readLive;
+    store.changes.live = readLive;
     await tails(s, 1);
     const patched = await patchDevice(ws.h, org.id, d.id, { hostname: 'after-refusal' });
     await s.waitFor(isChangeOf(d.id, patched.revision), 5000, 'a change after the refused request');
@@ -121,7 +121,7 @@ describe('organization feeds (tail caches)', () => {
     const org = await ws.h.createOrg();
     let prepared!: () => void;
     const preparing = new Promise<void>((r) => (prepared = r));
-    store.readLive = async (id) => {
+    store.changes.live = async (id) => {
       await delay(300);
       const heads = await readLive(id);
       prepared();

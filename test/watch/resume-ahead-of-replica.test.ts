@@ -12,8 +12,8 @@ class HeldFills {
 
   constructor(ws: WatchServer) {
     const store = ws.server.ctx.store;
-    const real = store.readChanges;
-    store.readChanges = async (orgId: string, after: number, limit: number, kinds?: readonly WatchKind[]): Promise<ChangeBatch> => {
+    const real = store.changes.read;
+    store.changes.read = async (orgId: string, after: number, limit: number, kinds?: readonly WatchKind[]): Promise<ChangeBatch> => {
       if (!kinds && this.holding) await new Promise<void>((resolve) => this.held.push(resolve));
       return real(orgId, after, limit, kinds);
     };

@@ -36,10 +36,10 @@ describe('shutdown bookmark', () => {
     const other = await ws.h.createOrg();
     await ws.h.createDevice(other.id);
     const store = ws.server.ctx.store;
-    const readChanges = store.readChanges;
+    const readChanges = store.changes.read;
     let release = (): void => undefined;
     const held = new Promise<void>((r) => (release = r));
-    store.readChanges = async (orgId, after, limit, kinds) => {
+    store.changes.read = async (orgId, after, limit, kinds) => {
       if (orgId === other.id && kinds !== undefined) await held;
       return readChanges(orgId, after, limit, kinds);
     };
@@ -51,7 +51,7 @@ describe('shutdown bookmark', () => {
     await eventually(() => ws.server.streams.closing, 'the streams are being ended');
     release();
     await closed;
-    store.readChanges = readChanges;
+    store.changes.read = readChanges;
 
     const rest = await atHead.rest(10_000);
     expect(rest).toEqual([

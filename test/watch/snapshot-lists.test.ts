@@ -125,9 +125,9 @@ describe('admission and the global queue bound', () => {
     const ws = await startWatchServer('pglite', { maxConcurrentLists: 2, listQueueTimeout: 0.3, snapshotBudget: 0 });
     try {
       const org = (await ws.h.createOrg()).id;
-      const readChanges = ws.server.ctx.store.readChanges;
+      const readChanges = ws.server.ctx.store.changes.read;
       // The lists' page reads hold the two turns for a while.
-      ws.server.ctx.store.readChanges = async (...args) => {
+      ws.server.ctx.store.changes.read = async (...args) => {
         await delay(1_000);
         return readChanges(...args);
       };
@@ -139,7 +139,7 @@ describe('admission and the global queue bound', () => {
       expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       // A resume needs no list turn.
       const resumed = await openWatch(ws.target(org), WATCH_KINDS.map((kind) => ({ kind, gt_revision: 1, at_tail: true })));
-      ws.server.ctx.store.readChanges = readChanges;
+      ws.server.ctx.store.changes.read = readChanges;
       for (const s of await Promise.all(holding)) {
         await s.waitFor((e) => e.type === 'tail' && e.kind === 'organization');
         s.destroy();

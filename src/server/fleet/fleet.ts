@@ -59,7 +59,7 @@ export class Fleet {
   constructor(o: FleetOptions) {
     this.metrics = new FleetMetrics(o.registry);
     this.batcher = new StatusBatcher({
-      write: (batch) => o.store.writeStatusBatch(batch),
+      write: (batch) => o.store.devices.writeStatusBatch(batch),
       replicaId: o.replicaId,
       intervalMs: o.settings.statusFlushInterval * 1000,
       maxPending: MAX_PENDING_STATUSES,
@@ -71,7 +71,7 @@ export class Fleet {
       metrics: this.metrics,
       logger: o.logger.child({ component: 'status-batcher' }),
     });
-    const totals = new CachedRead(() => o.store.deviceTotals(), DEVICE_TOTALS_TTL_MS);
+    const totals = new CachedRead(() => o.store.convergence.deviceTotals(), DEVICE_TOTALS_TTL_MS);
     this.metrics.observeDevices(() =>
       totals.get().catch((err: unknown) => {
         o.logger.warn({ err }, 'reading the device totals for /metrics failed');
@@ -91,7 +91,7 @@ export class Fleet {
       },
     });
     this.convergence = new ConvergenceStreams({
-      source: (org) => o.store.convergenceView(org),
+      source: (org) => o.store.convergence.view(org),
       bus: o.bus,
       owner: o.streams,
       minIntervalMs: CONVERGENCE_MIN_INTERVAL_MS,

@@ -69,7 +69,7 @@ export function fleetRoutes(fleet: Fleet): RouteModule {
           },
         },
         async (req, reply) => {
-          const current = await ctx.store.convergence(req.params.org);
+          const current = await ctx.store.convergence.of(req.params.org);
           if (req.query[QUERY.watch] !== true) return current;
           const p = await ctx.access.principalOf(req);
           fleet.convergence.open(reply, req.params.org, current, revocableTokenOf(p));

@@ -49,7 +49,7 @@ export function rpcRoutes(router: RpcRouter, closing: () => boolean): RouteModul
           if (typeof body !== 'object' || body === null || Array.isArray(body)) {
             throw new ApiError('validation_failed', '/: the params must be a JSON object', { path: '/', expected: 'object' });
           }
-          if (!(await ctx.store.getDevice(org, id))) throw notFound('device');
+          if (!(await ctx.store.devices.get(org, id))) throw notFound('device');
           if (closing()) throw shuttingDown();
           const gone = new AbortController();
           reply.raw.once('close', () => {

@@ -20,7 +20,7 @@ const ANONYMOUS: Actor = { type: 'anonymous', id: null, credentialId: null };
 
 export interface AuditRoutesOptions {
   access: Access;
-  store: Pick<Store, 'recordDenied'>;
+  store: Pick<Store, 'audit'>;
   metrics: Metrics;
   logger: Logger;
   limiter?: DeniedLimiter;
@@ -59,7 +59,7 @@ export function auditRoutes(o: AuditRoutesOptions): (route: RouteOptions) => voi
     }
     const actor = await o.access.principalOf(req).then(actorOf, () => ANONYMOUS);
     const org = (req.params as Partial<Record<string, string>> | undefined)?.['org'];
-    await o.store.recordDenied(actor, { source: req.ip, userAgent: boundedUserAgent(req.headers['user-agent']) }, {
+    await o.store.audit.recordDenied(actor, { source: req.ip, userAgent: boundedUserAgent(req.headers['user-agent']) }, {
       orgId: org !== undefined && UUID.test(org) ? org : null,
       action: 'denied',
       kind: 'route',

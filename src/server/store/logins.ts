@@ -23,7 +23,7 @@ export interface SessionTerms {
  * login"). Sessions are `tokens` rows: this keeps the token index in step on
  * this replica, after each write committed (afterCommit); other replicas learn of revocations through the revocation
  * follower and of refreshes by looking a session up again once its cached
- * expiry passed (Store.authenticate).
+ * expiry passed (CredentialRepository.authenticate).
  */
 export class Logins {
   constructor(

@@ -32,3 +32,6 @@ export async function afterCommit<T>(index: TokenIndex, write: Promise<T>, chang
   index.apply(change(result));
   return result;
 }
+
+/** A stored expiry (ISO 8601, null: none) as the token index keeps it (epoch ms, null: none). */
+export const epochMs = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));

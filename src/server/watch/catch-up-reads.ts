@@ -111,7 +111,7 @@ export class CatchUpReads {
   private issue(key: string, position: number, kinds: readonly WatchKind[]): Promise<CatchUpPage> {
     this.metrics.catchUpQueries.inc();
     const issued = ++this.#issued;
-    const page = this.store.readChanges(this.orgId, position, CATCH_UP_PAGE, kinds).then((batch) => new CatchUpPage(batch, issued));
+    const page = this.store.changes.read(this.orgId, position, CATCH_UP_PAGE, kinds).then((batch) => new CatchUpPage(batch, issued));
     const read: Read = { page, issued, expiry: undefined };
     const old = this.#kept.get(key);
     if (old) this.drop(key, old);

@@ -176,7 +176,7 @@ export class WatchEngine {
       // the ring can't serve reads the database, so check it against the database's compacted revision.
       const ring = feed.ring;
       if (watches.some((w) => (w.gt_revision ?? 0) > 0 && !(ring?.covers(w.gt_revision ?? 0) ?? false))) {
-        const h = (await this.store.readHeads([orgId])).get(orgId);
+        const h = (await this.store.changes.heads([orgId])).get(orgId);
         if (h) feed.noteCompacted(h.compacted);
       }
       for (const w of watches) {
@@ -275,7 +275,7 @@ export class WatchEngine {
   async safetyCheck(): Promise<void> {
     const feeds = await Promise.all(this.feeds.values());
     if (feeds.length === 0) return;
-    const heads = await this.store.readHeads(feeds.map((f) => f.orgId));
+    const heads = await this.store.changes.heads(feeds.map((f) => f.orgId));
     for (const feed of feeds) {
       const h = heads.get(feed.orgId);
       if (!h || h.head > feed.head || h.compacted > feed.compacted) feed.signal();

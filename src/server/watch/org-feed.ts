@@ -67,12 +67,12 @@ export class OrgFeed {
     this.subscription = subscribe(() => this.signal());
     let h: { head: number; compacted: number } | undefined;
     if (this.budget && this.budget.used < this.budget.limit) {
-      const live = await this.store.readLive(this.orgId);
+      const live = await this.store.changes.live(this.orgId);
       this.metrics.snapshotQueries.inc();
       if (live.exists) h = live;
       if (live.exists) this.snapshot = this.build(live.rows);
     } else {
-      h = (await this.store.readHeads([this.orgId])).get(this.orgId);
+      h = (await this.store.changes.heads([this.orgId])).get(this.orgId);
     }
     this.exists = h !== undefined;
     this.ring = new EventRing(this.capacity, h?.head ?? 0);
@@ -148,7 +148,7 @@ export class OrgFeed {
       const from = ring.head;
       let batch;
       try {
-        batch = await this.store.readChanges(this.orgId, ring.head, FILL_PAGE);
+        batch = await this.store.changes.read(this.orgId, ring.head, FILL_PAGE);
       } catch (err) {
         this.logger.error({ err, org: this.orgId }, 'tail cache fill failed; the safety check will retry');
         return;

@@ -124,10 +124,10 @@ describe.each(backends())('audit recording on $name', ({ name, available }) => {
       const s = h();
       const org = await s.createOrg();
       const head = await s.head(org.id);
-      await expect(s.server.ctx.store.createSecurityGroup(org.id, {})).rejects.toBeInstanceOf(MissingAuditScopeError);
+      await expect(s.server.ctx.store.securityGroups.create(org.id, {})).rejects.toBeInstanceOf(MissingAuditScopeError);
       expect(await s.head(org.id)).toBe(head);
       // The server's own writes run in the system scope.
-      const group = await runAudited(SYSTEM_SCOPE, () => s.server.ctx.store.createSecurityGroup(org.id, {}));
+      const group = await runAudited(SYSTEM_SCOPE, () => s.server.ctx.store.securityGroups.create(org.id, {}));
       expect((await auditRows(s, org.id)).at(-1)).toMatchObject({ object_id: group.id, actor_type: 'system', actor_id: null, source: null });
     });
 

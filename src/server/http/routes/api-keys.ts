@@ -33,7 +33,7 @@ export function registerApiKeyRoutes(app: App, ctx: ServerContext): void {
         },
       },
     },
-    async (req, reply) => reply.status(201).send(await ctx.store.createApiKey(await userOf(ctx, req, req.params.user), req.body)),
+    async (req, reply) => reply.status(201).send(await ctx.store.credentials.createApiKey(await userOf(ctx, req, req.params.user), req.body)),
   );
 
   app.get(
@@ -47,7 +47,7 @@ export function registerApiKeyRoutes(app: App, ctx: ServerContext): void {
         response: { 200: json('The keys, without secrets.', ApiKeyList), ...errors },
       },
     },
-    async (req) => ({ items: await ctx.store.listApiKeys(await userOf(ctx, req, req.params.user)) }),
+    async (req) => ({ items: await ctx.store.credentials.listApiKeys(await userOf(ctx, req, req.params.user)) }),
   );
 
   app.delete(
@@ -62,7 +62,7 @@ export function registerApiKeyRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      await ctx.store.revokeApiKey(await userOf(ctx, req, req.params.user), req.params.id);
+      await ctx.store.credentials.revokeApiKey(await userOf(ctx, req, req.params.user), req.params.id);
       return reply.status(204).send(null);
     },
   );

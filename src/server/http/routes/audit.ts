@@ -22,13 +22,13 @@ export function registerAuditRoutes(app: App, ctx: ServerContext): void {
     },
     async (req) => {
       const { org } = req.params;
-      const organization = await ctx.store.getOrganization(org);
+      const organization = await ctx.store.organizations.get(org);
       if (organization === undefined) throw notFound('organization');
       // The rule lets read principals in; the organization decides whether they may read its log.
       if (ctx.access.kindOfRequest(req) === 'org-read' && organization.audit_readable_by_read !== true) {
         throw new ApiError('forbidden', 'this organization lets only admins read its audit log (audit_readable_by_read is false)');
       }
-      return ctx.store.listAudit({ org }, req.query);
+      return ctx.store.audit.list({ org }, req.query);
     },
   );
   app.get(
@@ -44,7 +44,7 @@ export function registerAuditRoutes(app: App, ctx: ServerContext): void {
     },
     async (req) => {
       const { organization, ...query } = req.query;
-      return ctx.store.listAudit({ server: true, organization }, query);
+      return ctx.store.audit.list({ server: true, organization }, query);
     },
   );
 }

@@ -34,7 +34,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      return reply.status(201).send(await ctx.store.createOrgToken(req.params.org, req.body));
+      return reply.status(201).send(await ctx.store.credentials.createOrgToken(req.params.org, req.body));
     },
   );
   app.get(
@@ -49,7 +49,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req) => {
-      return { items: await ctx.store.listOrgTokens(req.params.org) };
+      return { items: await ctx.store.credentials.listOrgTokens(req.params.org) };
     },
   );
   app.delete(
@@ -64,7 +64,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      await ctx.store.revokeOrgToken(req.params.org, req.params.id);
+      await ctx.store.credentials.revokeOrgToken(req.params.org, req.params.id);
       return reply.status(204).send(null);
     },
   );
@@ -82,7 +82,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      return reply.status(201).send(await ctx.store.createRegistrationKey(req.params.org, req.body));
+      return reply.status(201).send(await ctx.store.credentials.createRegistrationKey(req.params.org, req.body));
     },
   );
   app.get(
@@ -97,7 +97,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req) => {
-      return { items: await ctx.store.listRegistrationKeys(req.params.org) };
+      return { items: await ctx.store.credentials.listRegistrationKeys(req.params.org) };
     },
   );
   app.get(
@@ -112,7 +112,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req) => {
-      const key = await ctx.store.getRegistrationKey(req.params.org, req.params.id);
+      const key = await ctx.store.credentials.getRegistrationKey(req.params.org, req.params.id);
       if (!key) throw notFound('registration key');
       return key;
     },
@@ -129,7 +129,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      await ctx.store.deleteRegistrationKey(req.params.org, req.params.id);
+      await ctx.store.credentials.deleteRegistrationKey(req.params.org, req.params.id);
       return reply.status(204).send(null);
     },
   );
@@ -146,7 +146,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
     async (req) => {
       const p = await ctx.access.principalOf(req);
       if (p.type !== 'registration') throw new ApiError('forbidden', 'only a registration key may look itself up');
-      const key = await ctx.store.getRegistrationKey(p.orgId, p.keyId);
+      const key = await ctx.store.credentials.getRegistrationKey(p.orgId, p.keyId);
       // The same answer enrollment would give: a key that can't enroll is no credential.
       if (!key || (key.single_use && key.used) || (key.expires_at !== null && Date.parse(key.expires_at) <= Date.now())) {
         throw new ApiError('unauthorized', 'the registration key is used up or expired');

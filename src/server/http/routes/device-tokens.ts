@@ -32,7 +32,7 @@ export function registerDeviceTokenRoutes(app: App, ctx: ServerContext): void {
     },
     async (req, reply) => {
       const { org, id } = req.params;
-      const renewed = await ctx.store.renewDeviceToken(org, id, ctx.settings.deviceTokenTtl, DEVICE_TOKEN_OVERLAP_SECONDS);
+      const renewed = await ctx.store.devices.renewToken(org, id, ctx.settings.deviceTokenTtl, DEVICE_TOKEN_OVERLAP_SECONDS);
       const body: DeviceTokenRenewal = { device_token: renewed.device_token, expires_at: renewed.expires_at, issued_at: renewed.issued_at };
       return reply.status(201).send(body);
     },
@@ -51,7 +51,7 @@ export function registerDeviceTokenRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req) => {
-      const page = await ctx.store.listDeviceTokenExpiries(req.params.org, {
+      const page = await ctx.store.devices.listTokenExpiries(req.params.org, {
         withinSeconds: req.query.expiring_within,
         after: req.query.after,
         limit: req.query.limit ?? DEFAULT_LIMIT,

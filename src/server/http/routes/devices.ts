@@ -82,8 +82,8 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
     },
     async (req, reply) => {
       if (await answeredNotModified(req, reply, ctx, req.params.org, req.query)) return reply;
-      const page = await ctx.store.list(req.params.org, 'device', req.query);
-      const statuses = await ctx.store.statusesOf(page.rows.filter((r) => !r.deleted).map((r) => r.id));
+      const page = await ctx.store.changes.list(req.params.org, 'device', req.query);
+      const statuses = await ctx.store.devices.statusesOf(page.rows.filter((r) => !r.deleted).map((r) => r.id));
       return sendList(reply, page, (row) => ({ ...(row.value as unknown as DeviceObject), status: statuses.get(row.id) ?? EMPTY_STATUS }));
     },
   );
@@ -107,7 +107,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
     async (req, reply) => {
       const p = await ctx.access.principalOf(req);
       const keyId = p.type === 'registration' ? p.keyId : undefined;
-      const { device, deviceToken, tokenExpiresAt } = await ctx.store.createDevice(req.params.org, req.body, keyId, ctx.settings.deviceTokenTtl);
+      const { device, deviceToken, tokenExpiresAt } = await ctx.store.devices.create(req.params.org, req.body, keyId, ctx.settings.deviceTokenTtl);
       return reply.status(201).send({ ...withEtag(reply, device), device_token: deviceToken, device_token_expires_at: tokenExpiresAt });
     },
   );
@@ -124,7 +124,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      const device = await ctx.store.getDevice(req.params.org, req.params.id);
+      const device = await ctx.store.devices.get(req.params.org, req.params.id);
       if (!device) throw notFound('device');
       return withEtag(reply, device);
     },
@@ -147,7 +147,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
         },
       },
     },
-    async (req, reply) => withEtag(reply, await ctx.store.patchDevice(req.params.org, req.params.id, req.body, ifMatchOf(req))),
+    async (req, reply) => withEtag(reply, await ctx.store.devices.patch(req.params.org, req.params.id, req.body, ifMatchOf(req))),
   );
 
   app.delete(
@@ -163,7 +163,7 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      await ctx.store.deleteDevice(req.params.org, req.params.id, ifMatchOf(req));
+      await ctx.store.devices.delete(req.params.org, req.params.id, ifMatchOf(req));
       return reply.status(204).send(null);
     },
   );

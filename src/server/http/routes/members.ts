@@ -46,7 +46,7 @@ export function registerMemberRoutes(app: App, ctx: ServerContext): void {
         response: { 200: json('The members.', MemberList), ...errors },
       },
     },
-    async (req) => ({ items: await ctx.store.listMembers(req.params.org) }),
+    async (req) => ({ items: await ctx.store.members.list(req.params.org) }),
   );
 
   app.patch(
@@ -61,7 +61,7 @@ export function registerMemberRoutes(app: App, ctx: ServerContext): void {
         response: { 200: json('The member as changed.', Member), ...changeErrors },
       },
     },
-    async (req) => ctx.store.setMemberRole(req.params.org, req.params.user, req.body.role, ownersScope(req)),
+    async (req) => ctx.store.members.setRole(req.params.org, req.params.user, req.body.role, ownersScope(req)),
   );
 
   app.delete(
@@ -76,7 +76,7 @@ export function registerMemberRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      await ctx.store.removeMember(req.params.org, req.params.user, ownersScope(req));
+      await ctx.store.members.remove(req.params.org, req.params.user, ownersScope(req));
       return reply.status(204).send(null);
     },
   );
@@ -101,7 +101,7 @@ export function registerMemberRoutes(app: App, ctx: ServerContext): void {
     },
     async (req, reply) => {
       if (req.body.role === 'owner' && !ownersScope(req).owners) throw new ApiError('forbidden', 'only an owner may invite an owner');
-      const created = await ctx.store.createInvitation(req.params.org, req.body, await inviterOf(ctx, req));
+      const created = await ctx.store.members.createInvitation(req.params.org, req.body, await inviterOf(ctx, req));
       return reply.status(201).send(created);
     },
   );
@@ -117,7 +117,7 @@ export function registerMemberRoutes(app: App, ctx: ServerContext): void {
         response: { 200: json('The open invitations.', InvitationList), ...errors },
       },
     },
-    async (req) => ({ items: await ctx.store.listInvitations(req.params.org) }),
+    async (req) => ({ items: await ctx.store.members.listInvitations(req.params.org) }),
   );
 
   app.delete(
@@ -132,7 +132,7 @@ export function registerMemberRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      await ctx.store.revokeInvitation(req.params.org, req.params.id, ownersScope(req));
+      await ctx.store.members.revokeInvitation(req.params.org, req.params.id, ownersScope(req));
       return reply.status(204).send(null);
     },
   );

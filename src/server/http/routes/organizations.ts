@@ -30,10 +30,10 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
     async (req) => {
       const p = await ctx.access.principalOf(req);
       if (p.type === 'user') {
-        if (ctx.access.kindOfRequest(req) === 'admin') return { items: await ctx.store.listOrganizations() };
-        return { items: await ctx.store.listUserOrganizations(p.userId, p.credential === 'api_key' ? p.keyOrgIds : undefined) };
+        if (ctx.access.kindOfRequest(req) === 'admin') return { items: await ctx.store.organizations.list() };
+        return { items: await ctx.store.members.organizationsOf(p.userId, p.credential === 'api_key' ? p.keyOrgIds : undefined) };
       }
-      const items = await ctx.store.listOrganizations(p.type === 'admin' ? undefined : p.orgId);
+      const items = await ctx.store.organizations.list(p.type === 'admin' ? undefined : p.orgId);
       return { items };
     },
   );
@@ -55,7 +55,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
     async (req, reply) => {
       const p = await ctx.access.principalOf(req);
       // A user creating an organization (a server admin's session) becomes its first owner.
-      const org = await ctx.store.createOrganization(req.body, p.type === 'user' ? p.userId : undefined);
+      const org = await ctx.store.organizations.create(req.body, p.type === 'user' ? p.userId : undefined);
       return reply.status(201).send(withEtag(reply, org));
     },
   );
@@ -72,7 +72,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      const org = await ctx.store.getOrganization(req.params.org);
+      const org = await ctx.store.organizations.get(req.params.org);
       if (!org) throw notFound('organization');
       return withEtag(reply, org);
     },
@@ -96,7 +96,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
         },
       },
     },
-    async (req, reply) => withEtag(reply, await ctx.store.patchOrganization(req.params.org, req.body, ifMatchOf(req))),
+    async (req, reply) => withEtag(reply, await ctx.store.organizations.patch(req.params.org, req.body, ifMatchOf(req))),
   );
 
   app.delete(
@@ -115,7 +115,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      await ctx.store.deleteOrganization(req.params.org, ifMatchOf(req));
+      await ctx.store.organizations.delete(req.params.org, ifMatchOf(req));
       return reply.status(204).send(null);
     },
   );

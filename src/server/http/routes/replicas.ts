@@ -17,7 +17,7 @@ export function replicaRoutes(): RouteModule {
           },
         },
         async () => {
-          const rows = await ctx.store.listReplicas();
+          const rows = await ctx.store.replicas.list();
           return {
             items: rows.map((r) => ({
               id: r.id,

@@ -36,7 +36,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
     },
     async (req, reply) => {
       if (await answeredNotModified(req, reply, ctx, req.params.org, req.query)) return reply;
-      const page = await ctx.store.list(req.params.org, 'security-group', req.query);
+      const page = await ctx.store.changes.list(req.params.org, 'security-group', req.query);
       return sendList(reply, page, (row) => row.value);
     },
   );
@@ -54,7 +54,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
       },
     },
     async (req, reply) => {
-      const group = await ctx.store.createSecurityGroup(req.params.org, req.body);
+      const group = await ctx.store.securityGroups.create(req.params.org, req.body);
       return reply.status(201).send(withEtag(reply, group));
     },
   );
@@ -71,7 +71,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
       },
     },
     async (req, reply) => {
-      const group = await ctx.store.getSecurityGroup(req.params.org, req.params.id);
+      const group = await ctx.store.securityGroups.get(req.params.org, req.params.id);
       if (!group) throw notFound('security group');
       return withEtag(reply, group);
     },
@@ -94,7 +94,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
       },
     },
     async (req, reply) => {
-      return withEtag(reply, await ctx.store.patchSecurityGroup(req.params.org, req.params.id, req.body, ifMatchOf(req)));
+      return withEtag(reply, await ctx.store.securityGroups.patch(req.params.org, req.params.id, req.body, ifMatchOf(req)));
     },
   );
 
@@ -111,7 +111,7 @@ export function registerSecurityGroupRoutes(app: App, ctx: ServerContext): void 
       },
     },
     async (req, reply) => {
-      await ctx.store.deleteSecurityGroup(req.params.org, req.params.id, ifMatchOf(req));
+      await ctx.store.securityGroups.delete(req.params.org, req.params.id, ifMatchOf(req));
       return reply.status(204).send(null);
     },
   );

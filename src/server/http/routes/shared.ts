@@ -31,7 +31,7 @@ export async function answeredNotModified(
 ): Promise<boolean> {
   const plain = query.gt_revision === undefined && query.limit === undefined && query.after === undefined;
   if (!plain || typeof req.headers[HEADERS.ifNoneMatch] !== 'string') return false;
-  const head = (await ctx.store.readHeads([orgId])).get(orgId);
+  const head = (await ctx.store.changes.heads([orgId])).get(orgId);
   return head !== undefined && notModified(req, reply, head.head);
 }
 
