@@ -3,7 +3,7 @@
 import { bearerAuthorization } from '../protocol/bearer.js';
 import { paths } from '../protocol/paths.js';
 import { parseSettings, SettingsError, SETTING_SPECS } from '../server/config/settings.js';
-import { probePort, reservePort } from '../server/http/reserved-port.js';
+import { bindAddress, probePort, reservePort } from '../server/http/reserved-port.js';
 import type { FleetServer, ServerTestHooks } from '../server/server.js';
 import { cliLogger } from './cli-logger.js';
 import { EXIT } from './exit-codes.js';
@@ -36,25 +36,13 @@ export async function runServe(argv: readonly string[], hooks: ServerTestHooks =
   }
   const cluster = (await import('node:cluster')).default;
   if (settings.workers > 1 && cluster.isPrimary) {
-    // Before the storage: a port in use fails the start at once (the workers bind it through this process later).
-    try {
-      await probePort(settings.host === 'localhost' ? '127.0.0.1' : settings.host, settings.port, '--port');
-    } catch (err) {
-      process.stderr.write(`fleetplane: ${err instanceof Error ? err.message : String(err)}\n`);
-      return EXIT.failure;
-    }
+    // Before the storage: a port in use fails the start at once (the workers bind it through this process later);
+    // main prints the error's one line and exits 1.
+    await probePort(await bindAddress(settings.host), settings.port, '--port');
     const { runWorkers } = await import('./workers.js');
     return runWorkers(settings, argv);
   }
-  let reservedPort;
-  if (cluster.isPrimary) {
-    try {
-      reservedPort = await reservePort(settings);
-    } catch (err) {
-      process.stderr.write(`fleetplane: ${err instanceof Error ? err.message : String(err)}\n`);
-      return EXIT.failure;
-    }
-  }
+  const reservedPort = cluster.isPrimary ? await reservePort(settings) : undefined;
   const { startServerWithHooks } = await import('../server/server.js');
   const logger = cliLogger({ level: settings.logLevel, base: { service: 'fleetplane' } });
   let server: FleetServer;

@@ -10,7 +10,6 @@ import { Store, resolveAdminToken, type AdminToken } from './store/index.js';
 import { Access, type RevocationFollower } from './access/index.js';
 import { Metrics } from './metrics.js';
 import { clusterMetricsSource } from './cluster-metrics.js';
-import { lookup } from 'node:dns/promises';
 import { buildApp, type App } from './http/app.js';
 import { ConnectionLimiter } from './http/connection-limits.js';
 import { readTlsPair, ReloadableCertificate, type TlsFiles } from './http/tls-certificate.js';
@@ -20,7 +19,7 @@ import { makeSettings, type Settings } from './config/settings.js';
 import { runPeriodically } from '../util/periodic.js';
 import { WatchEngine, WatchMetrics, watchRoutes } from './watch/index.js';
 import { procTcpMemory, StreamMetrics, StreamOwner, type TcpMemorySource } from './streams/index.js';
-import { LISTEN_BACKLOG, probePort, reservePort, ReservedPort } from './http/reserved-port.js';
+import { bindAddress, LISTEN_BACKLOG, probePort, reservePort, ReservedPort } from './http/reserved-port.js';
 import { AgentGateway } from './gateway/index.js';
 import { startStunFromSettings, type StunServer } from './stun/index.js';
 import { EphemeralCollector, Fleet } from './fleet/index.js';
@@ -155,8 +154,7 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
   try {
     if (listening && settings.privatePort !== undefined && !worker) await probePort(settings.privateHost, settings.privatePort, '--private-port');
     if (listening) {
-      const host = settings.host === 'localhost' ? (await lookup('localhost')).address : settings.host;
-      stun = await startStunFromSettings({ ...settings, host }, metrics.registry, logger.child({ component: 'stun' }));
+      stun = await startStunFromSettings(settings, metrics.registry, logger.child({ component: 'stun' }));
     }
     opened = await openDatabase(settings, logger);
   } catch (err) {
@@ -432,7 +430,7 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
 
 /** A cluster worker listens through its primary (which holds the port), at the end of its start. */
 async function listenIn(server: App['server'], settings: Settings): Promise<void> {
-  const host = settings.host === 'localhost' ? (await lookup('localhost')).address : settings.host;
+  const host = await bindAddress(settings.host);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ host, port: settings.port, backlog: LISTEN_BACKLOG }, () => {

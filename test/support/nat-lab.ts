@@ -275,7 +275,11 @@ table inet lab_filter {
 }
 
 async function nsPids(ns: string): Promise<number[]> {
-  const out = await host.run('ip', ['netns', 'pids', ns]).catch(() => ({ stdout: '' }));
+  const out = await host.run('ip', ['netns', 'pids', ns]).catch((err: unknown) => {
+    // The namespace may be gone already; say so rather than hide why its processes were left.
+    process.stderr.write(`NAT lab: could not list the processes of ${ns}: ${String(err)}\n`);
+    return { stdout: '' };
+  });
   return out.stdout.split(/\s+/).filter((p) => p !== '').map(Number);
 }
 

@@ -110,6 +110,8 @@ export class NatDiscovery {
             this.#set({ kind: 'off' });
             await probe?.close().catch((closeErr: unknown) => o.logger.warn({ err: closeErr }, 'closing the STUN probe failed'));
             probe = undefined;
+            // Counted again from the reopen: a server that stays silent is reopened once per keepMs, not at every retry.
+            lastAnswer = now();
           }
         }
         await this.#recheck.wait(signal, wait);

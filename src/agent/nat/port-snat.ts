@@ -62,7 +62,9 @@ export async function forgetProbeFlows(runner: CommandRunner, rule: PortSnatRule
       if (!(err instanceof CommandError)) throw err;
       // Exit 1 with "0 flow entries": nothing to forget.
       if (/0 flow entries/.test(err.message)) continue;
-      if (err.exitCode === null || /ENOENT|not found/i.test(err.message)) return false;
+      // Only a missing binary means "no conntrack here"; a timeout or an abort (also exitCode null) is a failure.
+      const code = err.cause instanceof Error && 'code' in err.cause ? err.cause.code : undefined;
+      if (code === 'ENOENT' || /ENOENT|not found/i.test(err.message)) return false;
       throw err;
     }
   }

@@ -78,6 +78,7 @@ export class ConvergenceStreams {
         kind: 'convergence',
         tokenId,
         bufferLimit: this.o.bufferLimit,
+        logger: this.o.logger,
         onClose: (s) => {
           this.o.owner.release(s);
           if (!state.streams.delete(s)) return;

@@ -49,7 +49,7 @@ export class ReservedPort {
    * EACCES) at once.
    */
   static async bind(host: string, port: number, backlog: number): Promise<ReservedPort> {
-    const address = host === 'localhost' ? (await lookup('localhost')).address : host;
+    const address = await bindAddress(host);
     const server = createServer({ pauseOnConnect: true });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -145,4 +145,14 @@ export async function reservePort(settings: { host: string; port: number }): Pro
   } catch (err) {
     throw bindError(settings.host, settings.port, '--port', err);
   }
+}
+
+/**
+ * The one address a listener binds for `host`: a name such as `localhost` is
+ * looked up, as Node's own listen does, so that connection limits,
+ * certificate reloads and the client-error handler see one server (Fastify
+ * would open a second, internal one for `localhost`).
+ */
+export async function bindAddress(host: string): Promise<string> {
+  return host === 'localhost' ? (await lookup('localhost')).address : host;
 }

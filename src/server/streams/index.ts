@@ -1,5 +1,5 @@
 /** The one owner of every long-lived stream (docs/protocol.md "Long-lived streams"). */
-export { StreamOwner, ENDING_GRACE_MS, type GuardedOwnedStream, type StreamOwnerOptions } from './stream-owner.js';
+export { StreamOwner, type GuardedOwnedStream, type StreamOwnerOptions } from './stream-owner.js';
 export { STREAM_KINDS, ENDS, type OwnedStream, type StreamEnd, type StreamKind, type EndCause } from './owned-stream.js';
 export { StreamMetrics } from './stream-metrics.js';
 export { LineStream, type LineStreamOptions } from './line-stream.js';
@@ -7,4 +7,4 @@ export { chunk, encodeError, responseHead, KEEPALIVE, CHUNK_END, LAST_CHUNK } fr
 export { KernelMemoryGuard, type GuardedStream } from './kernel-memory-guard.js';
 export { procTcpMemory, type TcpMemorySource } from './proc-tcp.js';
 export { tcpConnection, type TcpConnection } from './tcp-connection.js';
-export { resetConnection } from './socket-reset.js';
+export { endConnection, resetConnection, LAST_LINE_GRACE_MS } from './socket-reset.js';

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
-import { encodeError, LAST_CHUNK } from './chunks.js';
-import { resetConnection } from './socket-reset.js';
+import type { Logger } from 'pino';
+import { endConnection, resetConnection } from './socket-reset.js';
 import { tcpConnection, type TcpConnection } from './tcp-connection.js';
 import type { GuardedOwnedStream } from './stream-owner.js';
 import type { StreamEnd, StreamKind } from './owned-stream.js';
@@ -11,8 +11,9 @@ export interface LineStreamOptions {
   tokenId: string | undefined;
   /** Bytes it may have unsent; past it the stream is cut (its client reconnects and gets the current value). */
   bufferLimit: number;
-  /** Called once, when the connection closed for whatever reason (the kind forgets it; the owner is told too). */
+  /** Called once, when the connection closed for whatever reason (the kind forgets it and tells the owner). */
   onClose(s: LineStream): void;
+  logger: Logger;
 }
 
 /**
@@ -44,8 +45,8 @@ export class LineStream implements GuardedOwnedStream {
     this.connection = tcpConnection(socket);
     socket.setNoDelay(true);
     socket.once('close', () => this.#finish());
-    // 'close' follows an error: the error itself is the client's business (a reset, a timeout).
-    socket.on('error', () => undefined);
+    // 'close' follows: the error itself is the client's business (a reset, a timeout).
+    socket.on('error', (err) => o.logger.debug({ err, kind: o.kind }, 'stream socket error'));
   }
 
   get held(): number {
@@ -69,11 +70,7 @@ export class LineStream implements GuardedOwnedStream {
   }
 
   end(end: StreamEnd): void {
-    if (this.closed) return;
-    // Its last line would wait behind what the client doesn't take: free the kernel's buffers now.
-    if (end.cause === 'slow') return this.destroy();
-    this.#socket.write(encodeError(end.code, end.message));
-    this.#socket.end(LAST_CHUNK);
+    if (!this.closed) endConnection(this.#socket, end.code, end.message);
   }
 
   destroy(): void {

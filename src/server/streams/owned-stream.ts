@@ -25,10 +25,9 @@ export interface StreamEnd {
  * The owner decides when a stream ends; the kind decides how it ends
  * (which last line, which close frame). The contract:
  * - `end` writes the last line for `end` and starts closing; it is called at
- *   most once by the owner, and does nothing on a closed stream. A stream
- *   not yet `closed` when `end` returns is cut with `destroy`
- *   `ENDING_GRACE_MS` later; one that is must itself cut its connection by
- *   then if its client doesn't take the last line;
+ *   most once by the owner, and does nothing on a closed stream. The kind
+ *   cuts the connection if its client doesn't take the last line within
+ *   LAST_LINE_GRACE_MS (`endConnection` does, for line streams);
  * - `destroy` cuts the connection at once, without a last line;
  * - the kind tells the owner when the stream closed, for whatever reason,
  *   with `StreamOwner.release`, once.

@@ -1,4 +1,9 @@
 import type { Socket } from 'node:net';
+import type { ErrorCode } from '../../protocol/index.js';
+import { encodeError, LAST_CHUNK } from './chunks.js';
+
+/** How long a client has to take a stream's last line before its connection is reset. */
+export const LAST_LINE_GRACE_MS = 5_000;
 
 /**
  * Closes a connection with a TCP reset, which frees at once what the kernel
@@ -24,4 +29,22 @@ export function resetConnection(socket: Socket): void {
     if (!(err instanceof Error)) throw err;
     socket.destroy();
   }
+}
+
+/**
+ * Ends a stream's connection: its `error` line (when `code` is given) and
+ * the last chunk, then a reset if the client hasn't taken them within
+ * LAST_LINE_GRACE_MS (a client that doesn't read would keep the socket and
+ * its buffers forever). A `slow_consumer` is reset at once, without a line:
+ * the line would wait behind what the kernel holds (up to 4 MiB) for a
+ * client that doesn't take it, and so would the kernel's memory.
+ */
+export function endConnection(socket: Socket, code: ErrorCode | undefined, message: string): void {
+  if (code === 'slow_consumer') {
+    resetConnection(socket);
+    return;
+  }
+  if (code !== undefined) socket.write(encodeError(code, message));
+  socket.end(LAST_CHUNK);
+  setTimeout(() => resetConnection(socket), LAST_LINE_GRACE_MS).unref();
 }

@@ -5,7 +5,6 @@ import { STREAM_KINDS, type EndCause, type StreamKind } from './owned-stream.js'
 export class StreamMetrics {
   readonly #ended: Counter<'kind' | 'cause'>;
   #countOpen: (kind: StreamKind) => number = () => 0;
-  #opened = 0;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -30,15 +29,6 @@ export class StreamMetrics {
   /** Where the open-stream gauge reads its figures at scrape time. */
   observeOpen(count: (kind: StreamKind) => number): void {
     this.#countOpen = count;
-  }
-
-  /** Streams opened since the start (diagnostics and tests). */
-  get opened(): number {
-    return this.#opened;
-  }
-
-  open(): void {
-    this.#opened++;
   }
 
   ended(kind: StreamKind, cause: EndCause): void {

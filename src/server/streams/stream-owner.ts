@@ -10,11 +10,9 @@ import { runPeriodically } from '../../util/periodic.js';
 import { ownConnection } from './own-connection.js';
 import { KernelMemoryGuard, type GuardedStream } from './kernel-memory-guard.js';
 import type { TcpMemorySource } from './proc-tcp.js';
-import { ENDS, type OwnedStream, type StreamEnd } from './owned-stream.js';
+import { ENDS, type OwnedStream, type StreamEnd, type StreamKind } from './owned-stream.js';
 import type { StreamMetrics } from './stream-metrics.js';
 
-/** A stream still open this long after its `end` is cut: a client that doesn't read would keep it (and its buffers) forever. */
-export const ENDING_GRACE_MS = 5_000;
 /**
  * Least time between two sums of every stream's queued bytes when streams
  * pause. A sum reads every stream (5,000 per worker of a 10,000-agent
@@ -62,6 +60,7 @@ export class StreamOwner {
   /** Streams by the token they were opened with; one per token is the rule (an agent's), so it is kept bare, not in a set. */
   readonly #byToken = new Map<string, OwnedStream | Set<OwnedStream>>();
   readonly #guarded = new Set<GuardedOwnedStream>();
+  readonly #open: Record<StreamKind, number> = { watch: 0, convergence: 0, tunnel: 0 };
   readonly #stop = new AbortController();
   /** The connections under the streams, until each has closed: what a shutdown waits for. */
   readonly #connections = new Set<Socket | WebSocket>();
@@ -112,10 +111,8 @@ export class StreamOwner {
     return this.#streams.size;
   }
 
-  count(kind: OwnedStream['kind']): number {
-    let n = 0;
-    for (const s of this.#streams) if (s.kind === kind) n++;
-    return n;
+  count(kind: StreamKind): number {
+    return this.#open[kind];
   }
 
   /**
@@ -172,6 +169,7 @@ export class StreamOwner {
   #add(stream: OwnedStream): void {
     if (stream.closed) return;
     this.#streams.add(stream);
+    this.#open[stream.kind]++;
     const id = stream.tokenId;
     if (id !== undefined) {
       const held = this.#byToken.get(id);
@@ -179,7 +177,6 @@ export class StreamOwner {
       else if (held instanceof Set) held.add(stream);
       else this.#byToken.set(id, new Set([held, stream]));
     }
-    this.o.metrics.open();
     // Opened while shutdown began (its request was prepared before): it ends like the rest.
     if (this.#closing) this.#end(stream, ENDS.shutdown);
   }
@@ -187,6 +184,7 @@ export class StreamOwner {
   /** The kind's word that a stream closed (for whatever reason); once per stream. */
   release(stream: OwnedStream): void {
     if (!this.#streams.delete(stream)) return;
+    this.#open[stream.kind]--;
     if (this.#guarded.delete(stream as GuardedOwnedStream)) this.kernelGuard.forget(stream as GuardedOwnedStream);
     const id = stream.tokenId;
     if (id !== undefined) {
@@ -212,7 +210,6 @@ export class StreamOwner {
     if (stream.closed) return;
     this.o.metrics.ended(stream.kind, end.cause);
     stream.end(end);
-    if (!stream.closed) setTimeout(() => stream.destroy(), ENDING_GRACE_MS).unref();
   }
 
   /**

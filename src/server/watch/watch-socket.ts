@@ -1,10 +1,7 @@
 import type { Socket } from 'node:net';
 import type { ErrorCode } from '../../protocol/index.js';
-import { encodeError, KEEPALIVE, LAST_CHUNK, resetConnection } from '../streams/index.js';
+import { endConnection, KEEPALIVE, resetConnection } from '../streams/index.js';
 import type { WatchMetrics } from './watch-metrics.js';
-
-/** How long a client has to take a closed stream's last line before its connection is reset. */
-const LAST_LINE_GRACE_MS = 5000;
 
 /**
  * The connection of one watch stream and what was written to it: every
@@ -76,24 +73,10 @@ export class WatchSocket {
     return this.#written - this.socket.writableLength;
   }
 
-  /**
-   * Ends the connection: with an `error` line first when `code` is given and
-   * the last chunk, reset if its client doesn't take them within
-   * LAST_LINE_GRACE_MS; a `slow_consumer` is reset at once, without a line.
-   */
+  /** Ends the connection (see `endConnection`), counting a `slow_consumer` end. */
   end(code: ErrorCode | undefined, message: string): void {
-    const socket = this.socket;
-    if (code === 'slow_consumer') {
-      this.metrics.slowConsumerCloses.inc();
-      // The error line would wait behind what the kernel holds (up to 4 MiB) for a client that doesn't
-      // take it, and so would the kernel's memory, for minutes (see resetConnection).
-      resetConnection(socket);
-      return;
-    }
-    if (code !== undefined) socket.write(encodeError(code, message));
-    socket.end(LAST_CHUNK);
-    // A client that doesn't read would keep the socket (and its buffer) forever.
-    setTimeout(() => resetConnection(socket), LAST_LINE_GRACE_MS).unref();
+    if (code === 'slow_consumer') this.metrics.slowConsumerCloses.inc();
+    endConnection(this.socket, code, message);
   }
 
   /** Cuts the connection at once. */
