@@ -21,6 +21,7 @@ import { deletedError, refusalError } from './refusal.js';
 import { describeAgent, type AgentStatusView, type TunnelStateType } from './status/agent-status.js';
 import type { NatDiscovery } from './nat/nat-discovery.js';
 import { setUpStun } from './nat/stun-setup.js';
+import { setUpPaths, type Paths } from './paths/index.js';
 import { EndpointPublisher } from './status/endpoint-publisher.js';
 import { runEndpointUpkeep } from './status/endpoint-upkeep.js';
 import { interfaceEndpoints, publishedEndpoints, type InterfaceTable } from './status/endpoints.js';
@@ -71,6 +72,8 @@ interface Running {
   publishNow: Wakeup;
   /** Undefined where STUN is off. */
   stun: NatDiscovery | undefined;
+  /** Undefined where paths are not managed (the render dataplane). */
+  paths: Paths | undefined;
   loop: ReconcileLoop;
   /** The device token in use, renewed before it expires. */
   credential: DeviceCredential;
@@ -125,6 +128,7 @@ export class Agent {
       tasks.push(this.#guard('reconcile loop', loop.run(stop.signal)));
       tasks.push(this.#guard('status reporter', reporter.run(stop.signal)));
       if (running.stun) tasks.push(this.#guard('STUN discovery', running.stun.run(stop.signal)));
+      if (running.paths) tasks.push(this.#guard('path manager', running.paths.run(stop.signal)));
       try {
         await watch.waitForSync(stop.signal);
         this.#log.info({ revision: watch.revision() }, 'watch synced');
@@ -254,7 +258,21 @@ export class Agent {
       onRejected: (kind, error) =>
         this.#die(kind === 'device_gone' ? deletedError(identity.device_id) : this.#refusal(error)),
     });
+    const paths = setUpPaths({
+      options: o,
+      dataplane,
+      client,
+      server: enrolled.server,
+      token: () => credential.token,
+      wsOptions: this.#wsOptions,
+      ownPublicKey: enrolled.keys.publicKey,
+      restun: () => stun?.recheck(),
+      report: (report) => reporter.update(report),
+      logger: log,
+    });
     const reconciler = new Reconciler({
+      pathManaged: paths !== undefined,
+      onApplied: (desired) => paths?.manager.setDesired(desired),
       deviceId: identity.device_id,
       interfaceName: o.interfaceName,
       privateKey: enrolled.keys.privateKey,
@@ -281,7 +299,7 @@ export class Agent {
     });
     const loop: ReconcileLoop = new ReconcileLoop({ reconciler, source: () => watch.snapshot(), resyncIntervalMs: o.resyncIntervalMs, logger: log });
     await watch.restore();
-    const running: Running = { enrolled, client, dataplane, reconciler, reporter, watch, publisher, publishNow, stun, loop, credential };
+    const running: Running = { enrolled, client, dataplane, reconciler, reporter, watch, publisher, publishNow, stun, paths, loop, credential };
     this.#running = running;
     this.#deps.onReady?.({ device_id: identity.device_id, local_port: this.#localApi?.port ?? 0 });
     return running;

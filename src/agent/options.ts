@@ -45,6 +45,8 @@ export interface AgentOptions {
   stunAltPort: number;
   /** Longest wait between two STUN re-checks (each wait is drawn in [half, whole]). */
   stunIntervalMs: number;
+  /** Use the server relay for peers no direct path reaches (linux dataplane only). */
+  relay: boolean;
   resyncIntervalMs: number;
   statusIntervalMs: number;
   cleanupOnExit: boolean;
@@ -98,6 +100,7 @@ export const AGENT_FLAGS = {
   stunServer: { flag: 'stun-server', env: 'FLEETPLANE_AGENT_STUN_SERVER', kind: 'string', help: 'STUN server host, IPv4 address or name (default: the host of --server).' },
   stunPort: { flag: 'stun-port', env: 'FLEETPLANE_AGENT_STUN_PORT', kind: 'port', help: `The STUN server's first port (default ${STUN_DEFAULT_PORT}).` },
   stunAltPort: { flag: 'stun-alt-port', env: 'FLEETPLANE_AGENT_STUN_ALT_PORT', kind: 'port', help: `The STUN server's second port, which tells a symmetric NAT (default ${STUN_DEFAULT_ALT_PORT}).` },
+  relay: { flag: 'relay', env: 'FLEETPLANE_AGENT_RELAY', kind: 'bool', help: 'Reach peers that no direct path reaches through the server relay (default true; --relay=false: off; needs --dataplane linux).' },
   stunIntervalMs: { flag: 'stun-interval', env: 'FLEETPLANE_AGENT_STUN_INTERVAL', kind: 'seconds', help: 'Longest time in seconds between STUN re-checks (default 60; each wait is drawn between half and all of it).' },
   resyncIntervalMs: { flag: 'resync-interval', env: 'FLEETPLANE_AGENT_RESYNC_INTERVAL', kind: 'seconds', help: 'Seconds between full re-applies that repair drift (default 300).' },
   statusIntervalMs: { flag: 'status-interval', env: 'FLEETPLANE_AGENT_STATUS_INTERVAL', kind: 'seconds', help: 'Seconds between status reports (last_seen refresh; default 30).' },
@@ -254,6 +257,7 @@ export function parseAgentOptions(argv: readonly string[], env: Readonly<Record<
     endpoints: [...new Set(endpoints)],
     localPort: port(raw, 'localPort', AGENT_DEFAULTS.localPort, 0),
     stun: raw.stun !== false,
+    relay: raw.relay !== false,
     stunServer,
     stunPort,
     stunAltPort,

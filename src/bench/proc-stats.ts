@@ -14,7 +14,8 @@ export interface ProcStats {
 
 let ticks: number | undefined;
 
-function clockTicks(): number {
+/** Clock ticks per second (USER_HZ) of /proc/<pid>/stat and /proc/stat. */
+export function clockTicks(): number {
   if (ticks === undefined) {
     try {
       ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -30,10 +31,10 @@ interface Stat {
   cpuTicks: number;
 }
 
-function readStat(pid: number): Stat | undefined {
+function readStat(pid: number, tid?: number): Stat | undefined {
   let text: string;
   try {
-    text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    text = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'latin1');
   } catch {
     return undefined;
   }
@@ -41,6 +42,15 @@ function readStat(pid: number): Stat | undefined {
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
   // rest[0] is field 3 (state); ppid is field 4, utime 14, stime 15.
   return { ppid: Number(rest[1]), cpuTicks: Number(rest[11]) + Number(rest[12]) };
+}
+
+/**
+ * CPU seconds (user + system) of one process, all its threads, or of one of
+ * its threads (`tid`): undefined once it is gone. Resolution: one clock tick.
+ */
+export function cpuSecondsOf(pid: number, tid?: number): number | undefined {
+  const st = readStat(pid, tid);
+  return st === undefined ? undefined : st.cpuTicks / clockTicks();
 }
 
 function readRss(pid: number): number {

@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { migrate, openPostgres, startEmbeddedPostgres, type EmbeddedPostgres } from '../server/db/index.js';
 import { resolveAdminToken } from '../server/store/index.js';
-import { EMBEDDED_POOL_SIZE, serveClusterAgentRegistry, serveClusterMetrics, type Settings } from '../server/index.js';
+import { CLUSTER_REGISTRIES, EMBEDDED_POOL_SIZE, serveClusterAgentRegistry, serveClusterMetrics, type Settings } from '../server/index.js';
 import { cliLogger } from './cli-logger.js';
 import { fullJitterDelay } from '../util/backoff.js';
 
@@ -115,7 +115,13 @@ export async function runWorkers(settings: Settings, argv: readonly string[]): P
   // Flags win over the environment, and the primary's argv has no --database-url on the embedded storage.
   const workerEnv: Record<string, string> = { ...embeddedWorkerEnv(settings, embedded?.url), ...privateListenerEnv(settings) };
   const stopMetrics = serveClusterMetrics(logger);
-  const stopRegistry = settings.redisUrl ? () => undefined : serveClusterAgentRegistry(logger);
+  // Without Redis the primary is the directory of its workers' agent tunnels and relay sessions.
+  const stopAgents = settings.redisUrl ? () => undefined : serveClusterAgentRegistry(logger);
+  const stopRelay = settings.redisUrl || !settings.relay ? () => undefined : serveClusterAgentRegistry(logger, CLUSTER_REGISTRIES.relay);
+  const stopRegistry = (): void => {
+    stopAgents();
+    stopRelay();
+  };
   let stopping = false;
   let printed = false;
   // The line says the server is listening: only once every worker takes connections, since the

@@ -9,6 +9,7 @@ import { RegistrationKeysApi, TokensApi } from './credentials-api.js';
 import { isRecord, listOf } from './guards.js';
 import { HttpTransport, type TransportOptions } from './http-transport.js';
 import { OrganizationsApi } from './organizations-api.js';
+import { RelaysApi } from './relays-api.js';
 import { SecurityGroupsApi } from './security-groups-api.js';
 import type { StreamEvent } from './watch-event-parser.js';
 import { watchEvents, type WatchEventsOptions } from './watch-events.js';
@@ -37,6 +38,8 @@ export class FleetplaneClient {
   readonly apiKeys: ApiKeysApi;
   /** The audit log: an organization's, and the server's (admin token). */
   readonly audit: AuditApi;
+  /** The server's relays and their leases. */
+  readonly relays: RelaysApi;
   readonly #transport: HttpTransport;
 
   constructor(opts: FleetplaneClientOptions) {
@@ -50,6 +53,7 @@ export class FleetplaneClient {
     this.members = new MembersApi(this.#transport);
     this.apiKeys = new ApiKeysApi(this.#transport);
     this.audit = new AuditApi(this.#transport);
+    this.relays = new RelaysApi(this.#transport);
   }
 
   get baseUrl(): string {

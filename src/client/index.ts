@@ -11,9 +11,11 @@ export type { RegistrationKeysApi, TokensApi } from './credentials-api.js';
 export type { MembersApi } from './members-api.js';
 export type { ApiKeysApi } from './api-keys-api.js';
 export type { AuditApi, AuditFilter, ServerAuditFilter } from './audit-api.js';
+export { RelaysApi, isRelayList, parseRelayListLine } from './relays-api.js';
 export { deviceLoginPrompt, type AuthApi, type DeviceLoginOptions } from './auth-api.js';
 export { collectList, type CallOptions, type WriteOptions, type PageOptions, type ListPage, type NotModified } from './collection.js';
 export { isTombstone, type Tombstone, type Identified } from './guards.js';
+export { PeerNames, formatBytes, type NamedDevice } from './peer-paths.js';
 export {
   FleetplaneError,
   AuthError,
@@ -63,6 +65,7 @@ export type {
   DevicePatch,
   DeviceStatus,
   DeviceStatusInput,
+  PeerPath,
   EnrolledDevice,
   DeviceTokenRenewal,
   DeviceTokenExpiry,

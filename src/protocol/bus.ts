@@ -18,6 +18,8 @@ export const BUS = {
 export const REDIS_KEYS = {
   /** Hash per device: field = replica id, value = expiry (ms since epoch). */
   agentRegistry: (deviceId: string) => `fleetplane:agent:${deviceId}`,
+  /** Hash per relay session key (organization and WireGuard public key): field = replica id, value = expiry (ms). */
+  relayRegistry: (orgId: string, publicKey: string) => `fleetplane:relay:${orgId}:${publicKey}`,
 } as const;
 
 export function orgSignal(orgId: string): string {

@@ -16,6 +16,8 @@ export const HEADERS = {
   userAgent: 'user-agent',
   /** Seconds to wait before retrying a 429 or 503 (RFC 9110); clients add jitter. */
   retryAfter: 'retry-after',
+  /** On a relay session's upgrade answer: the id of the replica holding the session. */
+  replica: 'x-fleetplane-replica',
 } as const;
 
 export const MEDIA = {

@@ -58,7 +58,13 @@ export const ROUTES = {
   orgAudit: '/api/organizations/:org/audit',
   audit: '/api/audit',
   agentTunnel: '/api/agent/tunnel',
+  /** A device's relay session, a WebSocket (docs/protocol.md "Relays"). */
+  relay: '/api/relay',
+  /** The relay list, with leases; `?watch=true` follows it. */
+  relays: '/api/relays',
   privateAgentRpc: '/private/v1/agents/:id/rpc/:method',
+  /** Replica to replica: one WebSocket per pair carrying relayed packets. */
+  privateRelay: '/private/v1/relay',
 } as const;
 
 const enc = encodeURIComponent;
@@ -101,6 +107,9 @@ export const paths = {
   audit: () => ROUTES.audit,
   replicas: () => ROUTES.replicas,
   agentTunnel: () => ROUTES.agentTunnel,
+  relay: () => ROUTES.relay,
+  relays: () => ROUTES.relays,
+  privateRelay: () => ROUTES.privateRelay,
   privateAgentRpc: (deviceId: string, method: string) => `/private/v1/agents/${enc(deviceId)}/rpc/${enc(method)}`,
 } as const;
 

@@ -6,4 +6,4 @@ export type { ServerContext, RouteModule } from './http/context.js';
 export type { App } from './http/app.js';
 export { ApiError } from './errors.js';
 export { serveClusterMetrics, ClusterMetricsError } from './cluster-metrics.js';
-export { serveClusterAgentRegistry, ClusterRegistryError } from './gateway/index.js';
+export { serveClusterAgentRegistry, ClusterRegistryError, CLUSTER_REGISTRIES } from './gateway/index.js';

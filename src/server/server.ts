@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import pino, { type Logger } from 'pino';
 import { instrument, migrate, openEmbedded, openPglite, openPostgres, type Database } from './db/index.js';
 import { createBus, type BusStats, type ReliabilityOptions, type SignalBus } from './bus/index.js';
-import { ReplicaRegistry } from './replicas/index.js';
+import { listReplicas, ReplicaRegistry } from './replicas/index.js';
 import { replicaRoutes } from './http/routes/replicas.js';
 import { Store, resolveAdminToken, type AdminToken } from './store/index.js';
 import { Access, type RevocationFollower } from './access/index.js';
@@ -21,6 +21,7 @@ import { WatchEngine, WatchMetrics, watchRoutes } from './watch/index.js';
 import { procTcpMemory, StreamMetrics, StreamOwner, type TcpMemorySource } from './streams/index.js';
 import { bindAddress, LISTEN_BACKLOG, probePort, reservePort, ReservedPort } from './http/reserved-port.js';
 import { AgentGateway } from './gateway/index.js';
+import { RelayService } from './relay/index.js';
 import { startStunFromSettings, type StunServer } from './stun/index.js';
 import { EphemeralCollector, Fleet } from './fleet/index.js';
 import { loginFromSettings } from './login/index.js';
@@ -48,6 +49,8 @@ export interface FleetServer {
   readonly bus: SignalBus;
   readonly replica: ReplicaRegistry;
   readonly gateway: AgentGateway;
+  /** Relays packets between devices (`GET /api/relay`), across replicas, and serves the relay list. */
+  readonly relay: RelayService;
   readonly fleet: Fleet;
   /** Follows token revocations (made on any replica) and ends what was opened with them. */
   readonly revocations: RevocationFollower;
@@ -218,10 +221,25 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
     fleet: { presence: fleet.presence, tunnelStatus: (device, frame, reply) => fleet.tunnelStatus(device, frame, reply) },
     logger: logger.child({ component: 'gateway' }),
   });
+  let relay: RelayService;
+  try {
+    relay = await RelayService.start({
+      settings,
+      replicas: () => listReplicas(db),
+      streams,
+      gateway,
+      registry: metrics.registry,
+      logger: logger.child({ component: 'relay' }),
+    });
+  } catch (err) {
+    await gateway.shutdown();
+    throw err;
+  }
   const replica = new ReplicaRegistry({
     db,
     id: replicaId,
     privateUrl: gateway.privateUrl,
+    relay: { on: settings.relay, url: settings.relayUrl },
     leaseTtlMs: settings.replicaLeaseTtl * 1000,
     onRegisteredAgain: () => fleet.presence.reassert(),
     logger: logger.child({ component: 'replicas' }),
@@ -252,7 +270,7 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
   };
   const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, streams, fleet.presence);
   const loginModules = [authRoutes(login), userSessionRoutes(), dashboardRoutes(opts.dashboardDir)];
-  const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
+  const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), relay.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
   streams.start();
   watch.start();
   const tokensAt = performance.now();
@@ -334,10 +352,16 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
     stop.abort();
     await phase('background', () => Promise.all([stun?.close(), revocations.stop(), ephemeral.stop()]));
     // Requests in flight on the tunnels finish (bounded), then every stream gets its last line and closes.
-    await phase('tunnels', () => gateway.drain());
+    await phase('tunnels', () => {
+      relay.drain();
+      return gateway.drain();
+    });
     await phase('streams', () => streams.shutdown(Math.min(STREAM_GRACE_MS, left())));
     await phase('watches', () => watch.shutdown());
-    await phase('gateway', () => gateway.shutdown());
+    await phase('gateway', async () => {
+      await relay.shutdown();
+      await gateway.shutdown();
+    });
     // Requests on connections already open are answered (with Connection: close, so each
     // connection ends after its request): an agent whose tunnel just closed reports by PUT,
     // and its status joins a batch as usual. A connection that never sent a request (clients
@@ -407,6 +431,7 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
     bus,
     replica,
     gateway,
+    relay,
     fleet,
     revocations,
     ephemeral,

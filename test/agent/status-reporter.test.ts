@@ -218,6 +218,17 @@ describe('StatusReporter over the tunnel', () => {
     expect(reporter.stats).toMatchObject({ sent: 3, sent_via_tunnel: 3, last_channel: 'tunnel', failed: 0 });
   });
 
+  it('carries the path report (peers) in status frames as in PUTs', async () => {
+    const server = new FakeStatusServer();
+    const tunnel = new FakeStatusTunnel();
+    const { reporter } = startWithTunnel(server, tunnel, { intervalMs: 20 });
+    await until(() => tunnel.frames.length === 1, 'the status sent on attach');
+    const peer = { public_key: 'a'.repeat(43) + '=', device_id: 'd2', path: 'direct' as const, via: null, relay_id: null, endpoint: '198.51.100.2:4000', latest_handshake: null, rx_bytes: 1, tx_bytes: 2 };
+    reporter.update({ peers: [peer], peers_truncated: false });
+    await until(() => tunnel.frames.at(-1)?.peers !== undefined, 'the path report over the tunnel');
+    expect(tunnel.frames.at(-1)).toMatchObject({ peers: [peer], peers_truncated: false });
+  });
+
   it('reports by PUT while the tunnel is down, refreshing every interval; a reconnection re-sends the status over the tunnel and ends the refreshes', async () => {
     const server = new FakeStatusServer();
     const tunnel = new FakeStatusTunnel(false);

@@ -6,7 +6,7 @@ async function labelOf(sql: string): Promise<string> {
   const inner: Database = {
     kind: 'pglite',
     query: async <R extends Row = Row>(): Promise<R[]> => [],
-    transaction: (fn) => fn(inner),
+    transaction: (fn) => fn({ query: inner.query, savepoint: () => Promise.reject(new Error('not used')) }),
     listen: () => Promise.reject(new Error('not used')),
     close: async () => undefined,
   };

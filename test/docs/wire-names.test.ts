@@ -19,6 +19,7 @@ const NOT_WIRE_NAMES: readonly { file: string; text: string; why: string }[] = [
   { file: 'src/server/cluster-metrics.ts', text: 'fleetplane:metrics-request', why: 'Node cluster IPC between one server’s primary and its workers' },
   { file: 'src/server/cluster-metrics.ts', text: 'fleetplane:metrics-reply', why: 'Node cluster IPC between one server’s primary and its workers' },
   { file: 'src/server/gateway/cluster-agent-registry.ts', text: 'fleetplane:agent-registry', why: 'Node cluster IPC between one server’s primary and its workers' },
+  { file: 'src/server/gateway/cluster-agent-registry.ts', text: 'fleetplane:relay-registry', why: 'Node cluster IPC between one server’s primary and its workers' },
 ];
 
 const exempt = (f: RawWireName): boolean => NOT_WIRE_NAMES.some((n) => n.file === f.file && n.text === f.text);

@@ -63,6 +63,18 @@ describe('StatusBatcher', () => {
     await b.close();
   });
 
+  it('writes a tunnel report that repeats the last tunnel report when a PUT was written after it', async () => {
+    const { b, statuses, unchanged } = batcher();
+    b.connected('d1', 'o1');
+    await b.submit(tunnel(base));
+    // The PUT's row holds its `online` and other fields: the same tunnel report again must replace it.
+    await b.submit({ ...tunnel({ ...base, applied_revision: 8 }), via: 'put' });
+    await b.submit(tunnel(base));
+    expect(statuses().map((s) => s.via)).toEqual(['tunnel', 'put', 'tunnel']);
+    expect(await unchanged()).toBe(0);
+    await b.close();
+  });
+
   it('reports how many statuses wait for a batch when scraped', async () => {
     const { b, statuses, pending } = batcher(60_000);
     expect(await pending()).toBe(0);

@@ -141,8 +141,8 @@ describe('the access table is the server (PGlite)', () => {
     const duplicates = ruled.filter((r, i) => ruled.indexOf(r) !== i);
     expect(duplicates).toEqual([]);
     expect([...registered].sort()).toEqual([...ruled].sort());
-    // The entry points outside the router have one rule each.
-    for (const entry of ['tunnel', 'private'] as const) expect(ACCESS_RULES.filter((r) => r.entry === entry)).toHaveLength(1);
+    // The entry points outside the router have one rule each: the agent tunnel and the relay session; agent calls and relay links.
+    for (const entry of ['tunnel', 'private'] as const) expect(ACCESS_RULES.filter((r) => r.entry === entry)).toHaveLength(2);
     expect(registered.size).toBeGreaterThan(25);
   });
 

@@ -9,6 +9,8 @@ import { PG_BIN } from './binaries.js';
 /** A throwaway PostgreSQL cluster on loopback, in a temporary directory. */
 export interface PostgresServer {
   port: number;
+  /** Its unix socket (reachable from any network namespace). */
+  socketPath: string;
   /** URL of the `postgres` maintenance database. */
   adminUrl: string;
   stop(): void;
@@ -51,6 +53,7 @@ export async function startPostgres(): Promise<PostgresServer> {
   let stopped = false;
   return {
     port,
+    socketPath: join(dir, `.s.PGSQL.${port}`),
     adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`,
     stop() {
       if (stopped) return;

@@ -9,6 +9,8 @@ import { freePort } from './postgres-server.js';
 export interface RedisServer {
   readonly port: number;
   readonly url: string;
+  /** Its unix socket (reachable from any network namespace). */
+  readonly socketPath: string;
   /** Stops the server (SIGKILL with `crash`, else SIGTERM) and waits for it to exit. */
   stop(options?: { crash?: boolean }): Promise<void>;
   /** Starts it again on the same port (after `stop`). */
@@ -47,7 +49,7 @@ export async function startRedis(): Promise<RedisServer> {
   const start = async (): Promise<void> => {
     if (child) throw new Error('redis-server is already running');
     log = '';
-    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--unixsocket', join(dir, 'redis.sock'), '--unixsocketperm', '700', '--save', '', '--appendonly', 'no', '--dir', dir], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = proc;
@@ -75,6 +77,7 @@ export async function startRedis(): Promise<RedisServer> {
   await start();
   return {
     port,
+    socketPath: join(dir, 'redis.sock'),
     url: `redis://127.0.0.1:${port}`,
     stop,
     start,

@@ -5,7 +5,8 @@
  */
 import type { DeviceObject, Organization, SecurityGroup } from '../../protocol/index.js';
 import { canonicalCidr, canonicalIp, compareCidrs, hostCidr, parseIp } from './addresses.js';
-import { chooseEndpoint } from './endpoint-choice.js';
+import { peerCandidates } from './endpoint-choice.js';
+import { chooseRelayDevice, needsRelay } from './relay-device.js';
 import { desiredFirewall, type DesiredFirewall, type SkippedItem } from './desired-firewall.js';
 import { isWireGuardKey } from './keys.js';
 
@@ -26,6 +27,12 @@ export interface DesiredStateInput {
   securityGroups: readonly SecurityGroup[];
   /** Seconds; 0 turns keepalives off. Default DEFAULT_PERSISTENT_KEEPALIVE. */
   persistentKeepalive?: number;
+  /**
+   * True when a path manager chooses each peer's endpoint (the linux
+   * dataplane): peers then carry no endpoint, only their candidates, and
+   * always the keepalive (a relayed peer needs it as much as a direct one).
+   */
+  pathManaged?: boolean;
 }
 
 export interface DesiredInterface {
@@ -46,10 +53,25 @@ export interface DesiredPeer {
   public_key: string;
   /** Canonical CIDRs: the tunnel IP /32 first, then advertised and approved CIDRs sorted. */
   allowed_ips: string[];
-  /** Canonical `ip:port`/`[v6]:port`, or null when the device has no usable endpoint. */
+  /**
+   * Canonical `ip:port`/`[v6]:port`: the first candidate, or null when there
+   * is none, or when a path manager owns the endpoint (`pathManaged`).
+   */
   endpoint: string | null;
-  /** Seconds, 0 = off. Only set for peers with an endpoint. */
+  /** Where the peer may be reached directly, in the order they are tried (see peerCandidates). */
+  candidates: string[];
+  /** Seconds, 0 = off. Set for peers with an endpoint, and for every peer when path-managed. */
   persistent_keepalive: number;
+}
+
+/** A device reached through the organization's relay device instead of as a peer of its own. */
+export interface RelayedDevice {
+  device_id: string;
+  hostname: string;
+  public_key: string;
+  /** The relay device's id and public key (its peer carries this device's allowed IPs). */
+  via_device_id: string;
+  via_public_key: string;
 }
 
 /** A route via the tunnel interface; `via` optional gateway. Destination is canonical. */
@@ -61,8 +83,12 @@ export interface DesiredRoute {
 export interface DesiredDataplane {
   device_id: string;
   interface: DesiredInterface;
-  /** One per other device, sorted by device id. */
+  /** One per other device (but those in `relayed`), sorted by device id. */
   peers: DesiredPeer[];
+  /** Devices a NAT keeps from this one, reached through the relay device (sorted by device id). */
+  relayed: RelayedDevice[];
+  /** This device is the organization's relay device: it forwards between its WireGuard peers. */
+  forwarding: boolean;
   /** Sorted by destination. */
   routes: DesiredRoute[];
   firewall: DesiredFirewall;
@@ -104,6 +130,7 @@ function computePeers(
   self: DeviceObject,
   devices: readonly DeviceObject[],
   keepalive: number,
+  pathManaged: boolean,
   skipped: SkippedItem[],
 ): DesiredPeer[] {
   const others = devices.filter((d) => d.id !== self.id).sort((a, b) => byText(a.id, b.id));
@@ -150,17 +177,56 @@ function computePeers(
       owner.set(canonical, device.id);
       if (canonical !== tunnel) advertised.add(canonical);
     }
-    const endpoint = chooseEndpoint(self, device, skipped);
+    const candidates = peerCandidates(self, device, skipped);
+    const endpoint = pathManaged ? null : (candidates[0] ?? null);
     peers.push({
       device_id: device.id,
       hostname: device.hostname,
       public_key: device.public_key,
       allowed_ips: [tunnel, ...[...advertised].sort(compareCidrs)],
       endpoint,
-      persistent_keepalive: endpoint === null ? 0 : keepalive,
+      candidates,
+      persistent_keepalive: endpoint === null && !pathManaged ? 0 : keepalive,
     });
   }
   return peers;
+}
+
+/**
+ * Pairs that no direct path can join (needsRelay) go through the relay
+ * device when the organization has one: the other device is dropped as a
+ * peer and its allowed IPs join the relay device's peer (WireGuard routes
+ * each address to one peer), and the relay device forwards. Both ends
+ * decide this from the same objects, so they agree.
+ */
+function throughRelayDevice(
+  self: DeviceObject,
+  devices: readonly DeviceObject[],
+  peers: DesiredPeer[],
+): { peers: DesiredPeer[]; relayed: RelayedDevice[]; forwarding: boolean } {
+  const byId = new Map(devices.map((d) => [d.id, d]));
+  const peerIds = new Set(peers.map((p) => p.device_id));
+  const relay = chooseRelayDevice(devices, (d) => d.id === self.id || peerIds.has(d.id));
+  if (!relay) return { peers, relayed: [], forwarding: false };
+  if (relay.id === self.id) return { peers, relayed: [], forwarding: true };
+  const hub = peers.find((p) => p.device_id === relay.id);
+  if (!hub) return { peers, relayed: [], forwarding: false };
+  const relayed: RelayedDevice[] = [];
+  const kept: DesiredPeer[] = [];
+  const moved: string[] = [];
+  for (const peer of peers) {
+    const device = byId.get(peer.device_id);
+    if (peer !== hub && device && needsRelay(self, device)) {
+      relayed.push({ device_id: peer.device_id, hostname: peer.hostname, public_key: peer.public_key, via_device_id: hub.device_id, via_public_key: hub.public_key });
+      moved.push(...peer.allowed_ips);
+    } else {
+      kept.push(peer);
+    }
+  }
+  if (relayed.length === 0) return { peers, relayed, forwarding: false };
+  const [own, ...rest] = hub.allowed_ips;
+  hub.allowed_ips = [...(own === undefined ? [] : [own]), ...[...new Set([...rest, ...moved])].sort(compareCidrs)];
+  return { peers: kept, relayed, forwarding: false };
 }
 
 function computeRoutes(organization: Organization, pool: string, skipped: SkippedItem[]): DesiredRoute[] {
@@ -228,7 +294,7 @@ export function computeDesiredState(input: DesiredStateInput): DesiredDataplane 
       listen_port: input.listenPort,
       resolvers,
     },
-    peers: computePeers(self, input.devices, keepalive, skipped),
+    ...throughRelayDevice(self, input.devices, computePeers(self, input.devices, keepalive, input.pathManaged === true, skipped)),
     routes: computeRoutes(input.organization, pool, skipped),
     firewall: desiredFirewall(self.security_group_id, input.securityGroups, skipped),
     skipped,

@@ -16,6 +16,7 @@ export type {
   DesiredDataplane,
   DesiredInterface,
   DesiredPeer,
+  RelayedDevice,
   DesiredRoute,
   DesiredFirewall,
   FirewallRule,
@@ -30,6 +31,7 @@ export { RenderDataplane } from './render-dataplane.js';
 export type { RenderDataplaneOptions } from './render-dataplane.js';
 export { LinuxDataplane, ROUTE_PROTO } from './linux-dataplane.js';
 export type { LinuxDataplaneOptions, WireGuardBackend } from './linux-dataplane.js';
+export type { WgPeerState } from './wg-dump.js';
 export { createExecRunner } from './command-runner.js';
 export type { CommandRunner, CommandResult, RunOptions, ExecRunnerOptions } from './command-runner.js';
 export { CommandError, DataplaneError, DataplaneAbortedError } from './errors.js';

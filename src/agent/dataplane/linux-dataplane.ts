@@ -78,6 +78,7 @@ export class LinuxDataplane implements Dataplane {
       await this.step('address', signal, () => this.applyLink(desired, actions, signal));
       await this.step('peers', signal, () => this.applyPeers(desired, dump, actions, signal));
       await this.step('routes', signal, () => this.applyRoutes(desired, actions, signal));
+      if (desired.forwarding) await this.step('routes', signal, () => this.enableForwarding(actions, signal));
       this.last = desired;
       this.appliedAt = new Date();
       if (actions.length > 0) this.options.logger?.info({ interface: this.name, actions }, 'dataplane applied');
@@ -134,6 +135,30 @@ export class LinuxDataplane implements Dataplane {
         tx_bytes: p.tx_bytes,
       })),
     };
+  }
+
+  /** WireGuard's peers as they are now (`wg show dump`): endpoints in use, handshakes, bytes. */
+  async peersNow(signal?: AbortSignal): Promise<WgDump['peers']> {
+    return (await this.dump(signal)).peers;
+  }
+
+  /**
+   * Points a peer at `endpoint` with a fresh session: the peer is removed
+   * and added again with the allowed IPs it has, in one `wg set`, so its
+   * keepalive (turned on from nothing) starts a handshake at once and the
+   * path is judged by that handshake alone. Serialized with `apply`, so it
+   * never writes allowed IPs an apply is changing. False when WireGuard has
+   * no such peer (yet, or any more).
+   */
+  setPeerPath(publicKey: string, endpoint: string, keepaliveSeconds: number, signal?: AbortSignal): Promise<boolean> {
+    return this.serialize(async () => {
+      const peer = (await this.dump(signal)).peers.find((p) => p.public_key === publicKey);
+      if (!peer) return false;
+      const allowed = peer.allowed_ips.length > 0 ? ['allowed-ips', peer.allowed_ips.join(',')] : [];
+      const keepalive = ['persistent-keepalive', keepaliveSeconds > 0 ? String(keepaliveSeconds) : 'off'];
+      await this.run('wg', ['set', this.name, 'peer', publicKey, 'remove', 'peer', publicKey, 'endpoint', endpoint, ...keepalive, ...allowed], signal);
+      return true;
+    });
   }
 
   private async step<T>(step: DataplaneStep, signal: AbortSignal | undefined, body: () => Promise<T>): Promise<T> {
@@ -267,6 +292,20 @@ export class LinuxDataplane implements Dataplane {
       if (change.kind === 'remove') this.lastSetEndpoints.delete(change.public_key);
     }
     for (const peer of desired.peers) if (peer.endpoint !== null) this.lastSetEndpoints.set(peer.public_key, peer.endpoint);
+  }
+
+  /**
+   * A relay device forwards between its peers. Forwarding is turned on and
+   * never off: other software on the machine may rely on it, and the
+   * firewall's forward chain limits what comes from the tunnel to the tunnel.
+   */
+  private async enableForwarding(actions: string[], signal?: AbortSignal): Promise<void> {
+    for (const key of ['net.ipv4.ip_forward', 'net.ipv6.conf.all.forwarding']) {
+      const now = (await this.run('sysctl', ['-n', key], signal)).stdout.trim();
+      if (now === '1') continue;
+      await this.run('sysctl', ['-w', `${key}=1`], signal);
+      actions.push(`${key} on`);
+    }
   }
 
   private async routes(family: 4 | 6, signal?: AbortSignal): Promise<RouteState[]> {

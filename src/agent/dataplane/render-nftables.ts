@@ -86,6 +86,10 @@ export function renderNftables(desired: DesiredDataplane): string {
     '\t}',
     '',
     ...filterChain('tunnel-out', fw.mode === 'allow-all' ? null : fw.outbound, 'daddr'),
+    // A relay device forwards between its WireGuard peers, and nowhere else: a peer must not reach this machine's other networks through it.
+    ...(desired.forwarding
+      ? ['', '\tchain forward {', '\t\ttype filter hook forward priority filter; policy accept;', `\t\tiifname ${iface} oifname ${iface} accept`, `\t\tiifname ${iface} drop`, '\t}']
+      : []),
     '}',
   ];
   return `${lines.join('\n')}\n`;

@@ -40,7 +40,8 @@ function deviceGone(message: string): NotFoundError {
 
 /** The status frame's fields: no `online`, a status coming over the tunnel says it. */
 function frameStatus(s: DeviceStatusInput): DeviceStatusInput {
-  return { applied_revision: s.applied_revision, apply_error: s.apply_error, local_endpoints: s.local_endpoints, os: s.os, agent_version: s.agent_version };
+  const { online: _online, last_seen: _lastSeen, ...fields } = s;
+  return fields;
 }
 
 /**

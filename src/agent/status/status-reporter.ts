@@ -16,7 +16,7 @@
 import type { Logger } from 'pino';
 import { AuthError, NotFoundError, retryAfterOf, type FleetplaneClient } from '../../client/index.js';
 import { Backoff, type BackoffPolicy } from '../../util/backoff.js';
-import type { DeviceStatusInput } from '../../protocol/index.js';
+import { MAX_REPORTED_PEERS, type DeviceStatusInput, type PeerPath } from '../../protocol/index.js';
 import { DirtySet } from './dirty-set.js';
 import { errorMessage } from '../errors.js';
 import { StatusDelivery, type DeliveryChannel, type StatusTunnel } from './status-delivery.js';
@@ -32,6 +32,9 @@ export interface StatusFields {
   local_endpoints: string[];
   os: string | null;
   agent_version: string | null;
+  /** The path to each peer (docs/protocol.md "Path reports"); absent where no path manager runs. */
+  peers?: PeerPath[];
+  peers_truncated?: boolean;
 }
 
 export interface StatusReporterOptions {
@@ -86,6 +89,7 @@ function bounded(fields: StatusFields, online: boolean): DeviceStatusInput {
     local_endpoints: fields.local_endpoints.filter((e) => e.length <= MAX_LOCAL_ENDPOINT_CHARS).slice(0, MAX_LOCAL_ENDPOINTS),
     os: fields.os === null ? null : fields.os.slice(0, 256),
     agent_version: fields.agent_version === null ? null : fields.agent_version.slice(0, 64),
+    ...(fields.peers === undefined ? {} : { peers: fields.peers.slice(0, MAX_REPORTED_PEERS), peers_truncated: fields.peers_truncated === true || fields.peers.length > MAX_REPORTED_PEERS }),
   };
 }
 

@@ -16,6 +16,10 @@ export interface ReconcilerOptions {
   logger: Logger;
   /** Called after every reconcile that changed the applied revision or the apply error. */
   onState?: (state: ReconcilerState) => void;
+  /** A path manager owns the peers' endpoints (see DesiredStateInput.pathManaged). */
+  pathManaged?: boolean;
+  /** Called with each desired state once the dataplane reflects it (the path manager's peers and candidates). */
+  onApplied?: (desired: DesiredDataplane) => void;
 }
 
 /** What the dataplane reflects. `applied_revision` stays at the last success while `apply_error` is set. */
@@ -117,6 +121,7 @@ export class Reconciler {
         organization: snapshot.organization,
         devices: snapshot.devices,
         securityGroups: snapshot.securityGroups,
+        pathManaged: this.#o.pathManaged === true,
       });
       text = JSON.stringify(desired);
     } catch (err) {
@@ -135,7 +140,15 @@ export class Reconciler {
         return this.#failed(snapshot, err);
       }
     }
+    const fresh = text !== this.#lastDesired;
     this.#lastDesired = text;
+    if (fresh) {
+      try {
+        this.#o.onApplied?.(desired);
+      } catch (err) {
+        this.#o.logger.error({ err }, 'applied-state listener failed');
+      }
+    }
     const previous = this.#state;
     this.#state = { applied_revision: snapshot.revision, apply_error: null, applied_at: new Date().toISOString(), skipped: desired.skipped };
     if (changed) {

@@ -7,11 +7,21 @@
 export type AgentCounters = Record<string, number>;
 
 /** Which connection of an agent a counter is about. */
-export type AgentChannel = 'watch' | 'tunnel' | 'put';
+export type AgentChannel = 'watch' | 'tunnel' | 'put' | 'patch';
+
+/** Prefixes of COUNTER.events and COUNTER.eventBytes, to sum them over types and kinds. */
+export const EVENTS_PREFIX = 'watch.events.';
+export const EVENT_BYTES_PREFIX = 'watch.event-bytes.';
 
 export const COUNTER = {
   /** `POST .../events` requests sent. */
   watchRequests: 'watch.requests',
+  /**
+   * Watch requests that list at least one kind from the beginning (no
+   * `gt_revision`): the join's lists, and any re-list after it (a stream
+   * that lost its place, or `revision_compacted`).
+   */
+  watchLists: 'watch.lists',
   /** Watch requests answered 200. */
   watchOpened: 'watch.opened',
   /** Watch streams the server ended with the last chunk (graceful). */
@@ -29,6 +39,9 @@ export const COUNTER = {
   statusAcks: 'status.acks',
   putsSent: 'put.sent',
   putsOk: 'put.ok',
+  /** `PATCH .../devices/{id}` of an agent's own device (its endpoints), sent and answered 200. */
+  patchesSent: 'patch.sent',
+  patchesOk: 'patch.ok',
   /** Tunnel pings answered with pongs, and `ping` requests answered. */
   pingsAnswered: 'tunnel.pings-answered',
   requestsAnswered: 'tunnel.requests-answered',
@@ -43,6 +56,10 @@ export const COUNTER = {
   streamError: (code: string): string => `watch.error-event.${code}`,
   /** A tunnel that closed after opening, by WebSocket close code. */
   tunnelClosed: (code: number): string => `tunnel.close.${code}`,
+  /** `change`/`delete` lines received on watch streams, by event type and kind (keepalives, tails, bookmarks not counted). */
+  events: (type: string, kind: string): string => `${EVENTS_PREFIX}${type}.${kind}`,
+  /** Their bytes: each line with its newline, without the chunk framing. */
+  eventBytes: (type: string, kind: string): string => `${EVENT_BYTES_PREFIX}${type}.${kind}`,
   /** A `status_ack` carrying an error, by code. */
   statusAckError: (code: string): string => `status.ack-error.${code}`,
 } as const;

@@ -5,6 +5,7 @@
  * reply with the same id. Times are the worker's nowMs(); the pool turns
  * them into the harness's clock.
  */
+import type { DevicePatch } from '../../protocol/index.js';
 import type { AgentCounters } from './agent-counters.js';
 
 /** A device an agent speaks for: its id and its device token (`device_token` of its creation). */
@@ -105,6 +106,28 @@ export interface StuckReport {
   examples: WatchDiagnosis[];
 }
 
+/** Agents that PATCH their own device, all at once. */
+export interface PatchArgs {
+  org: string;
+  /** `agent`: the agent's index in this worker. */
+  patches: { agent: number; body: DevicePatch }[];
+}
+
+/** How one agent's PATCH of its own device ended. */
+export interface PatchOutcome {
+  agent: number;
+  /** HTTP status; 0 when the connection failed. */
+  status: number;
+  /** The device's revision in the answer (NaN unless 200). */
+  revision: number;
+  /** Bytes of the watch line this change should be: the answer's device, without `status` (NaN unless 200). */
+  lineBytes: number;
+  /** When the request was handed to the worker's pool, and when its answer ended (worker clock). */
+  sentAt: number;
+  doneAt: number;
+  error?: string;
+}
+
 /** Connection gauges at the moment of the call. */
 export interface AgentGauges {
   agents: number;
@@ -120,6 +143,8 @@ export interface AgentWorkerApi {
   /** Resets every agent's connections; they stay stopped until the next join. */
   stopAll: { args: Record<string, never>; result: { stopped: number } };
   setAck: { args: { mode: AckMode }; result: { agents: number } };
+  /** Each listed agent PATCHes its own device with its token, all at once; resolves when every answer is in. */
+  patch: { args: PatchArgs; result: { outcomes: PatchOutcome[] } };
   await: { args: AwaitArgs; result: AwaitResult };
   counters: { args: Record<string, never>; result: { counters: AgentCounters; gauges: AgentGauges } };
   /** Running agents whose watch isn't at its tails; at most `examples` of them in detail. */

@@ -1,6 +1,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { track } from '../children.js';
+import type { DevicePatch } from '../../protocol/index.js';
 import { addCounters, type AgentCounters } from './agent-counters.js';
 import {
   SOCKETS_PER_AGENT,
@@ -9,6 +10,7 @@ import {
   type AgentIdentity,
   type AgentTarget,
   type AgentWorkerApi,
+  type PatchOutcome,
   type ProgressField,
   type StuckReport,
 } from './agent-messages.js';
@@ -29,6 +31,8 @@ export const PUT_CONNECTIONS_PER_WORKER = 512;
 interface Worker {
   rpc: RpcChild<AgentWorkerApi>;
   agents: number;
+  /** Index of its first agent in the pool (the identities' order). */
+  first: number;
 }
 
 /** Worker processes for `agents` simulated agents at `socketsPerWorker` sockets each (2 per agent). */
@@ -56,7 +60,7 @@ export class AgentPool {
       if (n * SOCKETS_PER_AGENT + PUT_CONNECTIONS_PER_WORKER > MAX_SOCKETS_PER_WORKER) throw new Error(`${n} agents exceed one worker's socket budget`);
       const child = fork(WORKER, [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-old-space-size=4096'] });
       track(child);
-      workers.push({ rpc: new RpcChild<AgentWorkerApi>(child), agents: n });
+      workers.push({ rpc: new RpcChild<AgentWorkerApi>(child), agents: n, first: at });
       const mine = identities.slice(at, at + n);
       at += n;
       const perAddress = Math.floor(SOCKETS_PER_ADDRESS / SOCKETS_PER_AGENT);
@@ -103,6 +107,25 @@ export class AgentPool {
 
   async setAck(mode: AckMode): Promise<void> {
     await Promise.all(this.workers.map((w) => w.rpc.call('setAck', { mode })));
+  }
+
+  /**
+   * Each listed agent (`agent`: its index in the identities the pool was
+   * started with) PATCHes its own device with its token, every worker at
+   * once; outcomes in the order asked, `agent` as given, times on the
+   * harness's clock.
+   */
+  async patchOwnDevices(org: string, patches: readonly { agent: number; body: DevicePatch }[]): Promise<PatchOutcome[]> {
+    const parts = await Promise.all(
+      this.workers.map(async (w) => {
+        const mine = patches.filter((p) => p.agent >= w.first && p.agent < w.first + w.agents);
+        if (mine.length === 0) return [];
+        const r = await w.rpc.call('patch', { org, patches: mine.map((p) => ({ agent: p.agent - w.first, body: p.body })) });
+        return r.outcomes.map((o) => ({ ...o, agent: o.agent + w.first, sentAt: o.sentAt - w.rpc.offset, doneAt: o.doneAt - w.rpc.offset }));
+      }),
+    );
+    const byAgent = new Map(parts.flat().map((o) => [o.agent, o]));
+    return patches.map((p) => byAgent.get(p.agent) ?? { agent: p.agent, status: 0, revision: Number.NaN, lineBytes: Number.NaN, sentAt: Number.NaN, doneAt: Number.NaN, error: 'no worker holds this agent' });
   }
 
   /**

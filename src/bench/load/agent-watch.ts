@@ -5,6 +5,7 @@ import { nowMs } from '../clock.js';
 import { COUNTER, bump, type AgentCounters } from './agent-counters.js';
 import type { WatchDiagnosis } from './agent-messages.js';
 import { ChunkedLines, headerOf } from './chunked-lines.js';
+import { WatchEventTally } from './event-tally.js';
 import { Backoff } from '../../util/backoff.js';
 import { WATCH_BACKOFF, retryAfterMs } from './retry-wait.js';
 import { SilenceWatchdog } from './silence-watchdog.js';
@@ -23,7 +24,12 @@ export interface WatchTarget {
 export interface AgentWatchEvents {
   /** Every kind is at its tail on an open stream: after an initial list, or at once on an at_tail resume. */
   onReady(at: number): void;
-  /** The revision the agent has seen rose (reported only while every kind is at its tail). */
+  /**
+   * The revision the agent has seen rose (reported only while every kind is
+   * at its tail), at most once per read from the socket: the agent
+   * reconciles a burst of changes that arrived together once, not once per
+   * event.
+   */
   onSeen(revision: number, at: number): void;
 }
 
@@ -56,6 +62,8 @@ type State = 'idle' | 'connecting' | 'answered' | 'open' | 'ended';
 export class AgentWatch {
   lines = 0;
   bodyBytes = 0;
+  /** `change`/`delete` lines received, over every connection of this watch. */
+  readonly tally = new WatchEventTally();
   private readonly rev: number[] = WATCH_KINDS.map(() => 0);
   private readonly tailed: boolean[] = WATCH_KINDS.map(() => false);
   private bookmark = 0;
@@ -138,6 +146,11 @@ export class AgentWatch {
     this.ready = false;
   }
 
+  /** Some kind would be listed from the beginning: nothing seen of it, or its place was lost. */
+  private lists(): boolean {
+    return WATCH_KINDS.some((_, k) => !this.tailed[k] && (this.rev[k] ?? 0) === 0);
+  }
+
   private request(): string {
     const body: WatchRequest = WATCH_KINDS.map((kind, k) => {
       const rev = this.rev[k] ?? 0;
@@ -157,6 +170,7 @@ export class AgentWatch {
     this.timer = undefined;
     if (!this.running) return;
     bump(this.counters, COUNTER.watchRequests);
+    if (this.lists()) bump(this.counters, COUNTER.watchLists);
     this.state = 'connecting';
     this.retryAfter = undefined;
     this.errorCode = undefined;
@@ -173,6 +187,7 @@ export class AgentWatch {
       if (this.socket !== socket) return;
       this.silence?.heard();
       const bad = this.reader.feed(buf);
+      if (this.ready) this.reportSeen(nowMs());
       if (bad !== undefined) {
         bump(this.counters, COUNTER.unparsedLines);
         this.trace.add(nowMs(), `unreadable response (${bad}): reset`);
@@ -217,6 +232,7 @@ export class AgentWatch {
     switch (line.type) {
       case 'change':
       case 'delete':
+        this.tally.add(line.type, line.kind, end - start + 1);
         if (line.revision > (this.rev[line.kind] ?? 0)) this.rev[line.kind] = line.revision;
         break;
       case 'tail':
@@ -242,7 +258,6 @@ export class AgentWatch {
         bump(this.counters, COUNTER.unparsedLines);
         return;
     }
-    if (this.ready) this.reportSeen(at);
   }
 
   private becomeReady(at: number): void {

@@ -17,11 +17,14 @@ import type {
   AwaitResult,
   JoinArgs,
   JoinResult,
+  PatchArgs,
+  PatchOutcome,
   ProgressField,
   SetupArgs,
   StuckReport,
 } from './agent-messages.js';
 import { SOCKETS_PER_AGENT } from './agent-messages.js';
+import { WatchEventTally } from './event-tally.js';
 import { MAX_SOCKETS_PER_WORKER } from './messages.js';
 import { SimAgent, type AgentHost } from './sim-agent.js';
 import { StatusPutSender } from './status-put.js';
@@ -130,6 +133,19 @@ function setAck(mode: AgentTarget['ack']): { agents: number } {
   return { agents: agents.length };
 }
 
+async function patch(args: PatchArgs): Promise<{ outcomes: PatchOutcome[] }> {
+  const outcomes = await Promise.all(
+    args.patches.map((p) => {
+      const agent = agents[p.agent];
+      if (!agent?.running) {
+        return { agent: p.agent, status: 0, revision: Number.NaN, lineBytes: Number.NaN, sentAt: Number.NaN, doneAt: Number.NaN, error: 'no such running agent' };
+      }
+      return agent.patchOwnDevice(p.body);
+    }),
+  );
+  return { outcomes };
+}
+
 function awaitField(args: AwaitArgs): Promise<AwaitResult> {
   const running = agents.filter((a) => a.running);
   return new Promise((resolve) => {
@@ -157,15 +173,17 @@ function getCounters(): { counters: AgentCounters; gauges: AgentGauges } {
   const gauges: AgentGauges = { agents: agents.length, running: 0, watchesOpen: 0, watchesReady: 0, tunnelsOpen: 0 };
   let lines = 0;
   let bodyBytes = 0;
+  const tally = new WatchEventTally();
   for (const a of agents) {
     lines += a.watchLines;
     bodyBytes += a.watchBodyBytes;
+    a.addEventsTo(tally);
     if (a.running) gauges.running++;
     if (a.watchOpen) gauges.watchesOpen++;
     if (a.watchReady) gauges.watchesReady++;
     if (a.tunnelOpen) gauges.tunnelsOpen++;
   }
-  return { counters: { ...counters, [COUNTER.lines]: lines, [COUNTER.bodyBytes]: bodyBytes }, gauges };
+  return { counters: tally.addTo({ ...counters, [COUNTER.lines]: lines, [COUNTER.bodyBytes]: bodyBytes }), gauges };
 }
 
 /** Running agents not at their tails, by where their watch is; the first `examples` in detail. */
@@ -188,6 +206,7 @@ const handlers: { [M in AgentMethod]: (args: AgentWorkerApi[M]['args']) => Promi
   join,
   stopAll,
   setAck: (args) => setAck(args.mode),
+  patch,
   await: awaitField,
   counters: getCounters,
   stuck,

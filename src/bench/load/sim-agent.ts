@@ -1,9 +1,10 @@
-import { STATUS_ACK_MODES, TUNNEL_FRAME_TYPES, type DeviceStatusInput } from '../../protocol/index.js';
+import { STATUS_ACK_MODES, TUNNEL_FRAME_TYPES, type DevicePatch, type DeviceStatusInput } from '../../protocol/index.js';
 import { nowMs } from '../clock.js';
 import { COUNTER, bump, type AgentCounters } from './agent-counters.js';
-import type { AckMode, AgentIdentity, AgentTarget, ProgressField, WatchDiagnosis } from './agent-messages.js';
+import type { AckMode, AgentIdentity, AgentTarget, PatchOutcome, ProgressField, WatchDiagnosis } from './agent-messages.js';
 import { AgentTunnel } from './agent-tunnel.js';
 import { AgentWatch, STREAM_SILENCE_MS } from './agent-watch.js';
+import { WatchEventTally } from './event-tally.js';
 import { Backoff } from '../../util/backoff.js';
 import type { StatusPutSender } from './status-put.js';
 
@@ -23,7 +24,8 @@ const PUT_RETRY = { initialMs: 1_000, maxMs: 30_000, resetAfterMs: Number.MAX_SA
 
 /**
  * One simulated `fleetplane agent`: a watch stream on its organization, a
- * tunnel, and ACKs. Whenever the revision it has seen rises it reports
+ * tunnel, and ACKs. Whenever the revision it has seen rises (checked once
+ * per read of its watch socket, see AgentWatchEvents.onSeen) it reports
  * `{applied_revision: R, apply_error: null, …}`: as a tunnel `status` frame
  * (expecting a `status_ack` of the same `seq` until the server acked one on
  * that connection, then asking only for errors, as the agent does), or by
@@ -57,6 +59,7 @@ export class SimAgent {
   private readonly putRetry = new Backoff(PUT_RETRY);
   private pastLines = 0;
   private pastBodyBytes = 0;
+  private readonly pastTally = new WatchEventTally();
   /** Bumped by every start: answers to a PUT of an earlier start are ignored. */
   private session = 0;
 
@@ -74,6 +77,12 @@ export class SimAgent {
 
   get watchBodyBytes(): number {
     return this.pastBodyBytes + (this.watch?.bodyBytes ?? 0);
+  }
+
+  /** Adds this agent's `change`/`delete` lines, over every start, to `into`. */
+  addEventsTo(into: WatchEventTally): void {
+    into.addAll(this.pastTally);
+    if (this.watch) into.addAll(this.watch.tally);
   }
 
   get watchReady(): boolean {
@@ -158,6 +167,7 @@ export class SimAgent {
       this.watch.stop();
       this.pastLines += this.watch.lines;
       this.pastBodyBytes += this.watch.bodyBytes;
+      this.pastTally.addAll(this.watch.tally);
       this.watch = undefined;
     }
     this.tunnel?.stop();
@@ -165,6 +175,17 @@ export class SimAgent {
     clearTimeout(this.putTimer);
     this.putTimer = undefined;
     this.putBusy = false;
+  }
+
+  /**
+   * PATCHes this agent's own device with its token (the endpoint publisher's
+   * request), through the worker's pool; never rejects.
+   */
+  async patchOwnDevice(body: DevicePatch): Promise<PatchOutcome> {
+    const sender = this.host.putSender();
+    const org = this.target?.org;
+    if (!sender || org === undefined) return { agent: this.index, status: 0, revision: Number.NaN, lineBytes: Number.NaN, sentAt: Number.NaN, doneAt: Number.NaN, error: 'not started' };
+    return { agent: this.index, ...(await sender.patchDevice(org, this.identity.deviceId, this.identity.token, body)) };
   }
 
   setAck(mode: AckMode): void {

@@ -57,7 +57,7 @@ export interface ChangeLoopResult {
 }
 
 export const CHANGES = 5;
-const RECEIVE_TIMEOUT_MS = 30_000;
+export const RECEIVE_TIMEOUT_MS = 30_000;
 /** After a change whose ACKs never came at all, later changes wait only this long for them. */
 export const SILENT_ACK_TIMEOUT_MS = 2_000;
 const GAP_MS = 200;

@@ -1,6 +1,8 @@
 import { PUT_CONNECTIONS_PER_WORKER } from '../load/agent-pool.js';
 import { STREAM_SILENCE_MS } from '../load/agent-watch.js';
-import { CHANGES, ackTimeoutMs } from './change-loop.js';
+import { CHANGES, RECEIVE_TIMEOUT_MS, ackTimeoutMs } from './change-loop.js';
+import { CHURN_EVENT_BYTES_LIMIT, CHURN_SHARE } from './churn-accounting.js';
+import { FLEET_TARGETS } from './fleet-targets.js';
 import { POLL_INTERVAL_MS } from './convergence-follower.js';
 import { PACED_CONCURRENCY } from './join-run.js';
 
@@ -12,7 +14,7 @@ export function fleetMethod(idleSeconds: number): string[] {
       'gt_revision and at_tail: true after the SDK\'s backoff, or a 429/503\'s Retry-After + jitter; like the SDK, it gives up a fleetplane ' +
       `stream silent for 3 bookmark intervals, ${STREAM_SILENCE_MS / 1000} s, counted as watch.silent: a connection can die with no FIN or reset reaching the agent) ` +
       'and a tunnel (ws: answers ping frames ' +
-      'and the ping request). When its seen revision rises it ACKs {applied_revision: R, apply_error: null, …} by a tunnel status frame ' +
+      'and the ping request). When its seen revision rises (checked once per read of its watch socket) it ACKs {applied_revision: R, apply_error: null, …} by a tunnel status frame ' +
       '(as the agent does: confirmed by status_ack until the server acked one on that tunnel connection, then sent with ack: "errors" and ' +
       'counted once sent; every new connection sends it again) or by PUT .../status (confirmed by its 200; PUTs share ' +
       `${PUT_CONNECTIONS_PER_WORKER} keep-alive sockets per load worker). ` +
@@ -38,6 +40,22 @@ export function fleetMethod(idleSeconds: number): string[] {
       'after seeding, an idle window as long, no forced GC), / N; also after a full GC (SIGUSR2 → gc(), sent to the Node.js processes only), and as read just after the join (the herd\'s ' +
       'garbage not yet collected). The verdict uses the steady PSS (/proc/<pid>/smaps_rollup: a page shared by several processes of the tree ' +
       'counts once in all); summed VmRSS is shown too.',
+    `(g), after (b): ${Math.round(CHURN_SHARE * 100)}% of the agents (N × ${CHURN_SHARE}, spread evenly over the load workers) each PATCH ` +
+      '/api/organizations/{org}/devices/{id} of their own device with their device token, through their load worker\'s keep-alive pool, all at once, with ' +
+      'the body the agent\'s endpoint publisher sends when only its STUN mapping moved: {endpoints: [stun, local v4, local v6]} built by the ' +
+      'agent\'s publishedEndpoints (symmetric_nat unchanged, so left out). Unmeasured before it, the same agents publish a first STUN endpoint ' +
+      'the same way and the fleet converges, so that the step changes one. ACKs go by tunnel frame (by the first --ack mode when tunnel was not ' +
+      `asked for). Waits, concurrently and bounded (received ${RECEIVE_TIMEOUT_MS / 1000} s, ACKs and convergence as in (c)), until every agent has seen the highest ` +
+      'revision the PATCHes took (the organization\'s after the last PATCH), every agent\'s ACK of it is confirmed or sent, and the convergence ' +
+      'reports at_head = N at it; convergence is timed as in (c), from sending the PATCH that took that revision (all were sent within a few ms), ' +
+      `against (c)'s limit (${FLEET_TARGETS.convergedMs} ms). Events: the change/delete lines of every kind the agents' watch streams received between ` +
+      'the agents\' counters read before the PATCHes and after the last wait (tails, bookmarks and keepalives not counted), ÷ (N watchers × changes ' +
+      'answered 200): the watch protocol does not coalesce (docs/protocol.md "Watch": each change is its own event with the whole object), so ' +
+      `exactly 1.0 passes. Bytes: each line with its newline, without chunk framing, mean over the step (≤ ${CHURN_EVENT_BYTES_LIMIT} B passes), ` +
+      'beside the PATCH answers\' devices encoded as watch lines. Re-lists: watch requests listing any kind from gt_revision 0, plus 410 ' +
+      'answers to a resume (the simulated agents never GET a list); 0 passes. An agent ACKs at most once per read of its watch socket ' +
+      '(the real agent\'s status reporter sends at most one status per second, which is not simulated). CPU and statements: as in (c), over the ' +
+      'step\'s window.',
     'targets are stated for 10,000 agents; at other N they are shown for orientation. 10,000 agents hold 20,000+ sockets on the server, ' +
       'over one process\'s 20,000 open files: the server runs serve --workers. On the embedded storage the server\'s process tree ' +
       'includes its PostgreSQL, so its CPU and RSS count the database too.',

@@ -1,3 +1,4 @@
+import { ROUTES } from '../../protocol/index.js';
 import type { FleetApi } from '../http-api.js';
 import { nowMs } from '../clock.js';
 import { procTreeStats } from '../proc-stats.js';
@@ -33,6 +34,12 @@ export interface ServerSample {
    */
   watchQueries: number;
   convergenceQueries: number;
+  /** `PATCH .../devices/{id}` answered, and their summed time in the server (its request histogram). */
+  devicePatches: number;
+  devicePatchSeconds: number;
+  /** Events the server wrote to watch streams (`fleetplane_watch_events_written_total`), and its tail-cache fills. */
+  eventsWritten: number;
+  fillQueries: number;
 }
 
 /** What happened between two samples. */
@@ -46,7 +53,13 @@ export interface ServerDelta {
   statusBatches: number;
   watchQueries: number;
   convergenceQueries: number;
+  devicePatches: number;
+  devicePatchSeconds: number;
+  eventsWritten: number;
+  fillQueries: number;
 }
+
+const DEVICE_PATCH = { method: 'PATCH', route: ROUTES.device };
 
 function readCpu(server: RestartableServer, pg: BenchPostgres | undefined): CpuReading {
   const at = nowMs();
@@ -76,6 +89,10 @@ export async function sampleServer(server: RestartableServer, api: FleetApi, pg:
     statusBatches: promValue(text, 'fleetplane_status_batches_total'),
     watchQueries: promValue(text, 'fleetplane_watch_fill_queries_total') + promValue(text, 'fleetplane_watch_catchup_queries_total'),
     convergenceQueries: promValue(text, 'fleetplane_convergence_stream_queries_total'),
+    devicePatches: promValue(text, 'fleetplane_http_request_duration_seconds_count', DEVICE_PATCH),
+    devicePatchSeconds: promValue(text, 'fleetplane_http_request_duration_seconds_sum', DEVICE_PATCH),
+    eventsWritten: promValue(text, 'fleetplane_watch_events_written_total'),
+    fillQueries: promValue(text, 'fleetplane_watch_fill_queries_total'),
   };
 }
 
@@ -91,5 +108,10 @@ export function serverDelta(after: ServerSample, before: ServerSample): ServerDe
     statusBatches: after.statusBatches - before.statusBatches,
     watchQueries: after.watchQueries - before.watchQueries,
     convergenceQueries: after.convergenceQueries - before.convergenceQueries,
+    // A metric first exported during the window (no PATCH of a device before it) starts from 0.
+    devicePatches: after.devicePatches - (Number.isNaN(before.devicePatches) ? 0 : before.devicePatches),
+    devicePatchSeconds: after.devicePatchSeconds - (Number.isNaN(before.devicePatchSeconds) ? 0 : before.devicePatchSeconds),
+    eventsWritten: after.eventsWritten - before.eventsWritten,
+    fillQueries: after.fillQueries - before.fillQueries,
   };
 }

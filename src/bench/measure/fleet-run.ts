@@ -10,6 +10,7 @@ import { RestartableServer, type StorageName } from '../server/restartable-serve
 import { maxOf } from '../stats.js';
 import { sleep } from '../../util/sleep.js';
 import { ackTimeoutMs, changeLoop, SILENT_ACK_TIMEOUT_MS, type ChangeLoopResult } from './change-loop.js';
+import { measureChurn, type ChurnFigures } from './churn-run.js';
 import { ConvergenceFollower } from './convergence-follower.js';
 import type { RunnablePlan } from './fleet-plan.js';
 import { seedFleet } from './fleet-seed.js';
@@ -67,6 +68,8 @@ export interface FleetRunFigures {
   restart?: RestartFigures;
   /** After every agent resumed from the restart: convergence `online` reaching N. */
   onlineAfterRestart?: OnlineWait;
+  /** (g), last: 10% of the agents move their STUN endpoint at once. */
+  churn?: ChurnFigures;
   notes: string[];
   error?: string;
 }
@@ -95,8 +98,9 @@ async function ackCatchUp(pool: AgentPool, ack: AckCatchUp['ack'], revision: num
  * list bytes; RSS before; joins (raw paced, fleetplane paced, raw all at
  * once, fleetplane all at once: agents stay); join ACKs, online count, ping
  * through a few tunnels; RSS with N; idle; a change loop per ACK mode
- * (tunnel, then PUT by default); restart, online count. Stops
- * at the first phase that throws, keeping what was measured.
+ * (tunnel, then PUT by default); restart, online count; endpoint churn
+ * (ACKs by tunnel when that mode was asked for). Stops at the first phase
+ * that throws, keeping what was measured.
  */
 export async function fleetRun(o: {
   plan: RunnablePlan;
@@ -195,6 +199,16 @@ export async function fleetRun(o: {
     fig.restart = await measureRestart(server, agents, resumeTimeoutMs(n));
     if (fig.restart.stuck !== undefined) fig.notes.push(`restart: ${fig.restart.stuck}`);
     fig.onlineAfterRestart = await awaitOnline(api, seed.org, n, ONLINE_TIMEOUT_MS);
+
+    // The convergence target is (c)'s, whose ACKs go by tunnel frame: so do the churn's, when that mode was asked for.
+    const churnAck = o.acks.includes('tunnel') ? 'tunnel' : (o.acks[0] ?? 'tunnel');
+    if (churnAck !== o.acks[o.acks.length - 1]) await pool.setAck(churnAck);
+    follower = await ConvergenceFollower.start(api, server.url, seed.org, BENCH_ADMIN_TOKEN);
+    fig.churn = await measureChurn({ server, api, pg: o.pg, pool, follower, org: seed.org, ack: churnAck, ackTimeoutMs: ackTimeoutMs(n), signal: o.signal });
+    if (fig.churn.first.stuck !== undefined) fig.notes.push(`churn, first endpoints: ${fig.churn.first.stuck}`);
+    if (fig.churn.step.stuck !== undefined) fig.notes.push(`churn: ${fig.churn.step.stuck}`);
+    follower.stop();
+    follower = undefined;
   } catch (err) {
     fig.error = err instanceof Error ? err.message : String(err);
     log.error({ err, storage, n }, 'fleet run failed');

@@ -1,6 +1,8 @@
 import { fmt, fmtBytes } from '../format.js';
 import type { Table } from '../scenario.js';
 import type { ChangeFigures, ChangeLoopResult } from './change-loop.js';
+import { CHURN_SHARE } from './churn-accounting.js';
+import type { ChurnRound } from './churn-run.js';
 import { count, ms, overChanges, seconds } from './fleet-cells.js';
 import type { AckCatchUp, FleetRunFigures } from './fleet-run.js';
 import type { OnlineWait } from './online-wait.js';
@@ -46,6 +48,55 @@ export function changeTable(runs: readonly FleetRunFigures[]): Table {
   return {
     title: '(c) vs (f): 5 changes (PATCH of a security group), one at a time; median (min–max) over the changes; ms from sending the PATCH',
     columns: ['storage', 'N', 'figure', 'ACK by tunnel frame (c)', 'ACK by PUT (f)'],
+    rows,
+  };
+}
+
+function within(round: ChurnRound, value: number, missing: number, n: number): string {
+  if (Number.isNaN(round.lastRevision)) return 'not measured: no PATCH was answered 200';
+  return Number.isNaN(value) ? `timeout: ${count(missing)} of ${count(n)} not there` : ms(value);
+}
+
+function convergedWithin(round: ChurnRound, n: number): string {
+  if (Number.isNaN(round.lastRevision)) return 'not measured: no PATCH was answered 200';
+  return Number.isNaN(round.convergedMs) ? `timeout: best at_head ${count(round.bestAtHead)} of ${count(n)}` : ms(round.convergedMs);
+}
+
+/** (g): the endpoint churn, step by step. */
+export function churnTable(runs: readonly FleetRunFigures[]): Table {
+  const rows: Row[] = [];
+  for (const r of runs) {
+    const c = r.churn;
+    if (!c) continue;
+    const add = (figure: string, value: string): void => {
+      rows.push([r.storage, count(r.n), figure, value]);
+    };
+    const s = c.step;
+    const a = c.accounting;
+    add('agents moving their STUN endpoint at once', `${count(s.asked)} of ${count(c.agents)} (${Math.round(CHURN_SHARE * 100)}%), ACKs by ${c.ack}`);
+    add('PATCH body (the first of them)', c.exampleBody);
+    add('before: the same agents publish a first one; last PATCH → at_head = N', `${convergedWithin(c.first, r.n)}; ${count(c.first.ok)} of ${count(c.first.asked)} answered 200`);
+    add('PATCHes answered 200', `${count(s.ok)} of ${count(s.asked)}${s.ok === s.asked ? '' : `: ${s.failureDetail}`}; revisions ${count(s.firstRevision)}–${count(s.lastRevision)}`);
+    add('first PATCH sent → last answered', ms(s.writeSpanMs));
+    add('  in the server: PATCHes answered, mean time from request to answer', `${count(c.serverPatches)}, ${ms(c.serverPatchMeanMs)}`);
+    add('last PATCH → all N received it (p50)', `${within(s, s.receivedMs, s.missingReceived, r.n)} (${ms(s.receivedP50Ms)})`);
+    add('last PATCH → all N ACKed it (frame sent)', within(s, s.ackedMs, s.missingAcked, r.n));
+    add('last PATCH → convergence at_head = N', convergedWithin(s, r.n));
+    add('  from the first PATCH sent / after the last answer', `${ms(s.convergedFromFirstSentMs)} / ${ms(s.convergedFromLastAnswerMs)}`);
+    add('  best at_head seen', count(s.bestAtHead));
+    add('server CPU for the step', `${seconds(c.cpuSeconds)}, ${r.storage === 'postgresql' ? 'PostgreSQL apart' : 'of which its embedded PostgreSQL'} ${seconds(c.databaseCpuSeconds)}; the closing /metrics scrape ${seconds(c.scrapeCpuSeconds)}, not counted`);
+    add('statements (all) / status batches', `${count(c.statements)} (${c.statementDetail}) / ${count(c.statusBatches)}`);
+    add('watch events received', `${count(a.events)}: ${a.eventDetail}; the server wrote ${count(c.serverEventsWritten)} in ${count(c.fillQueries)} tail-cache fills`);
+    add('  per watcher per change', `${fmt(a.eventsPerWatcherPerChange, 6)} (expected ${count(a.watchers)} × ${count(a.changes)} = ${count(a.watchers * a.changes)})`);
+    add('  bytes per event: mean; the PATCH answers as watch lines: mean, largest', `${fmt(a.meanEventBytes)} B; ${fmt(s.predictedLineBytesMean)} B, ${fmt(s.predictedLineBytesMax)} B`);
+    add('re-lists (full lists, 410 resyncs)', `${count(a.relists)}: ${a.relistDetail}`);
+    add('other watch requests (resumes)', count(a.resumes));
+    add('status frames sent per agent', fmt(a.statusFrames / Math.max(1, a.watchers)));
+    add('agent-side errors during the step', `${count(a.errors)}${a.errors > 0 ? `: ${a.errorDetail}` : ''}`);
+  }
+  return {
+    title: `(g) churn: ${Math.round(CHURN_SHARE * 100)}% of the agents PATCH a new STUN endpoint at once (after the restart); ms from sending the PATCH that took the last revision`,
+    columns: ['storage', 'N', 'figure', 'value'],
     rows,
   };
 }

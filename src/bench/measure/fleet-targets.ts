@@ -2,6 +2,7 @@ import { fmt, fmtBytes } from '../format.js';
 import type { TargetResult } from '../scenario.js';
 import { spread } from '../stats.js';
 import type { ChangeLoopResult } from './change-loop.js';
+import { CHURN_EVENT_BYTES_LIMIT, CHURN_SHARE, churnVerdicts } from './churn-accounting.js';
 import { count, ms, overChanges, seconds } from './fleet-cells.js';
 import type { FleetPlan } from './fleet-plan.js';
 import type { FleetRunFigures } from './fleet-run.js';
@@ -116,6 +117,71 @@ function loopChecks(loop: ChangeLoopResult | undefined, n: number): Check[] {
   ];
 }
 
+/**
+ * (g): convergence against (c)'s limit, the same wait from the PATCH that
+ * took the organization's last revision; and the step's accounting.
+ */
+function churnChecks(run: FleetRunFigures): Check[] {
+  const label = `(g) churn, ${Math.round(CHURN_SHARE * 100)}% of agents move their STUN endpoint at once`;
+  const targets = {
+    converged: `≤ ${FLEET_TARGETS.convergedMs} ms, every PATCH answered 200`,
+    events: 'exactly 1.0 (no coalescing in the watch protocol)',
+    bytes: `mean ≤ ${fmtBytes(CHURN_EVENT_BYTES_LIMIT)}`,
+    relists: '0',
+  };
+  const c = run.churn;
+  if (!c) {
+    const missing = (figure: string, target: string, limit: number): Check => ({ figure: `${label}: ${figure}`, measured: 'not measured', target, value: Number.NaN, limit, pass: undefined });
+    return [
+      missing('last PATCH → convergence at_head = N', targets.converged, FLEET_TARGETS.convergedMs),
+      missing('watch events per watcher per endpoint change', targets.events, 1),
+      missing('bytes per change event', targets.bytes, CHURN_EVENT_BYTES_LIMIT),
+      missing('re-lists by the agents during the step', targets.relists, 0),
+    ];
+  }
+  const s = c.step;
+  const a = c.accounting;
+  const v = churnVerdicts(a);
+  const allOk = s.ok === s.asked;
+  const converged = Number.isNaN(s.convergedMs)
+    ? `timeout: best at_head ${count(s.bestAtHead)} of ${count(run.n)}`
+    : `${ms(s.convergedMs)} (from the first PATCH sent ${ms(s.convergedFromFirstSentMs)}; after the last answer ${ms(s.convergedFromLastAnswerMs)})`;
+  return [
+    {
+      figure: `${label}: last PATCH → convergence at_head = N`,
+      measured: `${converged}; PATCHes ${count(s.ok)} of ${count(s.asked)} answered 200${allOk ? '' : ` (${s.failureDetail})`}; server CPU ${seconds(c.cpuSeconds)}`,
+      target: targets.converged,
+      value: s.convergedMs,
+      limit: FLEET_TARGETS.convergedMs,
+      pass: Number.isNaN(s.convergedMs) ? false : allOk && s.convergedMs <= FLEET_TARGETS.convergedMs,
+    },
+    {
+      figure: `${label}: watch events per watcher per endpoint change`,
+      measured: `${fmt(a.eventsPerWatcherPerChange, 6)} = ${count(a.events)} events ÷ (${count(a.watchers)} watchers × ${count(a.changes)} changes); ${a.eventDetail}`,
+      target: targets.events,
+      value: a.eventsPerWatcherPerChange,
+      limit: 1,
+      pass: v.oneEventPerChange,
+    },
+    {
+      figure: `${label}: bytes per change event`,
+      measured: `mean ${fmt(a.meanEventBytes)} B (${count(a.eventBytes)} B ÷ ${count(a.events)} events); the PATCH answers as watch lines: mean ${fmt(s.predictedLineBytesMean)} B, largest ${fmt(s.predictedLineBytesMax)} B`,
+      target: targets.bytes,
+      value: a.meanEventBytes,
+      limit: CHURN_EVENT_BYTES_LIMIT,
+      pass: v.smallEvents,
+    },
+    {
+      figure: `${label}: re-lists by the agents during the step`,
+      measured: `${count(a.relists)}: ${a.relistDetail}; resumes ${count(a.resumes)}; agent-side errors ${count(a.errors)}${a.errors > 0 ? ` (${a.errorDetail})` : ''}`,
+      target: targets.relists,
+      value: a.relists,
+      limit: 0,
+      pass: v.noRelists,
+    },
+  ];
+}
+
 function idleCheck(run: FleetRunFigures): Check {
   const figure = '(d) idle: database write statements';
   const target = `≤ ${FLEET_TARGETS.idleWritesPerSecond} per second`;
@@ -161,7 +227,7 @@ function memoryCheck(run: FleetRunFigures): Check {
 
 /** Rows of the targets table and the TargetResults of one run. */
 export function runTargets(run: FleetRunFigures): { rows: string[][]; targets: TargetResult[] } {
-  const checks = [joinCheck(run, 'paced'), joinCheck(run, 'all at once'), restartCheck(run), ...loopChecks(run.tunnel, run.n), idleCheck(run), memoryCheck(run)];
+  const checks = [joinCheck(run, 'paced'), joinCheck(run, 'all at once'), restartCheck(run), ...loopChecks(run.tunnel, run.n), idleCheck(run), memoryCheck(run), ...churnChecks(run)];
   const n = count(run.n);
   return {
     rows: checks.map((c) => [run.storage, n, c.figure, c.measured, c.target, verdict(c, run.n)]),

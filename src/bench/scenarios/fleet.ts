@@ -2,12 +2,13 @@ import type { Scenario, ScenarioResult, TargetResult } from '../scenario.js';
 import { log } from '../log.js';
 import { hasPostgres, PG_SERVER_SETTINGS, startPostgres } from '../server/postgres.js';
 import { openFilesLimit } from '../server/open-files-limit.js';
-import { ackTimeoutMs, CHANGES } from '../measure/change-loop.js';
+import { ackTimeoutMs, CHANGES, RECEIVE_TIMEOUT_MS } from '../measure/change-loop.js';
+import { CHURN_EVENT_BYTES_LIMIT, CHURN_SHARE } from '../measure/churn-accounting.js';
 import { fleetMethod } from '../measure/fleet-method.js';
 import { fleetOptions, FLEET_FLAGS } from '../measure/fleet-options.js';
 import { planFleet, type FleetPlan, type RunnablePlan } from '../measure/fleet-plan.js';
 import { fleetRun, joinTimeoutMs, type FleetRunFigures } from '../measure/fleet-run.js';
-import { changeTable, detailTable, joinTable } from '../measure/fleet-tables.js';
+import { changeTable, churnTable, detailTable, joinTable } from '../measure/fleet-tables.js';
 import { FLEET_TARGETS, notRunRow, runTargets, TARGET_COLUMNS } from '../measure/fleet-targets.js';
 import { PACED_CONCURRENCY } from '../measure/join-run.js';
 import { resumeTimeoutMs } from '../measure/restart-run.js';
@@ -19,18 +20,21 @@ const LIST_BYTES_PER_DEVICE_GUESS = 600;
 function runBoundMs(n: number, idleSeconds: number): number {
   const join = joinTimeoutMs(n, n * LIST_BYTES_PER_DEVICE_GUESS);
   const changes = 2 * CHANGES * (30_000 + ackTimeoutMs(n) + 1_000);
-  return 120_000 + 20 * n + 4 * join + 2 * ackTimeoutMs(n) + changes + idleSeconds * 1000 + resumeTimeoutMs(n) + 60_000;
+  // Two rounds of endpoint PATCHes (the first publication, then the step), each waiting like one change.
+  const churn = 2 * (RECEIVE_TIMEOUT_MS + ackTimeoutMs(n) + 30_000) + 10_000;
+  return 120_000 + 20 * n + 4 * join + 2 * ackTimeoutMs(n) + changes + idleSeconds * 1000 + resumeTimeoutMs(n) + 60_000 + churn;
 }
 
 /**
  * `fleet`: N simulated agents, each with its own device, watch stream,
  * tunnel and ACKs, against one server per storage: join (vs the raw floor),
  * restart, change → received → ACKed → converged (ACKs by tunnel and by
- * PUT), idle writes, RSS per agent. See bench/README.md.
+ * PUT), idle writes, RSS per agent, and last 10% of the agents moving their
+ * endpoint at once. See bench/README.md.
  */
 export const fleet: Scenario = {
   name: 'fleet',
-  summary: 'N agents (watch + tunnel + ACKs): join vs raw floor, restart, change → ACK → convergence (tunnel vs PUT), idle writes, RSS/agent',
+  summary: 'N agents (watch + tunnel + ACKs): join vs raw floor, restart, change → ACK → convergence (tunnel vs PUT), idle writes, RSS/agent, endpoint churn',
   inDefault: false,
   flags: FLEET_FLAGS,
   timeLimitMs: (o) => {
@@ -81,6 +85,7 @@ export const fleet: Scenario = {
         idleSeconds: f.idleSeconds,
         ackModes: f.acks,
         changesPerLoop: CHANGES,
+        churn: { share: CHURN_SHARE, eventBytesLimit: CHURN_EVENT_BYTES_LIMIT },
         pacedConcurrency: PACED_CONCURRENCY,
         openFilesPerProcess: openFiles,
         plans,
@@ -89,7 +94,7 @@ export const fleet: Scenario = {
         targets: FLEET_TARGETS,
         runs: 'one pass per storage and N (--runs is not used: a 10,000-agent join moves about 45 GB); figures of (c)/(f) are over 5 changes',
       },
-      tables: [{ title: 'fleet: targets (stated for 10,000 agents)', columns: TARGET_COLUMNS, rows: targetRows }, joinTable(runs), changeTable(runs), detailTable(runs)].filter(
+      tables: [{ title: 'fleet: targets (stated for 10,000 agents)', columns: TARGET_COLUMNS, rows: targetRows }, joinTable(runs), changeTable(runs), churnTable(runs), detailTable(runs)].filter(
         (t) => t.rows.length > 0,
       ),
       runs,

@@ -11,6 +11,7 @@ import { enroll } from './enroll.js';
 import { fleet } from './fleet.js';
 import { storage } from './storage.js';
 import { dashboard } from './dashboard.js';
+import { relay } from './relay.js';
 
 /** Every scenario, in the order the default set runs them. */
-export const SCENARIOS: readonly Scenario[] = [rawFloor, fanout, idleMemory, queries, pollingBaseline, catchUp, writeThroughput, fanoutWorkers, fanoutReplicas, enroll, fleet, storage, dashboard];
+export const SCENARIOS: readonly Scenario[] = [rawFloor, fanout, idleMemory, queries, pollingBaseline, catchUp, writeThroughput, fanoutWorkers, fanoutReplicas, enroll, fleet, storage, dashboard, relay];

@@ -40,6 +40,7 @@ export const FLAGS = {
     value: 'CIDRS',
     help: 'routes of the device that agents apply, comma separated, replacing the approved list ("" for none); each must also be requested by the device',
   },
+  relay: { kind: 'string', value: 'true|false', help: 'the device relays for peers a symmetric NAT keeps apart (admins; it needs a public address)' },
   'if-match': { kind: 'string', value: 'REVISION', help: 'only if the object is still at this revision (else exit 1, precondition_failed)' },
   role: { kind: 'string', value: 'ROLE', help: 'admin or read' },
   email: { kind: 'string', value: 'EMAIL', help: "invite by email (matched case-insensitively, only when the identity provider verified it)" },

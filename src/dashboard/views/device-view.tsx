@@ -1,13 +1,49 @@
 import type { JSX } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { AGENT_METHODS } from '../../protocol/index.js';
-import type { Device } from '../../client/index.js';
-import { Ago, describeError, ErrorState } from '../components/ui.js';
+import { PeerNames, formatBytes, type Device, type PeerPath } from '../../client/index.js';
+import { Ago, describeError, EmptyState, ErrorState } from '../components/ui.js';
 import { useClient, useInformers } from '../live/context.js';
 import { useConvergence, useInformerItems } from '../live/hooks.js';
 import { href } from '../router.js';
 
 type RpcAnswer = { method: string; ok: boolean; text: string; ms: number };
+
+const PATH_TAG: Record<PeerPath['path'], string> = { direct: 'tag ok', relay: 'tag warn', none: 'tag muted' };
+
+/** The path to each peer as the device last reported it, peers named by the organization's devices. */
+function PeersTable(props: { org: string; peers: readonly PeerPath[]; truncated: boolean; names: PeerNames; now: number }): JSX.Element {
+  if (props.peers.length === 0) {
+    return <EmptyState title="No peers reported">The device's agent reports the path to each peer with its status (agents from v1.9 on).</EmptyState>;
+  }
+  return (
+    <div class="panel">
+      <table data-testid="device-peers">
+        <thead>
+          <tr><th scope="col">Hostname</th><th scope="col">Path</th><th scope="col">Endpoint</th><th scope="col">Handshake</th><th scope="col">RX</th><th scope="col">TX</th></tr>
+        </thead>
+        <tbody>
+          {props.peers.map((p) => {
+            const peer = props.names.deviceOf(p);
+            return (
+              <tr key={p.public_key} data-testid="device-peer-row">
+                <td data-testid="device-peer-hostname" title={p.public_key}>
+                  {peer ? <a href={href('device', props.org, peer.id)}>{peer.hostname}</a> : <span class="muted">—</span>}
+                </td>
+                <td data-testid="device-peer-path"><span class={PATH_TAG[p.path]}>{props.names.pathOf(p)}</span></td>
+                <td>{p.endpoint ?? '—'}</td>
+                <td><Ago at={p.latest_handshake} now={props.now} /></td>
+                <td>{formatBytes(p.rx_bytes)}</td>
+                <td>{formatBytes(p.tx_bytes)}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {props.truncated ? <p class="muted">The device has more peers: the {props.peers.length} most recently active are shown.</p> : null}
+    </div>
+  );
+}
 
 /** One device: its status, what its agent says of its dataplane, and ping and force-sync through its tunnel. */
 export function DeviceView(props: { org: string; id: string }): JSX.Element {
@@ -16,6 +52,7 @@ export function DeviceView(props: { org: string; id: string }): JSX.Element {
   const objects = useInformerItems('device');
   const object = objects.items.find((d) => d.id === props.id);
   const convergence = useConvergence(props.org).value;
+  const names = useMemo(() => new PeerNames(objects.items), [objects.items]);
   const [device, setDevice] = useState<Device | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const [answer, setAnswer] = useState<RpcAnswer | undefined>(undefined);
@@ -80,6 +117,9 @@ export function DeviceView(props: { org: string; id: string }): JSX.Element {
           </tbody>
         </table>
       </div>
+      <h2>Peers</h2>
+      {/* Servers before v1.9 send no peers. */}
+      <PeersTable org={props.org} peers={s.peers ?? []} truncated={s.peers_truncated === true} names={names} now={Date.now()} />
       <h2>Ask the agent</h2>
       <div class="toolbar">
         <button type="button" data-testid="device-ping" disabled={busy !== undefined} onClick={() => void call(AGENT_METHODS.ping)}>Ping</button>

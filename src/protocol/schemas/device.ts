@@ -9,6 +9,37 @@ export const Endpoint = Type.Object(
   { ...strict, $id: 'Endpoint' },
 );
 
+/** One peer's path as its agent reports it (docs/protocol.md "Path reports"). */
+export const PeerPath = Type.Object(
+  {
+    public_key: Type.String({ format: 'wireguard-key' }),
+    device_id: OrNull(Type.String({ maxLength: 64 })),
+    path: Type.Union([Type.Literal('direct'), Type.Literal('relay'), Type.Literal('none')]),
+    /** `server` on the server relay, `device:<id>` through a relay device; null on a direct path. */
+    via: OrNull(Type.String({ maxLength: 80, pattern: '^(server|device:[0-9A-Za-z-]{1,64})$' })),
+    /** The replica holding the agent's relay session when `via` is `server`. */
+    relay_id: OrNull(Type.String({ maxLength: 64 })),
+    endpoint: OrNull(Type.String({ maxLength: 64 })),
+    latest_handshake: OrNull(Timestamp),
+    rx_bytes: Type.Integer({ minimum: 0 }),
+    tx_bytes: Type.Integer({ minimum: 0 }),
+  },
+  { ...strict, $id: 'PeerPath' },
+);
+export type PeerPath = Static<typeof PeerPath>;
+
+/** `via` of a peer reached through the server relay. */
+export const PEER_VIA_SERVER = 'server';
+const VIA_DEVICE = 'device:';
+
+/** The id of the relay device a peer's `via` names (`device:<id>`); undefined for the server relay or no relay. */
+export function relayDeviceOf(via: string | null): string | undefined {
+  return via !== null && via.startsWith(VIA_DEVICE) ? via.slice(VIA_DEVICE.length) : undefined;
+}
+
+/** Most peers one status reports; the rest are left out and `peers_truncated` is true. */
+export const MAX_REPORTED_PEERS = 1024;
+
 export const DeviceStatus = Type.Object({
   online: Type.Boolean(),
   last_seen: OrNull(Timestamp),
@@ -17,6 +48,8 @@ export const DeviceStatus = Type.Object({
   local_endpoints: Type.Array(Type.String()),
   os: OrNull(Type.String()),
   agent_version: OrNull(Type.String()),
+  peers: Type.Array(PeerPath, { description: 'The path to each peer, as the device last reported it (empty before its first report, or from agents before v1.9).' }),
+  peers_truncated: Type.Boolean({ description: 'The device had more peers than a status carries (1,024): the most recently active are listed.' }),
 }, { $id: 'DeviceStatus', description: "The device's observed state, written only by the device itself." });
 
 /**
@@ -32,6 +65,9 @@ export const DeviceStatusInput = Type.Object(
     local_endpoints: Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 }),
     os: OrNull(Type.String({ maxLength: 256 })),
     agent_version: OrNull(Type.String({ maxLength: 64 })),
+    /** The path to each peer (absent from agents before v1.9). */
+    peers: Type.Optional(Type.Array(PeerPath, { maxItems: MAX_REPORTED_PEERS })),
+    peers_truncated: Type.Optional(Type.Boolean()),
   },
   { ...strict, $id: 'DeviceStatusInput' },
 );
@@ -139,4 +175,6 @@ export const EMPTY_STATUS: DeviceStatus = {
   local_endpoints: [],
   os: null,
   agent_version: null,
+  peers: [],
+  peers_truncated: false,
 };

@@ -33,7 +33,13 @@ export interface TunnelPrincipal {
   tokenId: string;
 }
 
-const TUNNEL_RULE = requiredRule('tunnel', 'GET', ROUTES.agentTunnel);
+/** The device upgrades and their rules, looked up once, at load. */
+const UPGRADE_RULES = {
+  [ROUTES.agentTunnel]: requiredRule('tunnel', 'GET', ROUTES.agentTunnel),
+  [ROUTES.relay]: requiredRule('tunnel', 'GET', ROUTES.relay),
+} as const;
+/** A device's WebSocket upgrade: the agent tunnel, or a relay session. */
+export type DeviceUpgradeRoute = keyof typeof UPGRADE_RULES;
 
 /**
  * The server's one access module: resolves who makes a call at every entry
@@ -124,10 +130,13 @@ export class Access {
     return kind;
   }
 
-  /** The agent tunnel's upgrade: only a device token opens one (401 without a valid token, 403 for others). */
-  async authorizeTunnel(headers: IncomingHttpHeaders): Promise<TunnelPrincipal> {
+  /**
+   * A device's upgrade (the agent tunnel by default, or a relay session):
+   * only a device token opens one (401 without a valid token, 403 for others).
+   */
+  async authorizeTunnel(headers: IncomingHttpHeaders, route: DeviceUpgradeRoute = ROUTES.agentTunnel): Promise<TunnelPrincipal> {
     const p = await this.#resolve(headers);
-    decide(TUNNEL_RULE, p, {});
+    decide(UPGRADE_RULES[route], p, {});
     if (p.type !== 'device') throw new Error('the tunnel rule admits only device tokens');
     return { deviceId: p.deviceId, orgId: p.orgId, tokenId: p.tokenId };
   }

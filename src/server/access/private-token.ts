@@ -67,3 +67,48 @@ export async function verifyPrivateToken(key: Uint8Array, token: string, deviceI
   }
   return deadline;
 }
+
+/**
+ * Signs the token a replica opens its relay link to another with
+ * (docs/protocol.md "Relays"): `iss` this replica, `sub` the replica it
+ * dials, and no `method`, so it is never valid for an agent call (nor an
+ * agent call's token for a link).
+ */
+export function signRelayLinkToken(key: Uint8Array, issuer: string, receiver: string, lifetimeS = PRIVATE_TOKEN_LIFETIME_S): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer(issuer)
+    .setSubject(receiver)
+    .setAudience(PRIVATE_JWT_AUDIENCE)
+    .setIssuedAt(now)
+    .setExpirationTime(now + lifetimeS)
+    .sign(key);
+}
+
+/**
+ * Verifies a relay link's token for the replica `receiver`: HS256 with the
+ * shared key, audience PRIVATE_JWT_AUDIENCE, not expired, a lifetime of at
+ * most PRIVATE_JWT_MAX_LIFETIME_S, `sub` the receiver, no `method`, and an
+ * issuer. Returns the issuer (the dialing replica); throws PrivateTokenError.
+ */
+export async function verifyRelayLinkToken(key: Uint8Array, token: string, receiver: string): Promise<string> {
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(token, key, {
+      algorithms: ['HS256'],
+      audience: PRIVATE_JWT_AUDIENCE,
+      clockTolerance: CLOCK_TOLERANCE_S,
+      requiredClaims: ['iat', 'exp', 'sub', 'iss'],
+    }));
+  } catch (err) {
+    throw new PrivateTokenError(`invalid private token: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  const { iat, exp, sub, iss } = payload;
+  if (iat === undefined || exp === undefined || exp - iat > PRIVATE_JWT_MAX_LIFETIME_S) {
+    throw new PrivateTokenError(`private tokens may live at most ${PRIVATE_JWT_MAX_LIFETIME_S} s`);
+  }
+  if (sub !== receiver || payload[PRIVATE_JWT_CLAIMS.method] !== undefined) throw new PrivateTokenError('the private token was not issued for a relay link to this replica');
+  if (typeof iss !== 'string' || iss === '' || iss === receiver) throw new PrivateTokenError('the private token names no other replica as its issuer');
+  return iss;
+}

@@ -3,8 +3,9 @@ import type { PrincipalKind } from './principal-kind.js';
 
 /**
  * Where a call comes in: a REST route, a watch stream (a REST route whose
- * answer is a stream), the agent tunnel's WebSocket upgrade, or the private
- * listener other replicas forward agent calls to.
+ * answer is a stream), a device's WebSocket upgrade (the agent tunnel, the
+ * relay session), or the private listener other replicas forward agent calls
+ * and relayed packets to.
  */
 export type Entry = 'rest' | 'watch' | 'tunnel' | 'private';
 
@@ -200,4 +201,10 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   { entry: 'tunnel', method: 'GET', route: ROUTES.agentTunnel, allow: { device: true }, refusal: 'only a device token may open an agent tunnel' },
   // The private token itself is bound to the device and the method (access/private-token.ts).
   { entry: 'private', method: 'POST', route: ROUTES.privateAgentRpc, allow: { replica: true } },
+  // Relays (docs/protocol.md "Relays"): the list to any credential; a session to a device, as the tunnel.
+  { entry: 'rest', method: 'GET', route: ROUTES.relays, allow: ANY_TOKEN },
+  { entry: 'rest', method: 'GET', route: ROUTES.relay, allow: ANY_TOKEN },
+  { entry: 'tunnel', method: 'GET', route: ROUTES.relay, allow: { device: true }, refusal: 'only a device token may open a relay session' },
+  // The link token is bound to the receiving replica (access/private-token.ts).
+  { entry: 'private', method: 'GET', route: ROUTES.privateRelay, allow: { replica: true } },
 ];

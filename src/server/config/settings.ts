@@ -112,6 +112,10 @@ export interface Settings {
   stunPort: number;
   /** The second STUN port: a client asking both learns whether its NAT maps by destination (0: any free port). */
   stunAltPort: number;
+  /** Relay WireGuard packets between devices of an organization (docs/protocol.md "Relays"), and be listed as a relay. */
+  relay: boolean;
+  /** The base URL this replica's relay is listed with (its own address); undefined: listed with null, the server a client reached. */
+  relayUrl: string | undefined;
 }
 
 export const DEFAULT_SETTINGS: Settings = {
@@ -186,6 +190,8 @@ export const DEFAULT_SETTINGS: Settings = {
   stun: true,
   stunPort: STUN_DEFAULT_PORT,
   stunAltPort: STUN_DEFAULT_ALT_PORT,
+  relay: true,
+  relayUrl: undefined,
 };
 
 type Kind = 'string' | 'int' | 'seconds' | 'bool' | 'bytes';
@@ -264,6 +270,8 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'stun', flag: 'stun', env: 'FLEETPLANE_STUN', kind: 'bool', help: 'Answer STUN Binding requests on UDP, so agents learn their public address and NAT type (--stun=false: off).' },
   { key: 'stunPort', flag: 'stun-port', env: 'FLEETPLANE_STUN_PORT', kind: 'int', min: 0, max: 65535, help: 'UDP port of the STUN responder, on --host (0: any free port).' },
   { key: 'stunAltPort', flag: 'stun-alt-port', env: 'FLEETPLANE_STUN_ALT_PORT', kind: 'int', min: 0, max: 65535, help: 'Second UDP port of the STUN responder: agents asking both tell a symmetric NAT from another (0: any free port).' },
+  { key: 'relay', flag: 'relay', env: 'FLEETPLANE_RELAY', kind: 'bool', help: 'Relay WireGuard packets between devices that reach each other no other way (GET /api/relay), and be listed in GET /api/relays (--relay=false: off).' },
+  { key: 'relayUrl', flag: 'relay-url', env: 'FLEETPLANE_RELAY_URL', kind: 'string', help: "Base URL this replica's relay is listed with, for a replica agents reach at its own address (default: none, agents use the server they reached)." },
 ];
 
 /** A setting that can't be used; the message names the setting. */
@@ -362,6 +370,9 @@ export function validateSettings(s: Settings): void {
   if (s.workers > 1 && s.bus === 'memory') throw new SettingsError('invalid --workers: more than one worker needs --bus postgres or redis');
   validateOidcSettings(s);
   if (s.stun && s.stunPort !== 0 && s.stunPort === s.stunAltPort) throw new SettingsError('invalid --stun-alt-port: it must differ from --stun-port');
+  if (s.relayUrl !== undefined && !/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/.test(s.relayUrl)) {
+    throw new SettingsError(`invalid --relay-url: "${s.relayUrl}" is not an http or https base URL`);
+  }
   if (s.privatePort !== undefined && !s.privateSecret) {
     throw new SettingsError('invalid --private-port: the private listener needs --private-secret (or FLEETPLANE_PRIVATE_SECRET)');
   }

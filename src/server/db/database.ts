@@ -10,6 +10,16 @@ export interface Queryable {
   query<R extends Row = Row>(text: string, params?: readonly unknown[]): Promise<R[]>;
 }
 
+/** One transaction: its queries, and savepoints inside it. */
+export interface Transaction extends Queryable {
+  /**
+   * Runs `fn` in a savepoint: when `fn` throws, what it did is undone, the
+   * transaction goes on, and the error is rethrown; when it resolves, its
+   * work stays part of the transaction.
+   */
+  savepoint<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+}
+
 /** Callbacks of a LISTEN session. */
 export interface ListenHandlers {
   onMessage(payload: string): void;
@@ -27,7 +37,7 @@ export interface Listener {
  */
 export interface Database extends Queryable {
   readonly kind: 'pglite' | 'postgres';
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /** Opens a dedicated LISTEN session on `channel` (its own connection on PostgreSQL). */
   listen(channel: string, handlers: ListenHandlers): Promise<Listener>;
   close(): Promise<void>;

@@ -1,4 +1,4 @@
-import type { Database, ListenHandlers, Listener, QueryObserver, Queryable, Row } from './database.js';
+import type { Database, ListenHandlers, Listener, QueryObserver, Queryable, Row, Transaction } from './database.js';
 
 /** First SQL keyword and table, for a low-cardinality metric label. */
 function labelOf(text: string): string {
@@ -27,13 +27,20 @@ function observe(inner: Queryable, observer: QueryObserver): Queryable {
   };
 }
 
+function observeTx(inner: Transaction, observer: QueryObserver): Transaction {
+  return {
+    ...observe(inner, observer),
+    savepoint: <T>(fn: (tx: Transaction) => Promise<T>) => inner.savepoint((sp) => fn(observeTx(sp, observer))),
+  };
+}
+
 /** Wraps a database so that every query, inside transactions too, reaches `observer`. */
 export function instrument(db: Database, observer: QueryObserver): Database {
   const plain = observe(db, observer);
   return {
     kind: db.kind,
     query: plain.query,
-    transaction: <T>(fn: (tx: Queryable) => Promise<T>) => db.transaction((tx) => fn(observe(tx, observer))),
+    transaction: <T>(fn: (tx: Transaction) => Promise<T>) => db.transaction((tx) => fn(observeTx(tx, observer))),
     listen: (channel: string, handlers: ListenHandlers): Promise<Listener> => db.listen(channel, handlers),
     close: () => db.close(),
   };

@@ -317,6 +317,27 @@ ALTER TABLE device_status ADD COLUMN xid xid8 NOT NULL DEFAULT pg_current_xact_i
 ALTER TABLE replicas ADD COLUMN presence_xid xid8 NOT NULL DEFAULT pg_current_xact_id();
 `,
   },
+  {
+    version: 13,
+    name: 'replica-relay',
+    sql: `
+-- Whether each replica relays packets between devices, and the URL it advertises for it
+-- (docs/protocol.md "Relays"): the relay list is the live replicas whose relay is on.
+ALTER TABLE replicas ADD COLUMN relay boolean NOT NULL DEFAULT true;
+ALTER TABLE replicas ADD COLUMN relay_url text;
+`,
+  },
+  {
+    version: 14,
+    name: 'device-status-peers',
+    sql: `
+-- The path to each peer a device reports (docs/protocol.md "Path reports"), up to 1,024 entries: a
+-- column of its own, not a field of status, so that what reads every device's applied revision
+-- (convergence, its view, the device totals) never decompresses them. NULL: no peers reported.
+ALTER TABLE device_status ADD COLUMN peers jsonb;
+ALTER TABLE device_status ADD COLUMN peers_truncated boolean NOT NULL DEFAULT false;
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

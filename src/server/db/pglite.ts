@@ -1,5 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
-import type { Database, ListenHandlers, Listener, Queryable, Row } from './database.js';
+import type { Database, ListenHandlers, Listener, Queryable, Row, Transaction } from './database.js';
 
 function wrap(q: { query: PGlite['query'] }): Queryable {
   return {
@@ -10,12 +10,35 @@ function wrap(q: { query: PGlite['query'] }): Queryable {
   };
 }
 
+let savepoints = 0;
+
+function wrapTx(q: { query: PGlite['query'] }): Transaction {
+  const base = wrap(q);
+  const tx: Transaction = {
+    query: base.query,
+    async savepoint<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+      const name = `fleetplane_sp_${++savepoints}`;
+      await base.query(`SAVEPOINT ${name}`);
+      try {
+        const out = await fn(tx);
+        await base.query(`RELEASE SAVEPOINT ${name}`);
+        return out;
+      } catch (err) {
+        await base.query(`ROLLBACK TO SAVEPOINT ${name}`);
+        await base.query(`RELEASE SAVEPOINT ${name}`);
+        throw err;
+      }
+    },
+  };
+  return tx;
+}
+
 function asDatabase(pg: PGlite): Database {
   const base = wrap(pg);
   return {
     kind: 'pglite',
     query: base.query,
-    transaction: <T>(fn: (tx: Queryable) => Promise<T>) => pg.transaction((tx) => fn(wrap(tx))),
+    transaction: <T>(fn: (tx: Transaction) => Promise<T>) => pg.transaction((tx) => fn(wrapTx(tx))),
     async listen(channel: string, handlers: ListenHandlers): Promise<Listener> {
       const unsub = await pg.listen(channel, (payload) => handlers.onMessage(payload));
       handlers.onConnect();

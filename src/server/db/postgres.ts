@@ -1,5 +1,5 @@
 import postgres from 'postgres';
-import type { Database, ListenHandlers, Listener, Queryable, Row } from './database.js';
+import type { Database, ListenHandlers, Listener, Queryable, Row, Transaction } from './database.js';
 import { DEFAULT_POOL_SIZE } from './pool-sizes.js';
 
 export { DEFAULT_POOL_SIZE };
@@ -51,14 +51,19 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
       return rows as unknown as R[];
     },
   });
+  // postgres.js fails a whole transaction once any query in it failed, unless that query ran in its own savepoint.
+  const wrapTx = (q: postgres.TransactionSql): Transaction => ({
+    ...wrap(q),
+    savepoint: async <T>(fn: (tx: Transaction) => Promise<T>): Promise<T> => (await q.savepoint((sp) => fn(wrapTx(sp)))) as T,
+  });
   // Fail fast on a bad URL instead of on the first request.
   await sql`select 1`;
   const base = wrap(sql);
   return {
     kind: 'postgres',
     query: base.query,
-    transaction: async <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> => {
-      const result = await sql.begin((tx) => fn(wrap(tx)));
+    transaction: async <T>(fn: (tx: Transaction) => Promise<T>): Promise<T> => {
+      const result = await sql.begin((tx) => fn(wrapTx(tx)));
       return result as T;
     },
     async listen(channel: string, handlers: ListenHandlers): Promise<Listener> {

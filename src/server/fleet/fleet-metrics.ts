@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { DEVICE_TOTAL_STATES, type DeviceTotals } from '../store/index.js';
 import { scrapedGauge } from '../scraped-gauge.js';
+import { PATH_KINDS, type PathKind } from './path-kinds.js';
 
 /** Metrics of device statuses, presence and convergence streams. */
 export class FleetMetrics {
@@ -21,6 +22,10 @@ export class FleetMetrics {
   readonly observeDevices: (read: () => Promise<DeviceTotals | undefined>) => void;
   /** Sets where the number of statuses waiting for a batch comes from (the status batcher). */
   readonly observePending: (read: () => number) => void;
+  /** Devices by the paths to their peers; read at scrape time from `observePaths`. */
+  readonly devicesByPath: Gauge<'kind'>;
+  /** Sets where the number of devices of each path kind comes from (kept per status, read per scrape). */
+  readonly observePaths: (count: (kind: PathKind) => number) => void;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -66,6 +71,21 @@ export class FleetMetrics {
     });
     this.observeDevices = (read) => {
       readDevices = read;
+    };
+    let countPaths = (_kind: PathKind): number => 0;
+    this.devicesByPath = new Gauge({
+      name: 'fleetplane_devices_by_path',
+      help:
+        'Devices connected to this replica by the paths to their peers, from their latest status recorded here: relay (a peer relayed), ' +
+        'direct (none relayed, one direct), none (no peer with a handshake, or no peers). Each replica counts its own devices: aggregate with sum.',
+      labelNames: ['kind'] as const,
+      registers,
+      collect() {
+        for (const kind of PATH_KINDS) this.set({ kind }, countPaths(kind));
+      },
+    });
+    this.observePaths = (count) => {
+      countPaths = count;
     };
     this.ackLatency = new Histogram({
       name: 'fleetplane_device_ack_latency_seconds',

@@ -13,6 +13,7 @@ import { ackLatencyObserver } from './ack-latency.js';
 import { ConvergenceStreams } from './convergence-streams.js';
 import type { StreamOwner } from '../streams/index.js';
 import { FleetMetrics } from './fleet-metrics.js';
+import { PathKinds, pathKindOf } from './path-kinds.js';
 import { Presence } from './presence.js';
 import { StatusBatcher } from './status-batcher.js';
 import { fleetRoutes } from './routes.js';
@@ -55,9 +56,13 @@ export class Fleet {
   readonly batcher: StatusBatcher;
   readonly presence: Presence;
   readonly convergence: ConvergenceStreams;
+  /** The path kind of each device connected here, from its latest status recorded here (`fleetplane_devices_by_path`). */
+  readonly paths = new PathKinds();
 
   constructor(o: FleetOptions) {
     this.metrics = new FleetMetrics(o.registry);
+    const paths = this.paths;
+    this.metrics.observePaths((kind) => paths.count(kind));
     this.batcher = new StatusBatcher({
       write: (batch) => o.store.devices.writeStatusBatch(batch),
       replicaId: o.replicaId,
@@ -68,6 +73,11 @@ export class Fleet {
         for (const org of orgs) o.bus.notify(statusSignal(org));
       },
       onChanged: ackLatencyObserver(o.fanOutTimes, this.metrics.ackLatency),
+      // Only devices connected here: one whose last connection closed while its status was being written is not
+      // followed (nothing would remove it), nor a device that only PUTs (no disconnection ever removes it).
+      onRecorded: (write) => {
+        if (this.presence.has(write.deviceId)) paths.set(write.deviceId, pathKindOf(write.input.peers));
+      },
       metrics: this.metrics,
       logger: o.logger.child({ component: 'status-batcher' }),
     });
@@ -87,6 +97,7 @@ export class Fleet {
       },
       disconnected(deviceId, orgId) {
         metrics.connectedDevices.dec();
+        paths.delete(deviceId);
         batcher.disconnected(deviceId, orgId);
       },
     });

@@ -43,6 +43,8 @@ export function fleetRoutes(fleet: Fleet): RouteModule {
             local_endpoints: input.local_endpoints,
             os: input.os,
             agent_version: input.agent_version,
+            peers: input.peers ?? [],
+            peers_truncated: input.peers_truncated ?? false,
             online: fleet.presence.has(req.params.id) || (input.online ?? true),
             last_seen: new Date().toISOString(),
           };

@@ -26,6 +26,8 @@ export interface StatusBatcherOptions {
    * when the server received it.
    */
   onChanged?(write: StatusWrite, receivedAt: number): void;
+  /** A status was recorded (its batch committed and its device exists), whether or not it changed anything. */
+  onRecorded?(write: StatusWrite): void;
   metrics: FleetMetrics;
   logger: Logger;
 }
@@ -212,7 +214,10 @@ export class StatusBatcher {
       const ok = !exceptions.gone.has(id);
       if (ok) {
         orgs.add(p.write.orgId);
+        // A PUT's row also keeps its `online`, which a tunnel frame's does not: the next frame is written whatever it says.
         if (p.write.via === 'tunnel') this.#written.set(id, p.write.input);
+        else this.#written.delete(id);
+        this.#o.onRecorded?.(p.write);
         if (!exceptions.repeated.has(id)) this.#o.onChanged?.(p.write, p.receivedAt);
       }
       const outcome: StatusOutcome = ok ? OK : { ok: false, error: new ApiError('not_found', 'device not found') };

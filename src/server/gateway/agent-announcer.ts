@@ -10,7 +10,7 @@ import type { SignalBus } from '../bus/index.js';
 export const ANNOUNCED_PER_ROUND = 512;
 
 /**
- * Tells the other replicas (and workers) of the tunnels opened on this one:
+ * Tells the other replicas (and workers) of the tunnels (or relay sessions) opened on this one:
  * for each device, its agent registry entry, then its `agent:<device>`
  * signal, so that a woken waiter finds the entry. Both go in rounds: a
  * joining fleet then costs one registry message set and one bus message set
@@ -39,7 +39,8 @@ export class AgentAnnouncer {
 
   constructor(
     private readonly o: {
-      bus: SignalBus;
+      /** Where each announced device's `agent:<device>` signal rings; without it, rounds only write the registry (relay sessions: nothing waits for them). */
+      bus?: SignalBus;
       /** Writes the device's registry entry (AgentRegistry.sync). */
       register: (deviceId: string) => Promise<void>;
       spacingMs: number;
@@ -95,7 +96,8 @@ export class AgentAnnouncer {
     if (devices.length === 0) return;
     // One turn: the registries batch the writes of a turn into one message.
     void Promise.all(devices.map((d) => this.o.register(d))).then(() => {
-      for (const d of devices) this.o.bus.notify(agentSignal(d));
+      const bus = this.o.bus;
+      if (bus) for (const d of devices) bus.notify(agentSignal(d));
     });
   }
 }

@@ -1,5 +1,7 @@
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import {
@@ -113,6 +115,7 @@ export class AgentGateway {
   #listener: PrivateListener | undefined;
   #detach: (() => void) | undefined;
   #closing = false;
+  #privateUpgrade: ((req: IncomingMessage, socket: Duplex, head: Buffer) => boolean) | undefined;
   #shutdown: Promise<void> | undefined;
   #drain: Promise<void> | undefined;
   readonly #registry: AgentRegistry;
@@ -204,6 +207,15 @@ export class AgentGateway {
   /** The URL other replicas reach this one at (goes into the replicas table); undefined without one. */
   get privateUrl(): string | undefined {
     return this.#privateUrl;
+  }
+
+  /**
+   * Hands the private listener's WebSocket upgrades to `handler` (the
+   * relay's links); it returns false for a path it doesn't take, which is
+   * then refused with 404. Without one, every upgrade is refused.
+   */
+  handlePrivateUpgrades(handler: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean): void {
+    this.#privateUpgrade = handler;
   }
 
   stats(): GatewayStats {
@@ -300,6 +312,7 @@ export class AgentGateway {
       connections: this.options.connections,
       deliver: (deviceId, method, params, answerMs, signal) => this.router.deliverLocal({ deviceId, method, params, answerMs, signal }),
       closing: () => this.#closing,
+      upgrade: (req, socket, head) => this.#privateUpgrade?.(req, socket, head) ?? false,
       metrics: this.metrics,
       logger: logger.child({ component: 'private-listener' }),
     });

@@ -1,5 +1,7 @@
 /**
- * Which replicas hold a tunnel to which device.
+ * Which replicas hold a tunnel to which device; the same contract serves
+ * the relay's sessions (src/server/relay/), whose ids are an organization
+ * and a WireGuard key instead of a device id.
  *
  * Contract:
  * - `lookup` returns the ids of replicas with a live entry for the device

@@ -10,7 +10,17 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import type { AgentRegistry } from './agent-registry.js';
 
-const TYPE = 'fleetplane:agent-registry';
+/**
+ * The IPC message types of the directories the primary keeps: one per kind
+ * of id (a message of one never reaches the other's directory).
+ */
+export const CLUSTER_REGISTRIES = {
+  /** Agent tunnels, by device id. */
+  agents: 'fleetplane:agent-registry',
+  /** Relay sessions, by organization and WireGuard key (src/server/relay/). */
+  relay: 'fleetplane:relay-registry',
+} as const;
+export type ClusterRegistryType = (typeof CLUSTER_REGISTRIES)[keyof typeof CLUSTER_REGISTRIES];
 /** Past this many requests waiting for the primary, lookups fail (503) and syncs stop waiting for their reply. */
 const MAX_IN_FLIGHT = 65_536;
 /** A primary busy for this long (the embedded PostgreSQL runs in it) is treated as not answering. */
@@ -20,27 +30,27 @@ const MAX_SET_BATCH = 4_096;
 
 type Request =
   /** Each device, and whether this replica holds a tunnel to it. */
-  | { type: typeof TYPE; op: 'set'; seq: number; replica: string; devices: [string, boolean][] }
-  | { type: typeof TYPE; op: 'lookup'; seq: number; device: string }
-  | { type: typeof TYPE; op: 'clear'; seq: number; replica: string };
+  | { type: ClusterRegistryType; op: 'set'; seq: number; replica: string; devices: [string, boolean][] }
+  | { type: ClusterRegistryType; op: 'lookup'; seq: number; device: string }
+  | { type: ClusterRegistryType; op: 'clear'; seq: number; replica: string };
 
 interface Reply {
-  type: typeof TYPE;
+  type: ClusterRegistryType;
   op: 'done';
   seq: number;
   replicas?: string[];
 }
 
-function isRequest(m: unknown): m is Request {
+function isRequest(m: unknown, type: ClusterRegistryType): m is Request {
   if (typeof m !== 'object' || m === null) return false;
   const r = m as { type?: unknown; op?: unknown; seq?: unknown };
-  return r.type === TYPE && typeof r.seq === 'number' && (r.op === 'set' || r.op === 'lookup' || r.op === 'clear');
+  return r.type === type && typeof r.seq === 'number' && (r.op === 'set' || r.op === 'lookup' || r.op === 'clear');
 }
 
-function isReply(m: unknown): m is Reply {
+function isReply(m: unknown, type: ClusterRegistryType): m is Reply {
   if (typeof m !== 'object' || m === null) return false;
   const r = m as { type?: unknown; op?: unknown; seq?: unknown };
-  return r.type === TYPE && r.op === 'done' && typeof r.seq === 'number';
+  return r.type === type && r.op === 'done' && typeof r.seq === 'number';
 }
 
 /** The primary did not answer, or the worker is no longer connected to it. */
@@ -54,8 +64,10 @@ export class ClusterRegistryError extends Error {
  * the common case of one, to keep the primary's share of a 10,000-agent
  * fleet small). A worker that exits loses its entries at once, so a dead
  * worker is never offered. Returns a function that stops answering.
+ * `type`: which directory (CLUSTER_REGISTRIES; the agents' by default),
+ * each served by its own call.
  */
-export function serveClusterAgentRegistry(logger: Logger): () => void {
+export function serveClusterAgentRegistry(logger: Logger, type: ClusterRegistryType = CLUSTER_REGISTRIES.agents): () => void {
   const holders = new Map<string, string | string[]>();
   const replicaOf = new Map<Worker, string>();
   const remove = (device: string, replica: string): void => {
@@ -81,8 +93,8 @@ export function serveClusterAgentRegistry(logger: Logger): () => void {
     for (const [device, h] of holders) if (h === replica || (typeof h !== 'string' && h.includes(replica))) remove(device, replica);
   };
   const onMessage = (worker: Worker, m: unknown): void => {
-    if (!isRequest(m)) return;
-    const reply: Reply = { type: TYPE, op: 'done', seq: m.seq };
+    if (!isRequest(m, type)) return;
+    const reply: Reply = { type, op: 'done', seq: m.seq };
     if (m.op === 'set') {
       replicaOf.set(worker, m.replica);
       for (const [device, held] of m.devices) {
@@ -101,7 +113,7 @@ export function serveClusterAgentRegistry(logger: Logger): () => void {
     replicaOf.delete(worker);
     if (replica === undefined) return;
     clear(replica);
-    logger.info({ replica, pid: worker.process.pid }, 'worker gone: its agent tunnels are no longer offered');
+    logger.info({ replica, pid: worker.process.pid, registry: type }, 'worker gone: its entries are no longer offered');
   };
   cluster.on('message', onMessage);
   cluster.on('exit', onExit);
@@ -130,6 +142,8 @@ const processChannel: PrimaryChannel = {
 
 export interface ClusterAgentRegistryOptions {
   replicaId: string;
+  /** Which of the primary's directories (default: the agents'). */
+  type?: ClusterRegistryType;
   /** Default: this process's channel to the cluster primary. */
   channel?: PrimaryChannel;
   connected: (deviceId: string) => boolean;
@@ -160,8 +174,9 @@ export class ClusterAgentRegistry implements AgentRegistry {
   #stopped = false;
   #seq = 0;
   #reads = 0;
+  readonly #type: ClusterRegistryType;
   readonly #onMessage = (m: unknown): void => {
-    if (!isReply(m)) return;
+    if (!isReply(m, this.#type)) return;
     const w = this.#waiting.get(m.seq);
     if (!w) return;
     this.#waiting.delete(m.seq);
@@ -169,7 +184,9 @@ export class ClusterAgentRegistry implements AgentRegistry {
     w.resolve(m.replicas ?? []);
   };
 
-  constructor(private readonly options: ClusterAgentRegistryOptions) {}
+  constructor(private readonly options: ClusterAgentRegistryOptions) {
+    this.#type = options.type ?? CLUSTER_REGISTRIES.agents;
+  }
 
   get reads(): number {
     return this.#reads;
@@ -186,7 +203,7 @@ export class ClusterAgentRegistry implements AgentRegistry {
   async lookup(deviceId: string): Promise<string[]> {
     this.#reads++;
     this.options.onRead?.();
-    return this.#ask({ type: TYPE, op: 'lookup', seq: ++this.#seq, device: deviceId }, true);
+    return this.#ask({ type: this.#type, op: 'lookup', seq: ++this.#seq, device: deviceId }, true);
   }
 
   sync(deviceId: string): Promise<void> {
@@ -214,7 +231,7 @@ export class ClusterAgentRegistry implements AgentRegistry {
       const done = (): void => {
         for (const waiters of batch.values()) for (const w of waiters) w();
       };
-      this.#ask({ type: TYPE, op: 'set', seq: ++this.#seq, replica: this.options.replicaId, devices }, false).then(done, (err: unknown) => {
+      this.#ask({ type: this.#type, op: 'set', seq: ++this.#seq, replica: this.options.replicaId, devices }, false).then(done, (err: unknown) => {
         // The primary is gone or stuck: the whole server is going down with it, nothing to repair.
         this.options.logger.warn({ err, devices: devices.length }, 'agent registry entries could not be confirmed by the primary');
         done();
@@ -228,7 +245,7 @@ export class ClusterAgentRegistry implements AgentRegistry {
     for (const waiters of this.#sets.values()) for (const w of waiters) w();
     this.#sets.clear();
     try {
-      await this.#ask({ type: TYPE, op: 'clear', seq: ++this.#seq, replica: this.options.replicaId }, false);
+      await this.#ask({ type: this.#type, op: 'clear', seq: ++this.#seq, replica: this.options.replicaId }, false);
     } catch (err) {
       this.options.logger.warn({ err }, 'the primary did not confirm removing this worker’s agent registry entries (it drops them when the worker exits)');
     }

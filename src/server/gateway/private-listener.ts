@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { AGENT_METHOD_PATTERN, HEADERS, MEDIA, ROUTES, RPC_ANSWER_TIMEOUT_MS } from '../../protocol/index.js';
 import { authorizePrivate } from '../access/index.js';
@@ -8,6 +9,7 @@ import type { ConnectionLimiter } from '../http/connection-limits.js';
 import { bodyPending } from '../http/pending-body.js';
 import { closesConnection } from '../http/connection-close.js';
 import { findIllFormed } from '../http/well-formed.js';
+import { rawErrorResponse } from '../http/raw-error-response.js';
 import { agentError, type Delivery } from './delivery.js';
 import type { GatewayMetrics } from './gateway-metrics.js';
 
@@ -26,6 +28,11 @@ export interface PrivateListenerOptions {
   deliver: (deviceId: string, method: string, params: Record<string, unknown>, answerMs: number, signal: AbortSignal) => Promise<Delivery>;
   /** True once the gateway shuts down: requests are then refused as not delivered. */
   closing: () => boolean;
+  /**
+   * Takes a WebSocket upgrade (another replica's relay link): true when it
+   * handles the path, false to have it refused with 404. Read at each upgrade.
+   */
+  upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
   metrics: GatewayMetrics;
   logger: Logger;
 }
@@ -89,7 +96,8 @@ function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promi
  * routing replica takes as "try another". Answers: 200 `{"result": ...}`,
  * 502 `agent_error` (details: the agent's code and message), 503
  * `unavailable` (the tunnel went away mid-request: it may have run),
- * 429 when every tunnel is full.
+ * 429 when every tunnel is full. WebSocket upgrades go to `upgrade` (the
+ * relay's links, `GET /private/v1/relay`); any it doesn't take is 404.
  */
 export class PrivateListener {
   private constructor(
@@ -105,6 +113,11 @@ export class PrivateListener {
       });
     });
     server.keepAliveTimeout = 30_000;
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (options.upgrade?.(req, socket, head) === true) return;
+      socket.on('error', () => undefined);
+      socket.end(rawErrorResponse(new ApiError('not_found', `no WebSocket endpoint at ${(req.url ?? '').split('?')[0] ?? ''}`)));
+    });
     options.connections.attach(server, { listener: 'private', perSource: false, logger: options.logger });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -47,6 +47,10 @@ const LOOKUP_SCRIPT = new LuaScript(LOOKUP);
 export interface RedisAgentRegistryOptions {
   url: string;
   replicaId: string;
+  /** The hash of an id (default REDIS_KEYS.agentRegistry: ids are device ids). */
+  key?: (id: string) => string;
+  /** What the log lines call this registry (default `agent registry`). */
+  label?: string;
   /** Lifetime of an entry; refreshed every third of it. */
   ttlMs: number;
   connected: (deviceId: string) => boolean;
@@ -63,7 +67,8 @@ interface SyncState {
 
 /**
  * The registry in Redis (`--redis-url`): a hash per device
- * (REDIS_KEYS.agentRegistry), field = replica id, value = expiry (ms, Redis
+ * (REDIS_KEYS.agentRegistry; or per id of another kind under `options.key`,
+ * e.g. relay sessions), field = replica id, value = expiry (ms, Redis
  * clock). Fields are refreshed every ttl/3 and the key's TTL kept at least
  * ttl, so a crashed replica's fields lapse by themselves; expired fields are
  * deleted by the read that finds them, and a key whose fields all lapsed
@@ -78,8 +83,12 @@ export class RedisAgentRegistry implements AgentRegistry {
   readonly #stopping = new AbortController();
   #loop: Promise<void> | undefined;
   #reads = 0;
+  readonly #key: (id: string) => string;
+  readonly #label: string;
 
   constructor(private readonly options: RedisAgentRegistryOptions) {
+    this.#key = options.key ?? REDIS_KEYS.agentRegistry;
+    this.#label = options.label ?? 'agent registry';
     this.#redis = new Redis(options.url, {
       lazyConnect: true,
       enableAutoPipelining: true,
@@ -87,7 +96,7 @@ export class RedisAgentRegistry implements AgentRegistry {
       maxRetriesPerRequest: 1,
       retryStrategy: (times) => 10 + fullJitterDelay(times, 100, 2_000),
     });
-    this.#redis.on('error', (err: unknown) => options.logger.warn({ err }, 'agent registry redis connection error'));
+    this.#redis.on('error', (err: unknown) => options.logger.warn({ err }, `${this.#label} redis connection error`));
   }
 
   get reads(): number {
@@ -103,7 +112,7 @@ export class RedisAgentRegistry implements AgentRegistry {
   async lookup(deviceId: string): Promise<string[]> {
     this.#reads++;
     this.options.onRead?.();
-    const live = await LOOKUP_SCRIPT.run(this.#redis, [REDIS_KEYS.agentRegistry(deviceId)], []);
+    const live = await LOOKUP_SCRIPT.run(this.#redis, [this.#key(deviceId)], []);
     return Array.isArray(live) ? live.filter((v): v is string => typeof v === 'string') : [];
   }
 
@@ -136,17 +145,17 @@ export class RedisAgentRegistry implements AgentRegistry {
     const devices = [...this.#published];
     if (devices.length > 0) {
       try {
-        await Promise.all(devices.map((d) => this.#redis.hdel(REDIS_KEYS.agentRegistry(d), this.options.replicaId)));
+        await Promise.all(devices.map((d) => this.#redis.hdel(this.#key(d), this.options.replicaId)));
         this.#published.clear();
       } catch (err) {
-        this.options.logger.warn({ err, devices: devices.length }, 'could not remove this replica from the agent registry; its entries will expire');
+        this.options.logger.warn({ err, devices: devices.length }, `could not remove this replica from the ${this.#label}; its entries will expire`);
       }
     }
     this.#redis.disconnect();
   }
 
   private async apply(deviceId: string): Promise<void> {
-    const key = REDIS_KEYS.agentRegistry(deviceId);
+    const key = this.#key(deviceId);
     const { replicaId, ttlMs, logger } = this.options;
     try {
       if (this.options.connected(deviceId)) {
@@ -157,7 +166,7 @@ export class RedisAgentRegistry implements AgentRegistry {
         this.#published.delete(deviceId);
       }
     } catch (err) {
-      logger.warn({ err, device: deviceId }, 'agent registry write failed; the refresh will repair it');
+      logger.warn({ err, id: deviceId }, `${this.#label} write failed; the refresh will repair it`);
     }
   }
 

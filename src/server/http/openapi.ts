@@ -21,6 +21,7 @@ const TAGS: readonly { name: string; description: string }[] = [
   { name: 'watch', description: 'List and watch: the streams agents and informers follow.' },
   { name: 'agents', description: 'Agent tunnels and requests to agents, wherever they are connected.' },
   { name: 'replicas', description: 'The server replicas sharing one database.' },
+  { name: 'relays', description: 'The relay carrying WireGuard packets between devices that reach each other no other way, and the list of relays.' },
   { name: 'system', description: 'About the API itself.' },
 ];
 

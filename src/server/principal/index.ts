@@ -8,6 +8,7 @@ export {
   revocableTokenOf,
   type ApiKeyPrincipal,
   type Principal,
+  type RelayLinkPrincipal,
   type ReplicaPrincipal,
   type SessionPrincipal,
   type TokenPrincipal,

@@ -5,7 +5,7 @@ import type { MemberRole, TokenRole } from '../../protocol/index.js';
  * store knows (TokenPrincipal), or another replica of this server (a private
  * token on the private listener, bound to one device and one agent method).
  */
-export type Principal = TokenPrincipal | ReplicaPrincipal;
+export type Principal = TokenPrincipal | ReplicaPrincipal | RelayLinkPrincipal;
 
 /** Who a bearer secret belongs to: the admin token, an organization token, a device token, a registration key or a user. */
 export type TokenPrincipal =
@@ -47,6 +47,14 @@ export interface ReplicaPrincipal {
   method: string;
   /** How long the forwarding replica waits for the answer. */
   deadlineMs: number;
+}
+
+/** Another replica opening its relay link to this one (docs/protocol.md "Relays"): what its link token grants. */
+export interface RelayLinkPrincipal {
+  type: 'replica';
+  link: 'relay';
+  /** The dialing replica (the token's `iss`). */
+  replicaId: string;
 }
 
 /** The organization a token is confined to; undefined for the admin token, users (by membership) and replicas. */

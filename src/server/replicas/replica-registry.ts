@@ -12,6 +12,10 @@ export interface ReplicaInfo {
   readonly startedAt: Date;
   /** The replica counts as dead after this instant (database clock). */
   readonly leaseExpiresAt: Date;
+  /** Whether it relays packets between devices (`--relay`). */
+  readonly relay: boolean;
+  /** The URL it advertises for its relay (`--relay-url`); null: wherever a client reached the server. */
+  readonly relayUrl: string | null;
 }
 
 export interface ReplicaRegistryOptions {
@@ -19,6 +23,8 @@ export interface ReplicaRegistryOptions {
   /** This replica's id; default a random UUID. */
   id?: string;
   privateUrl?: string | undefined;
+  /** This replica's relay, written with its lease (default: on, no URL of its own). */
+  relay?: { readonly on: boolean; readonly url: string | undefined };
   /** Lifetime of a lease (ms). */
   leaseTtlMs: number;
   /** Called after this replica's row had expired, been collected and was inserted again (what hung on it went with it). */
@@ -128,28 +134,35 @@ export class ReplicaRegistry {
       `WITH gone AS (
          DELETE FROM replicas WHERE lease_expires_at < now() AND id <> $1 RETURNING id
        ), renewed AS (
-         UPDATE replicas SET lease_expires_at = ${LEASE_EXPIRY}, private_url = $3 WHERE id = $1 RETURNING id
+         UPDATE replicas SET lease_expires_at = ${LEASE_EXPIRY}, private_url = $3, relay = $4, relay_url = $5 WHERE id = $1 RETURNING id
        )
        SELECT (SELECT count(*) FROM renewed) AS renewed, (SELECT array_agg(id) FROM gone) AS gone`,
-      [this.id, leaseTtlMs, privateUrl ?? null],
+      [this.id, leaseTtlMs, privateUrl ?? null, ...this.relayParams()],
     );
     const row = rows[0];
     if (row?.gone && row.gone.length > 0) this.options.logger.info({ replicas: row.gone }, 'expired replicas removed');
     if (Number(row?.renewed) === 0) await this.register(true);
   }
 
+  /** `relay` and `relay_url` as the statements take them. */
+  private relayParams(): [boolean, string | null] {
+    const relay = this.options.relay;
+    return [relay?.on ?? true, relay?.url ?? null];
+  }
+
   private async register(renewal: boolean): Promise<void> {
     const { db, leaseTtlMs, privateUrl } = this.options;
-    const params = [this.id, leaseTtlMs, privateUrl ?? null];
+    const params = [this.id, leaseTtlMs, privateUrl ?? null, ...this.relayParams()];
     const updated = await db.query(
-      `UPDATE replicas SET lease_expires_at = ${LEASE_EXPIRY}, private_url = $3 WHERE id = $1 RETURNING id`,
+      `UPDATE replicas SET lease_expires_at = ${LEASE_EXPIRY}, private_url = $3, relay = $4, relay_url = $5 WHERE id = $1 RETURNING id`,
       params,
     );
     if (updated.length > 0) return;
     if (renewal) this.options.logger.warn({ replica: this.id }, 'replica lease had expired and was collected: registering again');
     await db.query(
-      `INSERT INTO replicas (id, private_url, lease_expires_at) VALUES ($1, $3, ${LEASE_EXPIRY})
-       ON CONFLICT (id) DO UPDATE SET lease_expires_at = EXCLUDED.lease_expires_at, private_url = EXCLUDED.private_url`,
+      `INSERT INTO replicas (id, private_url, lease_expires_at, relay, relay_url) VALUES ($1, $3, ${LEASE_EXPIRY}, $4, $5)
+       ON CONFLICT (id) DO UPDATE SET lease_expires_at = EXCLUDED.lease_expires_at, private_url = EXCLUDED.private_url,
+         relay = EXCLUDED.relay, relay_url = EXCLUDED.relay_url`,
       params,
     );
     if (renewal) this.options.onRegisteredAgain?.();
@@ -158,14 +171,16 @@ export class ReplicaRegistry {
 
 /** Live replicas (lease not expired), oldest first. */
 export async function listReplicas(q: Queryable): Promise<ReplicaInfo[]> {
-  const rows = await q.query<{ id: string; private_url: string | null; started_at: unknown; lease_expires_at: unknown }>(
-    'SELECT id, private_url, started_at, lease_expires_at FROM replicas WHERE lease_expires_at > now() ORDER BY started_at, id',
+  const rows = await q.query<{ id: string; private_url: string | null; started_at: unknown; lease_expires_at: unknown; relay: boolean; relay_url: string | null }>(
+    'SELECT id, private_url, started_at, lease_expires_at, relay, relay_url FROM replicas WHERE lease_expires_at > now() ORDER BY started_at, id',
   );
   return rows.map((r) => ({
     id: r.id,
     privateUrl: r.private_url,
     startedAt: toDate(r.started_at),
     leaseExpiresAt: toDate(r.lease_expires_at),
+    relay: r.relay,
+    relayUrl: r.relay_url,
   }));
 }
 

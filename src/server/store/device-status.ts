@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/index.js';
-import { EMPTY_STATUS, type DeviceStatus, type DeviceStatusInput } from '../../protocol/index.js';
+import { EMPTY_STATUS, type DeviceStatus, type DeviceStatusInput, type PeerPath } from '../../protocol/index.js';
 
 /**
  * A device's observed state as readers see it (docs/protocol.md "Device"):
@@ -14,13 +14,17 @@ import { EMPTY_STATUS, type DeviceStatus, type DeviceStatusInput } from '../../p
 export function statusColumns(dev: string, stale: string): string {
   const connected = `EXISTS (SELECT 1 FROM device_presence p JOIN replicas r ON r.id = p.replica_id
                       WHERE p.device_id = ${dev} AND r.lease_expires_at > now())`;
-  return `s.status, ${connected} AS connected,
+  return `s.status, s.peers, s.peers_truncated, ${connected} AS connected,
           COALESCE(s.reported_online AND s.last_seen > now() - make_interval(secs => ${stale}), false) AS reported,
           s.last_seen, now() AS db_now`;
 }
 
 export type StatusRow = {
-  status: DeviceStatus | null;
+  /** The stored report (StoredStatus; older rows may lack fields, which read as EMPTY_STATUS's). */
+  status: Partial<DeviceStatus> | null;
+  /** Null: the device reported no peers (or has no status row). */
+  peers: PeerPath[] | null;
+  peers_truncated: boolean | null;
   connected: boolean;
   reported: boolean;
   last_seen: unknown;
@@ -39,6 +43,8 @@ export function effectiveStatus(row: StatusRow): DeviceStatus {
     ...base,
     online: row.connected || row.reported,
     last_seen: row.connected ? iso(row.db_now) : iso(row.last_seen),
+    peers: row.peers ?? [],
+    peers_truncated: row.peers_truncated ?? false,
   };
 }
 
@@ -84,8 +90,13 @@ export interface StatusBatch {
   readonly disconnected: readonly string[];
 }
 
-/** The stored form of a status: the report's fields; `online` and `last_seen` are derived when read. */
-function stored(input: DeviceStatusInput): Omit<DeviceStatus, 'online' | 'last_seen'> {
+/**
+ * The stored form of a status (the `status` column): the report's fields; `online` and `last_seen`
+ * are derived when read, and peers are kept in columns of their own.
+ */
+type StoredStatus = Omit<DeviceStatus, 'online' | 'last_seen' | 'peers' | 'peers_truncated'>;
+
+function stored(input: DeviceStatusInput): StoredStatus {
   return {
     applied_revision: input.applied_revision,
     apply_error: input.apply_error,
@@ -115,24 +126,27 @@ export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promis
     org: s.orgId,
     status: stored(s.input),
     online: s.via === 'put' ? s.input.online ?? true : false,
+    // Absent (agents before v1.9) or empty: NULL, which reads as no peers.
+    peers: s.input.peers !== undefined && s.input.peers.length > 0 ? s.input.peers : null,
+    peers_truncated: s.input.peers_truncated ?? false,
   }));
   const rows = await q.query<{ device_id: string; recorded: boolean }>(
     // The report set is materialized once and joined by hash: an inlined
     // recordset on the inner side of a nested loop was rescanned per row
     // (10,000 statuses took 15 s of database time).
     `WITH v AS MATERIALIZED (
-       SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS v(id uuid, org uuid, status jsonb, online boolean)
+       SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS v(id uuid, org uuid, status jsonb, online boolean, peers jsonb, peers_truncated boolean)
      ), prev AS MATERIALIZED (
        -- Every part of one statement sees the rows as they were before it: the statuses st replaces.
        SELECT s.device_id, s.status->'applied_revision' AS applied, s.status->'apply_error' AS failed
          FROM device_status s JOIN v ON s.device_id = v.id
      ), st AS (
-       INSERT INTO device_status (device_id, org_id, status, last_seen, reported_online)
-       SELECT o.id, o.org_id, v.status, now(), v.online
+       INSERT INTO device_status (device_id, org_id, status, last_seen, reported_online, peers, peers_truncated)
+       SELECT o.id, o.org_id, v.status, now(), v.online, v.peers, v.peers_truncated
          FROM v JOIN objects o ON o.id = v.id AND o.org_id = v.org AND o.kind = 'device' AND NOT o.deleted
        ON CONFLICT (device_id) DO UPDATE
          SET status = EXCLUDED.status, last_seen = EXCLUDED.last_seen, reported_online = EXCLUDED.reported_online,
-             xid = pg_current_xact_id()
+             peers = EXCLUDED.peers, peers_truncated = EXCLUDED.peers_truncated, xid = pg_current_xact_id()
        RETURNING device_id, status->'applied_revision' AS applied, status->'apply_error' AS failed
      ), came AS (
        INSERT INTO device_presence (device_id, replica_id)

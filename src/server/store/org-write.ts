@@ -1,7 +1,7 @@
 import type { Database, Queryable } from '../db/index.js';
 import type { SignalBus } from '../bus/index.js';
 import { orgSignal } from '../../protocol/index.js';
-import { notFound } from '../errors.js';
+import { ApiError, notFound } from '../errors.js';
 
 /** A write transaction inside one organization. */
 export interface OrgWrite {
@@ -16,41 +16,147 @@ export interface OrgWrite {
   revision(): Promise<number>;
 }
 
+/** Most writes one transaction of an organization carries. */
+export const MAX_WRITES_PER_COMMIT = 256;
+/** Writes of one organization waiting for the one in flight; past it a write is refused with 503 (retry). */
+export const MAX_WAITING_WRITES = 4096;
+
+interface Pending {
+  fn: (w: OrgWrite) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+interface OrgQueue {
+  waiting: Pending[];
+  running: boolean;
+}
+
+const queues = new WeakMap<Database, Map<string, OrgQueue>>();
+
+function revisionTaker(tx: Queryable, orgId: string): { write: OrgWrite; taken: () => boolean } {
+  let taken: number | undefined;
+  const write: OrgWrite = {
+    tx,
+    orgId,
+    async revision() {
+      if (taken !== undefined) return taken;
+      const rows = await tx.query<{ head_revision: number }>(
+        'UPDATE orgs SET head_revision = head_revision + 1 WHERE id = $1 AND deleted_at IS NULL RETURNING head_revision',
+        [orgId],
+      );
+      const row = rows[0];
+      if (!row) throw notFound('organization');
+      taken = Number(row.head_revision);
+      return taken;
+    },
+  };
+  return { write, taken: () => taken !== undefined };
+}
+
 /**
  * Runs `fn` in a transaction of organization `orgId` (404 if it doesn't exist
  * or is deleted). If `fn` took a revision, the organization's watchers are
  * signalled: inside the transaction when the bus supports it, else after commit.
+ *
+ * Writes of one organization that arrive while another is in flight commit
+ * together: the revision row is locked until commit, so they would take
+ * turns anyway, each paying a commit (an fsync) of its own; instead the next
+ * transaction carries every waiting write (up to MAX_WRITES_PER_COMMIT), each
+ * in a savepoint of its own, so one that fails is undone alone and the
+ * others commit. Each still takes its own revision, in arrival order. Why:
+ * 10% of a fleet publishing new endpoints at once is hundreds of writes to
+ * one organization in a second, and at one commit each they queued for
+ * seconds. A write alone runs as before, without a savepoint.
  */
-export async function writeInOrg<T>(
-  db: Database,
-  bus: SignalBus,
-  orgId: string,
-  fn: (w: OrgWrite) => Promise<T>,
-): Promise<T> {
-  let taken: number | undefined;
-  let signalled = false;
-  const result = await db.transaction(async (tx) => {
-    const w: OrgWrite = {
-      tx,
-      orgId,
-      async revision() {
-        if (taken !== undefined) return taken;
-        const rows = await tx.query<{ head_revision: number }>(
-          'UPDATE orgs SET head_revision = head_revision + 1 WHERE id = $1 AND deleted_at IS NULL RETURNING head_revision',
-          [orgId],
-        );
-        const row = rows[0];
-        if (!row) throw notFound('organization');
-        taken = Number(row.head_revision);
-        return taken;
-      },
-    };
-    const out = await fn(w);
-    if (taken !== undefined) signalled = await bus.notifyInTransaction(tx, orgSignal(orgId));
-    return out;
+export function writeInOrg<T>(db: Database, bus: SignalBus, orgId: string, fn: (w: OrgWrite) => Promise<T>): Promise<T> {
+  let byOrg = queues.get(db);
+  if (!byOrg) {
+    byOrg = new Map();
+    queues.set(db, byOrg);
+  }
+  let queue = byOrg.get(orgId);
+  if (!queue) {
+    queue = { waiting: [], running: false };
+    byOrg.set(orgId, queue);
+  }
+  if (queue.waiting.length >= MAX_WAITING_WRITES) {
+    return Promise.reject(new ApiError('unavailable', 'too many writes to this organization are waiting; retry', undefined, { retryAfterS: 1 }));
+  }
+  const q = queue;
+  const orgs = byOrg;
+  return new Promise<T>((resolve, reject) => {
+    q.waiting.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+    if (!q.running) void drain(db, bus, orgId, q, orgs);
   });
-  if (taken !== undefined && !signalled) bus.notify(orgSignal(orgId));
-  return result;
+}
+
+async function drain(db: Database, bus: SignalBus, orgId: string, queue: OrgQueue, byOrg: Map<string, OrgQueue>): Promise<void> {
+  queue.running = true;
+  try {
+    while (queue.waiting.length > 0) {
+      const batch = queue.waiting.splice(0, MAX_WRITES_PER_COMMIT);
+      if (batch.length === 1) await runAlone(db, bus, orgId, batch[0] as Pending);
+      else await runTogether(db, bus, orgId, batch);
+    }
+  } finally {
+    queue.running = false;
+    if (queue.waiting.length === 0) byOrg.delete(orgId);
+  }
+}
+
+async function runAlone(db: Database, bus: SignalBus, orgId: string, p: Pending): Promise<void> {
+  let took = false;
+  let signalled = false;
+  try {
+    const result = await db.transaction(async (tx) => {
+      const { write, taken } = revisionTaker(tx, orgId);
+      const out = await p.fn(write);
+      took = taken();
+      if (took) signalled = await bus.notifyInTransaction(tx, orgSignal(orgId));
+      return out;
+    });
+    if (took && !signalled) bus.notify(orgSignal(orgId));
+    p.resolve(result);
+  } catch (err) {
+    p.reject(err);
+  }
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+async function runTogether(db: Database, bus: SignalBus, orgId: string, batch: readonly Pending[]): Promise<void> {
+  const outcomes: Outcome[] = [];
+  let took = false;
+  let signalled = false;
+  try {
+    await db.transaction(async (tx) => {
+      for (const p of batch) {
+        try {
+          const value = await tx.savepoint(async (sp) => {
+            const { write, taken } = revisionTaker(sp, orgId);
+            const out = await p.fn(write);
+            if (taken()) took = true;
+            return out;
+          });
+          outcomes.push({ ok: true, value });
+        } catch (error) {
+          outcomes.push({ ok: false, error });
+        }
+      }
+      if (took) signalled = await bus.notifyInTransaction(tx, orgSignal(orgId));
+    });
+  } catch (err) {
+    // The commit (or the transaction itself) failed: nothing of the batch is written, and each write says so.
+    for (const p of batch) p.reject(err);
+    return;
+  }
+  if (took && !signalled) bus.notify(orgSignal(orgId));
+  batch.forEach((p, i) => {
+    const o = outcomes[i];
+    if (o?.ok) p.resolve(o.value);
+    else p.reject(o?.error);
+  });
 }
 
 /** Fails with 404 unless the organization exists and isn't deleted. */

@@ -1,7 +1,11 @@
 import type { ErrorCode } from '../../protocol/index.js';
 
-/** The kinds of long-lived stream the server holds; each is counted apart in `fleetplane_streams_open{kind}`. */
-export const STREAM_KINDS = ['watch', 'convergence', 'tunnel'] as const;
+/**
+ * The kinds of long-lived stream the server holds; each is counted apart in `fleetplane_streams_open{kind}`.
+ * `relay`: a device's relay session; `relay_link`: another replica's link carrying relayed packets here;
+ * `relay_list`: a `GET /api/relays?watch=true` stream.
+ */
+export const STREAM_KINDS = ['watch', 'convergence', 'tunnel', 'relay', 'relay_link', 'relay_list'] as const;
 export type StreamKind = (typeof STREAM_KINDS)[number];
 
 /**

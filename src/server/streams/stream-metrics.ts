@@ -11,7 +11,7 @@ export class StreamMetrics {
     const count = (kind: StreamKind): number => this.#countOpen(kind);
     new Gauge({
       name: 'fleetplane_streams_open',
-      help: 'Long-lived streams open on this replica, by kind (watch, convergence, tunnel).',
+      help: 'Long-lived streams open on this replica, by kind (watch, convergence, tunnel, relay, relay_link, relay_list).',
       labelNames: ['kind'] as const,
       registers,
       collect() {

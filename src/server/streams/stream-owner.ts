@@ -10,7 +10,7 @@ import { runPeriodically } from '../../util/periodic.js';
 import { ownConnection } from './own-connection.js';
 import { KernelMemoryGuard, type GuardedStream } from './kernel-memory-guard.js';
 import type { TcpMemorySource } from './proc-tcp.js';
-import { ENDS, type OwnedStream, type StreamEnd, type StreamKind } from './owned-stream.js';
+import { ENDS, STREAM_KINDS, type OwnedStream, type StreamEnd, type StreamKind } from './owned-stream.js';
 import type { StreamMetrics } from './stream-metrics.js';
 
 /**
@@ -43,9 +43,9 @@ export interface StreamOwnerOptions {
 
 /**
  * The one owner of every long-lived stream of a replica: watch streams,
- * convergence streams and agent tunnels, and any kind added later. No
- * stream outlives its request without passing through it
- * (test/server/stream-owner.test.ts fails if one does). It owns:
+ * convergence streams, agent tunnels, relay sessions, links and lists, and
+ * any kind added later. No stream outlives its request without passing
+ * through it (test/server/stream-owner.test.ts fails if one does). It owns:
  * - the hand-over of the connection from node:http (`open`) or ws (`upgrade`);
  * - the bound on bytes all streams hold together (`checkQueue`), and the
  *   kernel TCP-memory guard over those whose send queues it can read;
@@ -60,7 +60,7 @@ export class StreamOwner {
   /** Streams by the token they were opened with; one per token is the rule (an agent's), so it is kept bare, not in a set. */
   readonly #byToken = new Map<string, OwnedStream | Set<OwnedStream>>();
   readonly #guarded = new Set<GuardedOwnedStream>();
-  readonly #open: Record<StreamKind, number> = { watch: 0, convergence: 0, tunnel: 0 };
+  readonly #open = Object.fromEntries(STREAM_KINDS.map((k) => [k, 0])) as Record<StreamKind, number>;
   readonly #stop = new AbortController();
   /** The connections under the streams, until each has closed: what a shutdown waits for. */
   readonly #connections = new Set<Socket | WebSocket>();

@@ -91,7 +91,7 @@ describe('computeDesiredState: interface and peers', () => {
     ]);
   });
 
-  it('prefers a manual endpoint, then stun, then local; none gives no endpoint and no keepalive', () => {
+  it('tries stun, then manual, then local only without stun; the first is the endpoint; none gives no endpoint and no keepalive', () => {
     const all = [
       { source: 'local' as const, address: '192.168.1.2:51820' },
       { source: 'stun' as const, address: '198.51.100.2:40000' },
@@ -108,16 +108,23 @@ describe('computeDesiredState: interface and peers', () => {
       ]),
     );
     expect(d.peers.map((p) => [p.endpoint, p.persistent_keepalive])).toEqual([
-      ['[2001:db8::2]:51820', 25],
+      ['198.51.100.2:40000', 25],
       ['198.51.100.2:40000', 25],
       ['192.168.1.2:51820', 25],
       [null, 0],
       ['192.168.1.2:51820', 25],
     ]);
+    expect(d.peers.map((p) => p.candidates)).toEqual([
+      ['198.51.100.2:40000', '[2001:db8::2]:51820'],
+      ['198.51.100.2:40000'],
+      ['192.168.1.2:51820'],
+      [],
+      ['192.168.1.2:51820'],
+    ]);
     expect(d.skipped).toEqual([{ kind: 'endpoint', subject: `${deviceId(6)} nope`, reason: 'not ip:port' }]);
   });
 
-  it('never chooses the stun endpoint of a symmetric NAT, and prefers local for a peer behind the same public address', () => {
+  it('never tries a stun endpoint when either side is symmetric, nor a local one across NATs, and tries local first behind the same public address', () => {
     const eps = (n: number, pub: string) => [
       { source: 'local' as const, address: `192.168.1.${n}:51820` },
       { source: 'stun' as const, address: `${pub}:4000${n}` },
@@ -131,11 +138,26 @@ describe('computeDesiredState: interface and peers', () => {
         device(5, { endpoints: eps(5, '198.51.100.1'), symmetric_nat: true }),
       ]),
     );
-    expect(d.peers.map((p) => p.endpoint)).toEqual([
-      '192.168.1.2:51820',
-      '198.51.100.9:40003',
-      '192.168.1.4:51820',
-      '192.168.1.5:51820',
+    expect(d.peers.map((p) => p.candidates)).toEqual([
+      ['192.168.1.2:51820', '198.51.100.1:40002'],
+      ['198.51.100.9:40003'],
+      [],
+      ['192.168.1.5:51820'],
+    ]);
+    expect(d.peers.map((p) => p.endpoint)).toEqual(['192.168.1.2:51820', '198.51.100.9:40003', null, '192.168.1.5:51820']);
+    const self = device(1, { endpoints: eps(1, '198.51.100.1'), symmetric_nat: true });
+    const fromSymmetric = computeDesiredState(input([self, device(3, { endpoints: eps(3, '198.51.100.9') })]));
+    expect(fromSymmetric.peers.map((p) => p.candidates)).toEqual([[]]);
+  });
+
+  it('path-managed: peers carry their candidates but no endpoint, and always the keepalive', () => {
+    const d = computeDesiredState({
+      ...input([device(1), device(2, { endpoints: [{ source: 'stun', address: '198.51.100.2:40000' }] }), device(3, { endpoints: [] })]),
+      pathManaged: true,
+    });
+    expect(d.peers.map((p) => [p.endpoint, p.candidates, p.persistent_keepalive])).toEqual([
+      [null, ['198.51.100.2:40000'], 25],
+      [null, [], 25],
     ]);
   });
 

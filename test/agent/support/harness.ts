@@ -96,6 +96,7 @@ export function agentOptions(over: Partial<AgentOptions> & Pick<AgentOptions, 's
     stunPort: 3478,
     stunAltPort: 3479,
     stunIntervalMs: 60_000,
+    relay: true,
     resyncIntervalMs: 300_000,
     statusIntervalMs: 30_000,
     cleanupOnExit: false,

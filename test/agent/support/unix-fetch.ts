@@ -18,6 +18,22 @@ net.createServer((c) => {
 `;
 
 /**
+ * `node -e` source of the opposite forwarder, run inside a namespace: it
+ * listens on argv[1] (host) : argv[2] (port) there and connects each
+ * connection to the unix socket argv[3], which a server outside the
+ * namespace (PostgreSQL, Redis) listens on.
+ */
+export const TCP_TO_UNIX_SOURCE = `
+const net = require('node:net');
+const [host, port, sock] = process.argv.slice(1);
+net.createServer((c) => {
+  const u = net.connect(sock);
+  c.pipe(u); u.pipe(c);
+  c.on('error', () => u.destroy()); u.on('error', () => c.destroy());
+}).listen(Number(port), host, () => process.stdout.write('forwarding\\n'));
+`;
+
+/**
  * A FetchLike over a unix socket. Bodies are buffered whole: enough for
  * REST calls, not for watch streams.
  */

@@ -27,6 +27,8 @@ export interface CrudSpec<T extends { id: string }> {
   /** The id a reference (name or id) stands for. */
   resolve(ctx: CtlContext, ref: string): Promise<string>;
   get(ctx: CtlContext, id: string): Promise<T>;
+  /** How `get` shows the object to people (tables); default a FIELD/VALUE listing. `-o json|yaml` always prints the object. */
+  show?: (ctx: CtlContext, value: T) => Promise<void>;
   create(ctx: CtlContext, body: Record<string, unknown>): Promise<T>;
   update(ctx: CtlContext, id: string, body: Record<string, unknown>, ifMatch: number | undefined): Promise<T>;
   remove(ctx: CtlContext, id: string, ifMatch: number | undefined): Promise<void>;
@@ -77,7 +79,9 @@ export function crudCommands<T extends { id: string }>(spec: CrudSpec<T>): Comma
       async run(ctx, args) {
         noExtraArgs(args, 1);
         const id = await spec.resolve(ctx, requireArg(args[0], spec.ref));
-        ctx.out.object(await spec.get(ctx, id));
+        const value = await spec.get(ctx, id);
+        if (spec.show !== undefined && ctx.out.forPeople) await spec.show(ctx, value);
+        else ctx.out.object(value);
       },
     },
     {

@@ -1,4 +1,16 @@
-import { AuthError, NotFoundError, type DeviceCreate, type DeviceObject, type DevicePatch, type DeviceStatus, type DeviceTokenExpiry } from '../../../client/index.js';
+import { UsageError } from '../../exit-codes.js';
+import {
+  AuthError,
+  NotFoundError,
+  PeerNames,
+  formatBytes,
+  type DeviceCreate,
+  type DeviceObject,
+  type DevicePatch,
+  type DeviceStatus,
+  type DeviceTokenExpiry,
+  type PeerPath,
+} from '../../../client/index.js';
 import { age } from '../age.js';
 import { durationSeconds, until } from '../duration.js';
 import type { CommandGroup } from '../command-spec.js';
@@ -7,7 +19,8 @@ import { defined } from '../flag-values.js';
 import { watchList } from '../list-watch.js';
 import { rpcCommand } from '../rpc.js';
 import { crudCommands, type CrudSpec } from './crud.js';
-import { resolveDevice } from './device-ref.js';
+import { cell, formatTable } from '../table.js';
+import { orgDevices, resolveDevice } from './device-ref.js';
 import { resolveSecurityGroup } from './security-groups.js';
 
 /**
@@ -31,6 +44,14 @@ function approvedRoutesField(ctx: CtlContext): string[] | undefined {
   const text = ctx.flags.string('approved-routes');
   if (text === undefined) return undefined;
   return text.split(',').map((c) => c.trim()).filter((c) => c !== '');
+}
+
+/** `--relay true|false`: whether the device is the organization's relay device (docs/protocol.md "Paths between peers"). */
+function relayField(ctx: CtlContext): boolean | undefined {
+  const text = ctx.flags.string('relay');
+  if (text === undefined) return undefined;
+  if (text === 'true' || text === 'false') return text === 'true';
+  throw new UsageError(`--relay: expected true or false, got ${JSON.stringify(text)}`);
 }
 
 /** Requested routes no admin approved yet (compared as written), so `-o wide` shows what awaits approval. */
@@ -65,6 +86,43 @@ async function listDevices(ctx: CtlContext): Promise<DeviceRow[]> {
   return within === undefined ? joined : joined.filter((d) => byDevice.has(d.id));
 }
 
+/** The PEERS table: each peer by hostname (`-` when no device of the organization is that peer), its path and traffic. */
+export function formatPeers(peers: readonly PeerPath[], names: PeerNames, now: number): string {
+  const rows = peers.map((p) => [
+    names.hostnameOf(p) ?? '-',
+    names.pathOf(p),
+    cell(p.endpoint),
+    p.latest_handshake === null ? 'never' : `${age(p.latest_handshake, now)} ago`,
+    formatBytes(p.rx_bytes),
+    formatBytes(p.tx_bytes),
+  ]);
+  return formatTable(['HOSTNAME', 'PATH', 'ENDPOINT', 'HANDSHAKE', 'RX', 'TX'], rows);
+}
+
+/**
+ * `devices get` for people: the device's fields and its status's as
+ * FIELD/VALUE, then the PEERS table (hostnames looked up among the
+ * organization's devices, listed only when there are peers to name).
+ */
+async function showDevice(ctx: CtlContext, d: DeviceRow): Promise<void> {
+  const { status, token_expires_at: _expires, ...fields } = d;
+  const rows = Object.entries(fields).map(([k, v]) => [k, cell(v)]);
+  // Servers before v1.9 send no peers.
+  const peers: readonly PeerPath[] = status?.peers ?? [];
+  if (status) {
+    const { peers: _peers, peers_truncated: _truncated, ...observed } = status;
+    for (const [k, v] of Object.entries(observed)) rows.push([`status.${k}`, cell(v)]);
+  }
+  const out = [formatTable(['FIELD', 'VALUE'], rows)];
+  if (peers.length === 0) out.push('\npeers: none reported\n');
+  else {
+    const names = new PeerNames(await orgDevices(ctx));
+    const shown = status?.peers_truncated === true ? ` (the ${peers.length} most recently active; the device has more)` : '';
+    out.push(`\npeers${shown}:\n`, formatPeers(peers, names, ctx.out.now()));
+  }
+  ctx.out.writer.write(out.join(''));
+}
+
 const devices: CrudSpec<DeviceRow> = {
   noun: 'device',
   ref: '<device>',
@@ -88,17 +146,19 @@ const devices: CrudSpec<DeviceRow> = {
     { header: 'TOKEN EXPIRES', value: (d, now) => (d.token_expires_at === undefined ? undefined : until(d.token_expires_at, now)), wide: true },
   ],
   listFlags: ['expiring-within'],
-  fieldFlags: ['hostname', 'public-key', 'security-group', 'approved-routes'],
+  fieldFlags: ['hostname', 'public-key', 'security-group', 'approved-routes', 'relay'],
   fields: async (ctx) =>
     defined({
       hostname: ctx.flags.string('hostname'),
       public_key: ctx.flags.string('public-key'),
       security_group_id: await securityGroupField(ctx),
       approved_cidrs: approvedRoutesField(ctx),
+      relay: relayField(ctx),
     }),
   list: listDevices,
   resolve: resolveDevice,
   get: async (ctx, id) => ctx.client.devices.get(await org(ctx), id, { signal: ctx.signal }),
+  show: showDevice,
   create: async (ctx, body) => ctx.client.devices.create(await org(ctx), body as DeviceCreate, { signal: ctx.signal }),
   update: async (ctx, id, body, ifMatch) => ctx.client.devices.update(await org(ctx), id, body as DevicePatch, { signal: ctx.signal, ifMatch }),
   remove: async (ctx, id, ifMatch) => ctx.client.devices.delete(await org(ctx), id, { signal: ctx.signal, ifMatch }),
@@ -111,7 +171,7 @@ const devices: CrudSpec<DeviceRow> = {
   },
   summaries: {
     list: 'list the devices of an organization, with ONLINE and LAST SEEN (-o wide: TOKEN EXPIRES; --expiring-within: only those expiring soon)',
-    get: 'show one device',
+    get: 'show one device and the path to each of its peers (direct or relayed, last handshake, bytes)',
     create: 'pre-provision a device (prints its device token once)',
     update: 'change a device (hostname, public key, security group, approved routes, or --data)',
     delete: "delete a device (revokes its token)",

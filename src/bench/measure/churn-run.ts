@@ -1,0 +1,200 @@
+import type { FleetApi } from '../http-api.js';
+import { describeCounters, diffCounters } from '../load/agent-counters.js';
+import type { AckMode, PatchOutcome } from '../load/agent-messages.js';
+import type { AgentPool } from '../load/agent-pool.js';
+import { log } from '../log.js';
+import type { BenchPostgres } from '../server/postgres.js';
+import type { RestartableServer } from '../server/restartable-server.js';
+import { maxOf, percentile } from '../stats.js';
+import { sleep } from '../../util/sleep.js';
+import { RECEIVE_TIMEOUT_MS } from './change-loop.js';
+import { churnAccounting, churnAgents, endpointPatch, type ChurnAccounting } from './churn-accounting.js';
+import type { ConvergenceFollower } from './convergence-follower.js';
+import { describeStatements, totalStatements } from './db-statements.js';
+import { sampleServer, serverDelta } from './fleet-probe.js';
+import { describeStuck, STUCK_EXAMPLES } from './stuck-report.js';
+
+/** One round of endpoint changes: the PATCHes, and the fleet catching up with the last of them. */
+export interface ChurnRound {
+  asked: number;
+  /** PATCHes answered 200 (each took a revision). */
+  ok: number;
+  /** The others, by status or error. */
+  failureDetail: string;
+  /** The highest revision the PATCHes took: the organization's after the last PATCH. */
+  lastRevision: number;
+  firstRevision: number;
+  /** First PATCH handed to its pool → last answer in. */
+  writeSpanMs: number;
+  /** Until every agent had seen `lastRevision`, from sending the PATCH that took it; NaN when some didn't in time. */
+  receivedMs: number;
+  receivedP50Ms: number;
+  missingReceived: number;
+  /** Until every agent's ACK of `lastRevision` was confirmed (or sent, see the method), from the same instant. */
+  ackedMs: number;
+  missingAcked: number;
+  /** Until the convergence reported at_head = N at `lastRevision` or later, from sending the PATCH that took `lastRevision`. */
+  convergedMs: number;
+  /** The same instant, from the first PATCH sent and from the last answer received. */
+  convergedFromFirstSentMs: number;
+  convergedFromLastAnswerMs: number;
+  bestAtHead: number;
+  /** Bytes of the watch line each answered device should make (its answer without `status`). */
+  predictedLineBytesMean: number;
+  predictedLineBytesMax: number;
+  stuck?: string;
+}
+
+/** (g): 10% of the agents change their published STUN endpoint at once. */
+export interface ChurnFigures {
+  agents: number;
+  ack: AckMode;
+  /** An example body, as sent (the first changing agent's). */
+  exampleBody: string;
+  /** Before the step, unmeasured: the same agents publish their first STUN endpoint, so that the step changes one. */
+  first: ChurnRound;
+  step: ChurnRound;
+  cpuSeconds: number;
+  databaseCpuSeconds: number;
+  scrapeCpuSeconds: number;
+  statements: number;
+  statementDetail: string;
+  statusBatches: number;
+  /** The server's own count of device PATCHes answered in the window, and their mean time in it (request histogram). */
+  serverPatches: number;
+  serverPatchMeanMs: number;
+  /** Events the server wrote to watch streams, and its tail-cache fill queries, in the window. */
+  serverEventsWritten: number;
+  fillQueries: number;
+  accounting: ChurnAccounting;
+}
+
+/** Between the first publication and the step: the last status batch written, the streams quiet. */
+const SETTLE_MS = 1_000;
+
+function failures(outcomes: readonly PatchOutcome[]): string {
+  const by: Record<string, number> = {};
+  for (const o of outcomes) {
+    if (o.status === 200) continue;
+    const key = o.status === 0 ? `connection: ${o.error ?? 'failed'}` : `HTTP ${o.status}${o.error ? `: ${o.error.slice(0, 80)}` : ''}`;
+    by[key] = (by[key] ?? 0) + 1;
+  }
+  return describeCounters(by);
+}
+
+/**
+ * The chosen agents each PATCH their own device's endpoints (generation
+ * `generation`), all at once; then waits, concurrently and bounded, until
+ * every agent has seen the highest revision they took, every agent's ACK
+ * of it is confirmed, and the convergence reports at_head = N there, as
+ * the change loop waits for one change.
+ */
+async function publishRound(o: ChurnOptions, chosen: readonly number[], generation: number): Promise<ChurnRound> {
+  const n = o.pool.agents;
+  const outcomes = await o.pool.patchOwnDevices(
+    o.org,
+    chosen.map((agent) => ({ agent, body: endpointPatch(agent, generation) })),
+  );
+  const ok = outcomes.filter((x) => x.status === 200);
+  const last = ok.reduce<PatchOutcome | undefined>((best, x) => (best === undefined || x.revision > best.revision ? x : best), undefined);
+  const firstSent = Math.min(...outcomes.map((x) => x.sentAt).filter((t) => !Number.isNaN(t)));
+  const lastAnswer = maxOf(outcomes.map((x) => x.doneAt));
+  const lineBytes = ok.map((x) => x.lineBytes);
+  const base = {
+    asked: outcomes.length,
+    ok: ok.length,
+    failureDetail: failures(outcomes),
+    firstRevision: Math.min(...ok.map((x) => x.revision)),
+    writeSpanMs: lastAnswer - firstSent,
+    predictedLineBytesMean: lineBytes.length > 0 ? lineBytes.reduce((a, b) => a + b, 0) / lineBytes.length : Number.NaN,
+    predictedLineBytesMax: maxOf(lineBytes),
+  };
+  if (!last) {
+    return { ...base, lastRevision: Number.NaN, firstRevision: Number.NaN, receivedMs: Number.NaN, receivedP50Ms: Number.NaN, missingReceived: n, ackedMs: Number.NaN, missingAcked: n, convergedMs: Number.NaN, convergedFromFirstSentMs: Number.NaN, convergedFromLastAnswerMs: Number.NaN, bestAtHead: Number.NaN };
+  }
+  let bestAtHead = Number.NaN;
+  const [seen, acked, converged] = await Promise.all([
+    o.pool.awaitField('seen', last.revision, RECEIVE_TIMEOUT_MS),
+    o.pool.awaitField('acked', last.revision, o.ackTimeoutMs),
+    o.follower.waitFor((r) => {
+      if (r.revision < last.revision) return false;
+      bestAtHead = Number.isNaN(bestAtHead) ? r.atHead : Math.max(bestAtHead, r.atHead);
+      return r.atHead >= n;
+    }, o.ackTimeoutMs),
+  ]);
+  const received = seen.map((t) => t - last.sentAt);
+  const ackTimes = acked.map((t) => t - last.sentAt);
+  const missingReceived = received.filter((t) => Number.isNaN(t)).length;
+  const missingAcked = ackTimes.filter((t) => Number.isNaN(t)).length;
+  const stuck = missingReceived > 0 ? describeStuck(await o.pool.stuck(STUCK_EXAMPLES)) : undefined;
+  return {
+    ...base,
+    lastRevision: last.revision,
+    receivedMs: missingReceived === 0 ? maxOf(received) : Number.NaN,
+    receivedP50Ms: percentile(received, 50),
+    missingReceived,
+    ackedMs: missingAcked === 0 ? maxOf(ackTimes) : Number.NaN,
+    missingAcked,
+    convergedMs: converged ? converged.at - last.sentAt : Number.NaN,
+    convergedFromFirstSentMs: converged ? converged.at - firstSent : Number.NaN,
+    convergedFromLastAnswerMs: converged ? converged.at - lastAnswer : Number.NaN,
+    bestAtHead,
+    ...(stuck === undefined ? {} : { stuck }),
+  };
+}
+
+export interface ChurnOptions {
+  server: RestartableServer;
+  api: FleetApi;
+  pg: BenchPostgres | undefined;
+  pool: AgentPool;
+  follower: ConvergenceFollower;
+  org: string;
+  ack: AckMode;
+  ackTimeoutMs: number;
+  signal: AbortSignal;
+}
+
+/**
+ * (g): the same 10% of the agents first publish a STUN endpoint (not
+ * measured), then all move it at once. Over the step (from the server
+ * sample before the PATCHes to the one after the last wait): server CPU
+ * and statements, and the agents' counters: events received per watcher
+ * per change and their bytes, re-lists, status frames, errors.
+ */
+export async function measureChurn(o: ChurnOptions): Promise<ChurnFigures> {
+  const n = o.pool.agents;
+  const chosen = churnAgents(n);
+  log.info({ agents: n, changing: chosen.length }, 'churn: first endpoints');
+  const first = await publishRound(o, chosen, 0);
+  await sleep(SETTLE_MS, o.signal);
+  o.signal.throwIfAborted();
+
+  log.info({ agents: n, changing: chosen.length }, 'churn: endpoints move');
+  const c0 = await o.pool.counters();
+  const s0 = await sampleServer(o.server, o.api, o.pg);
+  const step = await publishRound(o, chosen, 1);
+  const s1 = await sampleServer(o.server, o.api, o.pg);
+  const c1 = await o.pool.counters();
+  const d = serverDelta(s1, s0);
+  const accounting = churnAccounting(diffCounters(c1.counters, c0.counters), n, step.ok);
+  log.info({ converged: !Number.isNaN(step.convergedMs), events: accounting.events, relists: accounting.relists }, 'churn');
+  return {
+    agents: n,
+    ack: o.ack,
+    exampleBody: JSON.stringify(endpointPatch(chosen[0] ?? 0, 1)),
+    first,
+    step,
+    cpuSeconds: d.cpuSeconds,
+    databaseCpuSeconds: d.databaseCpuSeconds,
+    scrapeCpuSeconds: d.scrapeCpuSeconds,
+    statements: totalStatements(d.statements),
+    statementDetail: describeStatements(d.statements),
+    statusBatches: d.statusBatches,
+    serverPatches: d.devicePatches,
+    serverPatchMeanMs: d.devicePatches > 0 ? (d.devicePatchSeconds / d.devicePatches) * 1000 : Number.NaN,
+    serverEventsWritten: d.eventsWritten,
+    fillQueries: d.fillQueries,
+    accounting,
+  };
+}

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { runAudited, SYSTEM_SCOPE } from '../../src/server/audit/index.js';
+import { ApiError } from '../../src/server/errors.js';
+import { writeInOrg } from '../../src/server/store/org-write.js';
+import { pgAdminUrl, startTestServer, wgKey, type BackendName } from './fixtures.js';
+
+const backends: BackendName[] = pgAdminUrl() === '' ? ['pglite'] : ['pglite', 'postgres'];
+
+describe.each(backends)('writes of one organization that arrive together commit together (%s)', (backend) => {
+  it('each write keeps its own outcome and revision: a failing one is undone alone, the others commit, revisions dense in arrival order', () =>
+    runAudited(SYSTEM_SCOPE, async () => {
+      const server = await startTestServer(backend);
+      try {
+        const store = server.ctx.store;
+        const org = await store.organizations.create({ name: 'burst' });
+        const taken = wgKey();
+        const head = (await store.devices.create(org.id, { hostname: 'first', public_key: taken })).device.revision;
+        // Forty creates at once; every tenth reuses a public key, which the store refuses (409).
+        const results = await Promise.allSettled(
+          Array.from({ length: 40 }, (_, i) => store.devices.create(org.id, { hostname: `d${i}`, public_key: i % 10 === 9 ? taken : wgKey() })),
+        );
+        const ok = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value.device.revision] : []));
+        const failed = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+        expect(ok).toHaveLength(36);
+        expect(failed).toHaveLength(4);
+        for (const err of failed) expect(err).toMatchObject({ code: 'conflict' });
+        expect([...ok].sort((a, b) => a - b)).toEqual(Array.from({ length: 36 }, (_, i) => head + 1 + i));
+        // Arrival order: the creates were started in index order.
+        expect(ok).toEqual([...ok].sort((a, b) => a - b));
+        // Nothing of the refused writes took a revision: the next write takes the one after the last success.
+        expect((await store.devices.create(org.id, { hostname: 'after', public_key: wgKey() })).device.revision).toBe(head + 37);
+      } finally {
+        await server.close();
+      }
+    }));
+
+  it('a write that throws after its statements leaves nothing behind, and the write after it still commits', () =>
+    runAudited(SYSTEM_SCOPE, async () => {
+      const server = await startTestServer(backend);
+      try {
+        const store = server.ctx.store;
+        const org = await store.organizations.create({ name: 'undo' });
+        const head = (await store.securityGroups.create(org.id, { description: 'before' })).revision;
+        const [bad, good, again] = await Promise.allSettled([
+          writeInOrg(server.db, store.bus, org.id, async (w) => {
+            await w.revision();
+            throw new ApiError('conflict', 'changed my mind');
+          }),
+          store.securityGroups.create(org.id, { description: 'kept' }),
+          store.securityGroups.create(org.id, { description: 'kept too' }),
+        ]);
+        expect(bad).toMatchObject({ status: 'rejected', reason: { code: 'conflict' } });
+        expect(good).toMatchObject({ status: 'fulfilled', value: { revision: head + 1 } });
+        expect(again).toMatchObject({ status: 'fulfilled', value: { revision: head + 2 } });
+      } finally {
+        await server.close();
+      }
+    }));
+});
