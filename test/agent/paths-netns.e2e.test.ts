@@ -72,6 +72,9 @@ describe.runIf(enabled)('agents behind NATs: direct, local and relayed paths (re
     get registrationKeys() {
       return live().client.registrationKeys;
     },
+    get securityGroups() {
+      return live().client.securityGroups;
+    },
   };
   function live(): Replica {
     const r = replicas.find((x) => x.proc !== undefined && x.proc.child.exitCode === null && x.proc.child.signalCode === null);
@@ -292,6 +295,13 @@ describe.runIf(enabled)('agents behind NATs: direct, local and relayed paths (re
     if (victim) {
       startReplica(victim, dbUrl, victim === replicas[0] ? stunFlags : ['--stun=false']);
       await waitForOutput(victim.proc as Proc, /listening on/, 90_000);
+      // Every agent follows the organization again (its watch may have been on the killed replica) before the next case.
+      // The first requests may meet a replica still taking its connections back: retried until one is answered.
+      const { revision } = await until(() => admin.securityGroups.create(org, { description: 'after the restart' }).catch(() => undefined), 'a write after the restart', 30_000);
+      await until(async () => {
+        const all = await devices();
+        return HOSTS.every((h) => (all.get(h)?.status.applied_revision ?? 0) >= revision) || undefined;
+      }, 'every agent to apply a change made after the restart', 90_000);
     }
   }, 60_000);
 

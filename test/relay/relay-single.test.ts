@@ -171,8 +171,8 @@ describe('the relay on one replica', () => {
     expect(await upgradeStatus(base, d.token)).toBe(401);
   });
 
-  it('lists this replica as a relay to any credential', async () => {
-    for (const token of [ADMIN, fleet.reader, c.token, fleet.registrationKey]) {
+  it('lists this replica as a relay to any credential but a registration key', async () => {
+    for (const token of [ADMIN, fleet.reader, c.token]) {
       const res = await http(base, 'GET', paths.relays(), token);
       expect(res.status).toBe(200);
       expect((res.body as { items: { id: string; url: string | null }[] }).items).toEqual([
@@ -180,6 +180,7 @@ describe('the relay on one replica', () => {
       ]);
     }
     expect((await http(base, 'GET', paths.relays(), undefined)).status).toBe(401);
+    expect((await http(base, 'GET', paths.relays(), fleet.registrationKey)).status).toBe(403);
   });
 
   it('follows the relay list: a replica appears, and disappears when its lease expires; relays off are never listed', async () => {

@@ -79,13 +79,12 @@ export class RelayProxies {
       this.counters.dropped++;
       return;
     }
-    const port = this.options.wireguardPort();
     let at = RELAY_KEY_BYTES;
     while (at + RELAY_RECORD_HEADER_BYTES <= message.length) {
       const length = message.readUInt16BE(at);
       at += RELAY_RECORD_HEADER_BYTES;
       if (length === 0 || at + length > message.length) break;
-      proxy.socket.send(message.subarray(at, at + length), port, LOOPBACK);
+      proxy.socket.send(message.subarray(at, at + length));
       this.counters.packetsIn++;
       at += length;
     }
@@ -110,6 +109,14 @@ export class RelayProxies {
     await new Promise<void>((resolve, reject) => {
       socket.once('error', reject);
       socket.bind(0, LOOPBACK, () => {
+        socket.off('error', reject);
+        resolve();
+      });
+    });
+    // Connected to WireGuard's port: each send skips the address lookup, and the kernel drops anything from elsewhere.
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.connect(this.options.wireguardPort(), LOOPBACK, () => {
         socket.off('error', reject);
         resolve();
       });

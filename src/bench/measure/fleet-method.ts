@@ -1,3 +1,4 @@
+import { ROUTES } from '../../protocol/index.js';
 import { PUT_CONNECTIONS_PER_WORKER } from '../load/agent-pool.js';
 import { STREAM_SILENCE_MS } from '../load/agent-watch.js';
 import { CHANGES, RECEIVE_TIMEOUT_MS, ackTimeoutMs } from './change-loop.js';
@@ -41,7 +42,7 @@ export function fleetMethod(idleSeconds: number): string[] {
       'garbage not yet collected). The verdict uses the steady PSS (/proc/<pid>/smaps_rollup: a page shared by several processes of the tree ' +
       'counts once in all); summed VmRSS is shown too.',
     `(g), after (b): ${Math.round(CHURN_SHARE * 100)}% of the agents (N × ${CHURN_SHARE}, spread evenly over the load workers) each PATCH ` +
-      '/api/organizations/{org}/devices/{id} of their own device with their device token, through their load worker\'s keep-alive pool, all at once, with ' +
+      `${ROUTES.device} of their own device with their device token, through their load worker's keep-alive pool, all at once, with ` +
       'the body the agent\'s endpoint publisher sends when only its STUN mapping moved: {endpoints: [stun, local v4, local v6]} built by the ' +
       'agent\'s publishedEndpoints (symmetric_nat unchanged, so left out). Unmeasured before it, the same agents publish a first STUN endpoint ' +
       'the same way and the fleet converges, so that the step changes one. ACKs go by tunnel frame (by the first --ack mode when tunnel was not ' +

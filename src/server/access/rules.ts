@@ -55,6 +55,7 @@ const ADMIN_ONLY = 'only the admin token may do this';
 const SESSION_ONLY = 'only a user session has a session';
 /** Every kind a bearer token can resolve to. */
 const ANY_TOKEN = { admin: true, 'org-admin': true, 'org-read': true, device: true, registration: true, user: true, 'api-key': true } as const;
+const ANY_BUT_REGISTRATION = { admin: true, 'org-admin': true, 'org-read': true, device: true, user: true, 'api-key': true } as const;
 /** Read access to the organization in the path. */
 const READ = { admin: true, 'org-owner': true, 'org-admin': true, 'org-read': true, device: true } as const;
 /** Write access to the organization in the path. */
@@ -201,9 +202,9 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   { entry: 'tunnel', method: 'GET', route: ROUTES.agentTunnel, allow: { device: true }, refusal: 'only a device token may open an agent tunnel' },
   // The private token itself is bound to the device and the method (access/private-token.ts).
   { entry: 'private', method: 'POST', route: ROUTES.privateAgentRpc, allow: { replica: true } },
-  // Relays (docs/protocol.md "Relays"): the list to any credential; a session to a device, as the tunnel.
-  { entry: 'rest', method: 'GET', route: ROUTES.relays, allow: ANY_TOKEN },
-  { entry: 'rest', method: 'GET', route: ROUTES.relay, allow: ANY_TOKEN },
+  // Relays (docs/protocol.md "Relays"): the list to any credential but a registration key (which only enrolls); a session to a device, as the tunnel.
+  { entry: 'rest', method: 'GET', route: ROUTES.relays, allow: ANY_BUT_REGISTRATION },
+  { entry: 'rest', method: 'GET', route: ROUTES.relay, allow: ANY_BUT_REGISTRATION },
   { entry: 'tunnel', method: 'GET', route: ROUTES.relay, allow: { device: true }, refusal: 'only a device token may open a relay session' },
   // The link token is bound to the receiving replica (access/private-token.ts).
   { entry: 'private', method: 'GET', route: ROUTES.privateRelay, allow: { replica: true } },

@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { Database, Queryable } from '../db/index.js';
 import type { SignalBus } from '../bus/index.js';
 import { orgSignal } from '../../protocol/index.js';
@@ -86,7 +87,8 @@ export function writeInOrg<T>(db: Database, bus: SignalBus, orgId: string, fn: (
   const q = queue;
   const orgs = byOrg;
   return new Promise<T>((resolve, reject) => {
-    q.waiting.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+    // Run in the caller's async context, whoever's transaction carries it: the audit log's actor is read from there.
+    q.waiting.push({ fn: AsyncResource.bind(fn), resolve: resolve as (value: unknown) => void, reject });
     if (!q.running) void drain(db, bus, orgId, q, orgs);
   });
 }
