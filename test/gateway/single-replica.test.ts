@@ -3,22 +3,11 @@ import WebSocket from 'ws';
 import { makeSettings, SettingsError, startServer, type FleetServer } from '../../src/server/index.js';
 import { AGENT_ERROR_CODES, HEADERS, TUNNEL_CLOSE_CODES, paths } from '../../src/protocol/index.js';
 import { tunnelUrl } from '../../src/agent/tunnel/index.js';
-import { agentCode, delay, errorCode, eventually, Fleet, http, metric, rpc, startAgent, type TestAgent } from './support.js';
+import { agentCode, delay, errorCode, eventually, Fleet, http, metric, rpc, startAgent, wsUpgradeStatus, type TestAgent } from './support.js';
 
-/** Status of a tunnel upgrade with `token` (101 when it opened). */
+/** The HTTP status a tunnel upgrade with `token` gets (101 when it opened). */
 function upgradeStatus(base: string, token: string | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(tunnelUrl(base), token === undefined ? {} : { headers: { [HEADERS.authorization]: `Bearer ${token}` } });
-    ws.once('open', () => {
-      ws.close();
-      resolve(101);
-    });
-    ws.once('unexpected-response', (req, res) => {
-      req.destroy();
-      resolve(res.statusCode ?? 0);
-    });
-    ws.once('error', reject);
-  });
+  return wsUpgradeStatus(tunnelUrl(base), token);
 }
 
 describe('agent gateway on one replica', () => {

@@ -3,7 +3,8 @@ import { existsSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { HEADERS, QUERY, paths, type CreatedOrgToken, type CreatedRegistrationKey, type EnrolledDevice, type Organization } from '../../src/protocol/index.js';
+import WebSocket from 'ws';
+import { HEADERS, QUERY, bearerAuthorization, paths, type CreatedOrgToken, type CreatedRegistrationKey, type EnrolledDevice, type Organization } from '../../src/protocol/index.js';
 import { TunnelClient, type AgentMethodHandler, type TunnelClientOptions } from '../../src/agent/tunnel/index.js';
 
 export const silent = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
@@ -208,4 +209,20 @@ export async function startReplica(args: { privatePort: number; adminToken: stri
     kill: () => end('SIGKILL'),
     stop: () => end('SIGTERM'),
   };
+}
+
+/** The HTTP status a WebSocket upgrade of `url` with `token` gets (101 when it opened). */
+export function wsUpgradeStatus(url: string, token: string | undefined): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, token === undefined ? {} : { headers: { [HEADERS.authorization]: bearerAuthorization(token) } });
+    ws.once('open', () => {
+      ws.close();
+      resolve(101);
+    });
+    ws.once('unexpected-response', (req, res) => {
+      req.destroy();
+      resolve(res.statusCode ?? 0);
+    });
+    ws.once('error', reject);
+  });
 }

@@ -13,7 +13,7 @@ import { privateKey, signPrivateToken, signRelayLinkToken } from '../../src/serv
 import { hasRedis, requireBinary } from '../support/binaries.js';
 import { createDatabase, freePort } from '../support/postgres-server.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
-import { eventually, Fleet, http, metric, requireBuild, startReplica, type Replica } from '../gateway/support.js';
+import { eventually, Fleet, http, metric, requireBuild, startReplica, wsUpgradeStatus, type Replica } from '../gateway/support.js';
 import { enrollKeyed, packet, RelayPeer, type KeyedDevice } from './support.js';
 
 const ADMIN = 'relay-replicas-admin';
@@ -23,18 +23,7 @@ const runs = pgAdminUrl !== '' && requireBinary('redis-server', hasRedis());
 
 /** Status of a relay link upgrade at `privateUrl` with `token`. */
 function linkStatus(privateUrl: string, token: string | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${privateUrl.replace(/^http/, 'ws')}${paths.privateRelay()}`, token === undefined ? {} : { headers: { [HEADERS.authorization]: bearerAuthorization(token) } });
-    ws.once('open', () => {
-      ws.close();
-      resolve(101);
-    });
-    ws.once('unexpected-response', (req, res) => {
-      req.destroy();
-      resolve(res.statusCode ?? 0);
-    });
-    ws.once('error', reject);
-  });
+  return wsUpgradeStatus(`${privateUrl.replace(/^http/, 'ws')}${paths.privateRelay()}`, token);
 }
 
 describe.runIf(runs)('the relay across replicas (real processes, PostgreSQL, Redis)', () => {

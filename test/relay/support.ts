@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { HEADERS, QUERY, RELAY_KEY_BYTES, RELAY_LIST_EVENT, bearerAuthorization, paths, type EnrolledDevice } from '../../src/protocol/index.js';
-import { eventually, http } from '../gateway/support.js';
+import { eventually, http, wsUpgradeStatus } from '../gateway/support.js';
 
 /** A device enrolled with a WireGuard key the test knows. */
 export interface KeyedDevice {
@@ -133,18 +133,7 @@ export class RelayPeer {
 
 /** The HTTP status a relay upgrade with `token` gets (101 when it opened). */
 export function upgradeStatus(base: string, token: string | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(relayUrl(base), token === undefined ? {} : { headers: { [HEADERS.authorization]: bearerAuthorization(token) } });
-    ws.once('open', () => {
-      ws.close();
-      resolve(101);
-    });
-    ws.once('unexpected-response', (req, res) => {
-      req.destroy();
-      resolve(res.statusCode ?? 0);
-    });
-    ws.once('error', reject);
-  });
+  return wsUpgradeStatus(relayUrl(base), token);
 }
 
 /** A distinct packet for each call: WireGuard's are never alike either. */

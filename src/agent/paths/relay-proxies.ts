@@ -26,7 +26,6 @@ interface Proxy {
   readonly socket: Socket;
   port: number;
   pending: Buffer[];
-  pendingBytes: number;
 }
 
 export interface RelayProxiesOptions {
@@ -99,13 +98,8 @@ export class RelayProxies {
     const key = Buffer.from(publicKey, 'base64');
     if (key.length !== RELAY_KEY_BYTES) throw new Error(`not a WireGuard key: ${publicKey}`);
     const socket = createSocket({ type: 'udp4', recvBufferSize: RELAY_SOCKET_BUFFER_BYTES, sendBufferSize: RELAY_SOCKET_BUFFER_BYTES });
-    const proxy: Proxy = { key, socket, port: 0, pending: [], pendingBytes: 0 };
+    const proxy: Proxy = { key, socket, port: 0, pending: [] };
     socket.on('error', (err) => this.options.logger.warn({ err, peer: publicKey }, 'relay socket error'));
-    socket.on('message', (packet, from) => {
-      // Only WireGuard's own packets: anything else on loopback has no business on the relay.
-      if (from.port !== this.options.wireguardPort() || from.address !== LOOPBACK) return;
-      this.#queue(proxy, packet);
-    });
     await new Promise<void>((resolve, reject) => {
       socket.once('error', reject);
       socket.bind(0, LOOPBACK, () => {
@@ -113,7 +107,8 @@ export class RelayProxies {
         resolve();
       });
     });
-    // Connected to WireGuard's port: each send skips the address lookup, and the kernel drops anything from elsewhere.
+    // Connected to WireGuard's port: each send skips the address lookup, and the kernel delivers nothing from
+    // elsewhere, so every packet the listener below gets is WireGuard's.
     await new Promise<void>((resolve, reject) => {
       socket.once('error', reject);
       socket.connect(this.options.wireguardPort(), LOOPBACK, () => {
@@ -121,6 +116,7 @@ export class RelayProxies {
         resolve();
       });
     });
+    socket.on('message', (packet) => this.#queue(proxy, packet));
     // Another call may have opened one meanwhile: keep the first.
     const existing = this.#byKey.get(publicKey);
     if (existing) {
@@ -146,7 +142,6 @@ export class RelayProxies {
       return;
     }
     proxy.pending.push(packet);
-    proxy.pendingBytes += RELAY_RECORD_HEADER_BYTES + packet.length;
     this.#dirty.add(proxy);
     if (!this.#flushQueued) {
       this.#flushQueued = true;
@@ -186,7 +181,6 @@ export class RelayProxies {
         i = j;
       }
       proxy.pending = [];
-      proxy.pendingBytes = 0;
     }
     this.#dirty.clear();
   }

@@ -1,9 +1,8 @@
 /**
  * Reaching a server inside a lab namespace from the harness: a forwarder
  * runs inside the namespace and listens on a unix socket (the file system is
- * shared by every namespace), and a FetchLike speaks HTTP over it. The same
- * bridge as the agent tests' (test/agent/support/unix-fetch.ts), which the
- * bench can't import.
+ * shared by every namespace), and a FetchLike speaks HTTP over it. The NAT
+ * lab tests use it too (test/agent/support/unix-fetch.ts).
  */
 import { request } from 'node:http';
 import type { FetchLike } from '../../client/index.js';
@@ -11,7 +10,7 @@ import type { LabNode } from './nat-lab.js';
 import { NsProcess } from './ns-process.js';
 
 /** `node -e` source of the forwarder: argv[1] the socket path, argv[2] the host, argv[3] the port. */
-const FORWARDER_SOURCE = `
+export const FORWARDER_SOURCE = `
 const net = require('node:net');
 const [sock, host, port] = process.argv.slice(1);
 net.createServer((c) => {
