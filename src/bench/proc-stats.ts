@@ -10,6 +10,12 @@ export interface ProcStats {
   nodePids: number[];
   /** CPU of `nodePids` alone: the rest of `cpuSeconds` is an embedded PostgreSQL's. */
   nodeCpuSeconds: number;
+  /**
+   * CPU of the tree's children that exited and were waited for (cutime +
+   * cstime): a PostgreSQL backend that ends between two samples moves its
+   * time here, so `cpuSeconds + reapedCpuSeconds` loses none of it.
+   */
+  reapedCpuSeconds: number;
 }
 
 let ticks: number | undefined;
@@ -29,6 +35,7 @@ export function clockTicks(): number {
 interface Stat {
   ppid: number;
   cpuTicks: number;
+  reapedTicks: number;
 }
 
 function readStat(pid: number, tid?: number): Stat | undefined {
@@ -40,8 +47,8 @@ function readStat(pid: number, tid?: number): Stat | undefined {
   }
   // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  // rest[0] is field 3 (state); ppid is field 4, utime 14, stime 15.
-  return { ppid: Number(rest[1]), cpuTicks: Number(rest[11]) + Number(rest[12]) };
+  // rest[0] is field 3 (state); ppid is field 4, utime 14, stime 15, cutime 16, cstime 17.
+  return { ppid: Number(rest[1]), cpuTicks: Number(rest[11]) + Number(rest[12]), reapedTicks: Number(rest[13]) + Number(rest[14]) };
 }
 
 /**
@@ -99,15 +106,19 @@ export function procTreeStats(pid: number): ProcStats {
   const nodePids: number[] = [];
   let cpuTicks = 0;
   let nodeCpuTicks = 0;
+  let reapedTicks = 0;
   let rssBytes = 0;
   for (const p of pids) {
-    const ticks = readStat(p)?.cpuTicks ?? 0;
+    const st = readStat(p);
+    const ticks = st?.cpuTicks ?? 0;
     cpuTicks += ticks;
+    reapedTicks += st?.reapedTicks ?? 0;
     if (runsNode(p)) {
       nodePids.push(p);
       nodeCpuTicks += ticks;
     }
     rssBytes += readRss(p);
   }
-  return { cpuSeconds: cpuTicks / clockTicks(), rssBytes, pids, nodePids, nodeCpuSeconds: nodeCpuTicks / clockTicks() };
+  const hz = clockTicks();
+  return { cpuSeconds: cpuTicks / hz, rssBytes, pids, nodePids, nodeCpuSeconds: nodeCpuTicks / hz, reapedCpuSeconds: reapedTicks / hz };
 }

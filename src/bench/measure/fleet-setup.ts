@@ -17,6 +17,22 @@ export function serverProbe(server: FleetServer, api: FleetApi): ServerProbe {
   };
 }
 
+/**
+ * The probe of one server counting its whole process tree: the server and
+ * the embedded PostgreSQL it started (and what that PostgreSQL's exited
+ * backends used), from /proc at one clock tick's resolution; /metrics as
+ * `serverProbe`'s.
+ */
+export function treeProbe(server: FleetServer, api: FleetApi): ServerProbe {
+  return {
+    cpuSeconds: async () => {
+      const s = server.procStats();
+      return s.cpuSeconds + s.reapedCpuSeconds;
+    },
+    metrics: async () => (server.multiProcess ? undefined : api.metricsText()),
+  };
+}
+
 /** Several servers (replicas) seen as one: CPU summed over their process trees; no single /metrics. */
 export function replicasProbe(servers: readonly FleetServer[]): ServerProbe {
   return {

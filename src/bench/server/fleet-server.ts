@@ -12,6 +12,8 @@ const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 const GC_HOOK = fileURLToPath(new URL('./gc-hook.js', import.meta.url));
 
 export const BENCH_ADMIN_TOKEN = 'bench-admin-token';
+/** Names a directory: every server the harness starts writes a V8 CPU profile there when it exits. */
+export const CPU_PROFILE_ENV = 'FLEETPLANE_BENCH_CPU_PROFILE';
 
 /** The server exited before listening: the settings are refused (e.g. `--workers` not supported yet). */
 export class ServerRefusedError extends Error {
@@ -58,7 +60,10 @@ export class FleetServer {
     const flags = opts.flags ?? [];
     const storage = opts.databaseUrl ? ['--database-url', opts.databaseUrl] : opts.dataDir ? ['--data-dir', opts.dataDir] : ['--memory'];
     const serveArgs = ['serve', '--host', '127.0.0.1', '--port', String(opts.port ?? 0), '--admin-token', BENCH_ADMIN_TOKEN, '--log-level', 'warn', '--stun-port', '0', '--stun-alt-port', '0', ...storage, ...flags];
-    const argv = ['--expose-gc', '--import', GC_HOOK, CLI, ...serveArgs];
+    // A CPU profile of each server process, written when it exits (bench/README.md "Profiling").
+    const profDir = process.env[CPU_PROFILE_ENV];
+    const profile = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
+    const argv = ['--expose-gc', ...profile, '--import', GC_HOOK, CLI, ...serveArgs];
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     track(child, { group: true });
     let stderr = '';
