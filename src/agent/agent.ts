@@ -34,6 +34,7 @@ import { ReconcileLoop } from './sync/reconcile-loop.js';
 import { Reconciler } from './sync/reconciler.js';
 import { AgentMethodError, TunnelClient } from './tunnel/index.js';
 import { Wakeup } from './wakeup.js';
+import { checkNoParams } from './received/index.js';
 
 export interface AgentDeps {
   logger: Logger;
@@ -319,7 +320,7 @@ export class Agent {
     this.#tunnelClient = tunnel;
     // Statuses go over the tunnel while it acknowledges them, by PUT otherwise.
     running.reporter.attachTunnel(tunnel);
-    tunnel.register(AGENT_METHODS.status, async (_params, ctx) => this.status(ctx.signal));
+    tunnel.register(AGENT_METHODS.status, async (_params, ctx) => this.status(ctx.signal), checkNoParams);
     tunnel.register(AGENT_METHODS.forceSync, async (_params, ctx) => {
       try {
         return await this.#forceSync(running, ctx.signal);
@@ -327,7 +328,7 @@ export class Agent {
         if (err instanceof ForceSyncError) throw new AgentMethodError(err.code, err.message, { cause: err });
         throw err;
       }
-    });
+    }, checkNoParams);
     return tunnel;
   }
 
@@ -341,7 +342,7 @@ export class Agent {
   #housekeeping({ publisher, reporter, watch, enrolled, publishNow, stun }: Running, signal: AbortSignal): Promise<void> {
     const id = enrolled.identity.device_id;
     const onFatal = (err: Error): void => this.#die(err instanceof NotFoundError ? deletedError(id) : this.#refusal(err));
-    const own = () => watch.devices.get(id);
+    const own = () => watch.device(id);
     const onLocalChange = () => stun?.recheck();
     return runEndpointUpkeep({ publisher, reporter, own, intervalMs: this.#options.statusIntervalMs, wakeup: publishNow, onLocalChange, onFatal, logger: this.#log }, signal);
   }

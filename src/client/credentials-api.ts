@@ -44,6 +44,11 @@ export class RegistrationKeysApi {
     await this.transport.empty({ method: 'DELETE', path: paths.registrationKey(org, id), signal: opts.signal });
   }
 
+  /** An owner (or the admin token) makes the key rest on itself instead of the credential that made it. */
+  reparent(org: string, id: string, opts: CallOptions = {}): Promise<RegistrationKey> {
+    return this.transport.json({ method: 'POST', path: paths.registrationKeyReparent(org, id), signal: opts.signal }, hasId<RegistrationKey>(), 'the registration key');
+  }
+
   /**
    * `GET /api/registration_key` with `key` as the bearer token: the key's own
    * object (without its secret), whose `organization_id` is where it enrolls.
@@ -79,8 +84,16 @@ export class TokensApi {
     return body.items;
   }
 
-  /** Revokes the token; watch streams opened with it end with a `forbidden` error. */
+  /** Revokes the token and what it made; watch streams opened with them end with a `forbidden` error. */
   async delete(org: string, id: string, opts: CallOptions = {}): Promise<void> {
     await this.transport.empty({ method: 'DELETE', path: paths.token(org, id), signal: opts.signal });
+  }
+
+  /**
+   * An owner (or the admin token) makes the token rest on itself instead of
+   * the credential that made it, so that it outlives that credential.
+   */
+  reparent(org: string, id: string, opts: CallOptions = {}): Promise<OrgToken> {
+    return this.transport.json({ method: 'POST', path: paths.tokenReparent(org, id), signal: opts.signal }, hasId<OrgToken>(), 'the token');
   }
 }

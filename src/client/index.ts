@@ -57,6 +57,9 @@ export type { InformerStatus } from './stream-state.js';
 export type { InformerLogger } from './logger.js';
 export type {
   Organization,
+  CreatedOrganization,
+  CreatedBy,
+  CreatedInvitation,
   OrganizationCreate,
   OrganizationPatch,
   Device,

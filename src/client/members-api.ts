@@ -1,4 +1,4 @@
-import { paths, type Invitation, type InvitationCreate, type Member, type MemberRole } from '../protocol/index.js';
+import { paths, type CreatedInvitation, type Invitation, type InvitationCreate, type Member, type MemberRole } from '../protocol/index.js';
 import type { CallOptions } from './collection.js';
 import { isRecord, listOf } from './guards.js';
 import type { HttpTransport } from './http-transport.js';
@@ -28,8 +28,14 @@ export class MembersApi {
     await this.transport.empty({ method: 'DELETE', path: paths.member(org, user), signal: opts.signal });
   }
 
-  invite(org: string, body: InvitationCreate, opts: CallOptions = {}): Promise<Invitation> {
+  /** Invites by email or subject; with neither, the answer carries the invitation's `token` (shown once). */
+  invite(org: string, body: InvitationCreate, opts: CallOptions = {}): Promise<CreatedInvitation> {
     return this.transport.json({ method: 'POST', path: paths.invitations(org), body, signal: opts.signal }, isInvitation, 'the invitation');
+  }
+
+  /** A signed-in user (a session) accepts an invitation by its token and becomes a member; NotFoundError when no open one has it. */
+  acceptInvitation(token: string, opts: CallOptions = {}): Promise<Member> {
+    return this.transport.json({ method: 'POST', path: paths.acceptInvitation(), body: { token }, signal: opts.signal }, isMember, 'the membership');
   }
 
   /** The open invitations (not accepted, revoked or expired). */

@@ -1,8 +1,8 @@
-import { paths, type Convergence, type Organization, type OrganizationCreate, type OrganizationPatch } from '../protocol/index.js';
+import { paths, type Convergence, type CreatedOrganization, type Organization, type OrganizationCreate, type OrganizationPatch } from '../protocol/index.js';
 import { Collection, type CallOptions, type ListPage, type WriteOptions } from './collection.js';
 import { followConvergence, type FollowConvergenceOptions } from './convergence-follow.js';
 import { watchConvergence, type WatchConvergenceOptions } from './convergence-watch.js';
-import { isObject } from './guards.js';
+import { isObject, isRecord } from './guards.js';
 import type { HttpTransport } from './http-transport.js';
 
 /**
@@ -26,8 +26,13 @@ export class OrganizationsApi {
   get(org: string, opts?: CallOptions): Promise<Organization> {
     return this.#c.get(org, opts);
   }
-  create(body: OrganizationCreate, opts?: CallOptions): Promise<Organization> {
-    return this.#c.create(body, opts);
+  /**
+   * Creates an organization. Its `owner_invitation`, when the server made one
+   * (the admin token naming no owner, or `owner_email`), carries the token the
+   * owner accepts it with (`members.acceptInvitation`), shown this once.
+   */
+  create(body: OrganizationCreate, opts?: CallOptions): Promise<CreatedOrganization> {
+    return this.#c.createAs(body, (v: unknown): v is CreatedOrganization => isRecord(v) && typeof v['id'] === 'string', opts);
   }
   update(org: string, patch: OrganizationPatch, opts?: WriteOptions): Promise<Organization> {
     return this.#c.update(org, patch, opts);

@@ -18,6 +18,8 @@ export const HEADERS = {
   retryAfter: 'retry-after',
   /** On a relay session's upgrade answer: the id of the replica holding the session. */
   replica: 'x-fleetplane-replica',
+  /** `nosniff` on every response: a browser takes each body as its Content-Type says, never as a script or page it guessed. */
+  contentTypeOptions: 'x-content-type-options',
 } as const;
 
 export const MEDIA = {

@@ -28,12 +28,17 @@ export const ROUTES = {
   ownRegistrationKey: '/api/registration_key',
   tokens: '/api/organizations/:org/tokens',
   token: '/api/organizations/:org/tokens/:id',
+  /** An owner makes a token rest on itself instead of the credential that made it (docs/protocol.md "Authentication and scope"). */
+  tokenReparent: '/api/organizations/:org/tokens/:id/reparent',
+  registrationKeyReparent: '/api/organizations/:org/registration_keys/:id/reparent',
   events: '/api/organizations/:org/events',
   /** Members and invitations (docs/protocol.md "Members and roles"). */
   members: '/api/organizations/:org/members',
   member: '/api/organizations/:org/members/:user',
   invitations: '/api/organizations/:org/invitations',
   invitation: '/api/organizations/:org/invitations/:id',
+  /** A signed-in user claims an invitation by its token (an organization's first owner). */
+  acceptInvitation: '/api/invitations/accept',
   /** A user's personal API keys; `:user` may be `me` (docs/protocol.md "Personal API keys"). */
   userApiKeys: '/api/users/:user/api_keys',
   userApiKey: '/api/users/:user/api_keys/:id',
@@ -85,6 +90,9 @@ export const paths = {
   ownRegistrationKey: () => ROUTES.ownRegistrationKey,
   tokens: (org: string) => `${paths.organization(org)}/tokens`,
   token: (org: string, id: string) => `${paths.tokens(org)}/${enc(id)}`,
+  tokenReparent: (org: string, id: string) => `${paths.token(org, id)}/reparent`,
+  registrationKeyReparent: (org: string, id: string) => `${paths.registrationKey(org, id)}/reparent`,
+  acceptInvitation: () => ROUTES.acceptInvitation,
   events: (org: string) => `${paths.organization(org)}/events`,
   members: (org: string) => `${paths.organization(org)}/members`,
   member: (org: string, user: string) => `${paths.members(org)}/${enc(user)}`,

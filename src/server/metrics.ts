@@ -43,8 +43,14 @@ export class Metrics {
   });
   readonly auditDeniedDropped = new Counter({
     name: 'fleetplane_audit_denied_dropped_total',
-    help: 'Refused write attempts not recorded in the audit log, by the limit that dropped them (source or global).',
+    help: 'Refused write attempts of a resolved credential not recorded in the audit log, by the limit that dropped them (source, organization or global).',
     labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+  readonly httpRefusals = new Counter({
+    name: 'fleetplane_http_refusals_total',
+    help: 'Write requests refused with 401 or 403, by reason: no_credential and bad_credential (never in the audit log), not_allowed (audited within its limits).',
+    labelNames: ['reason'] as const,
     registers: [this.registry],
   });
   readonly auditPruned = new Counter({

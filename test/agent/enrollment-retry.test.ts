@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { StateDir } from '../../src/agent/index.js';
 import { ensureEnrolled } from '../../src/agent/identity/enrollment.js';
 import type { FetchLike } from '../../src/client/index.js';
+import { enrolledDevice } from './support/enrollment-answer.js';
 
 const ORG = '00000000-0000-4000-8000-0000000000aa';
 let dir: string;
@@ -30,14 +31,14 @@ async function step(ms: number): Promise<void> {
 describe('enrollment under Retry-After', () => {
   it('waits at least the Retry-After of a 503 before enrolling again', async () => {
     const sd = new StateDir(dir);
-    await sd.loadOrCreateKeyPair();
+    const { keys } = await sd.loadOrCreateKeyPair();
     const calls: string[] = [];
     const fetch: FetchLike = async (url) => {
       calls.push(url);
       if (calls.length === 1) {
         return new Response('{"error":{"code":"unavailable","message":"busy"}}', { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '2' } });
       }
-      const device = { id: '00000000-0000-4000-8000-000000000001', organization_id: ORG, revision: 1, hostname: 'h', device_token: 'fpd_secret' };
+      const device = enrolledDevice(keys.publicKey, { organization_id: ORG });
       return new Response(JSON.stringify(device), { status: 201, headers: { 'content-type': 'application/json' } });
     };
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });

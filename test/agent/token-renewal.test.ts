@@ -97,6 +97,41 @@ describe('DeviceCredential', () => {
     }
   });
 
+  it('does not use a renewal answer that fails its schema: it renews again and uses the valid answer', async () => {
+    const dir = await tempDir('fp-credential-');
+    try {
+      const stateDir = new StateDir(dir.path);
+      await stateDir.ensure();
+      const answers = [{ device_token: 'fpd_bad\nX-Injected: 1', issued_at: new Date(ISSUED).toISOString(), expires_at: null }, { device_token: 'fpd_late', issued_at: 'soon', expires_at: null }];
+      let calls = 0;
+      const fetch: FetchLike = async () => {
+        const body = answers[calls++] ?? { device_token: 'fpd_good', issued_at: new Date(ISSUED).toISOString(), expires_at: new Date(ISSUED + 2 * LIFETIME).toISOString() };
+        return new Response(JSON.stringify(body), { status: 201, headers: { 'content-type': 'application/json' } });
+      };
+      let credential!: DeviceCredential;
+      const client = new FleetplaneClient({ baseUrl: 'http://127.0.0.1:1', token: () => credential.token, fetch });
+      const stop = new AbortController();
+      credential = new DeviceCredential({
+        client,
+        stateDir,
+        identity: identity(),
+        logger: silent,
+        random: () => 0,
+        now: () => ISSUED + LIFETIME - 1,
+        onRenewed: () => stop.abort(),
+        onFatal: (err) => {
+          throw err;
+        },
+      });
+      await credential.run(stop.signal);
+      expect(calls).toBe(3);
+      expect(credential.token).toBe('fpd_good');
+      expect((await stateDir.loadIdentity())?.device_token).toBe('fpd_good');
+    } finally {
+      await dir.remove();
+    }
+  });
+
   it('keeps the old token and stops (state_dir) when the new one cannot be written', async () => {
     const dir = await tempDir('fp-credential-');
     try {

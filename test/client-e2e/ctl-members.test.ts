@@ -30,9 +30,9 @@ afterAll(async () => {
 describe('ctl members, invitations and api-keys', () => {
   it('lists and changes members, invites and revokes, creates a key shown once, lists and revokes it', async () => {
     const name = uniqueName('ctl-members');
-    const org = (await rs.admin.organizations.create({ name })).id;
     const owner = await createUserForTest(rs.server.db, { email: 'owner@example.test' });
     const other = await createUserForTest(rs.server.db, { email: 'other@example.test' });
+    const org = (await rs.admin.organizations.create({ name, owner_user_id: owner.id })).id;
     await addMemberForTest(rs.server.db, org, owner.id, 'owner');
     await addMemberForTest(rs.server.db, org, other.id, 'read');
 
@@ -50,7 +50,15 @@ describe('ctl members, invitations and api-keys', () => {
     const invited = await run(['invitations', 'create', '--email', 'new@example.test', '--role', 'read', '--org', name, '-o', 'json'], owner.session);
     expect(invited.code, invited.stderr).toBe(0);
     expect((JSON.parse(invited.stdout) as Invitation).email).toBe('new@example.test');
-    expect((await run(['invitations', 'create', '--role', 'read', '--org', name], owner.session)).code).not.toBe(0);
+    expect((await run(['invitations', 'create', '--email', 'a@example.test', '--subject', 's', '--role', 'read', '--org', name], owner.session)).code).not.toBe(0);
+    // Neither: an invitation claimed by its token, printed once; the invitee accepts it signed in.
+    const byToken = await run(['invitations', 'create', '--role', 'read', '--org', name, '-o', 'json'], owner.session);
+    expect(byToken.code, byToken.stderr).toBe(0);
+    const token = (JSON.parse(byToken.stdout) as { token: string }).token;
+    const invitee = await createUserForTest(rs.server.db, { email: 'invitee@example.test' });
+    const accepted = await run(['invitations', 'accept', token, '-o', 'json'], invitee.session);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(JSON.parse(accepted.stdout) as Member).toMatchObject({ user_id: invitee.id, organization_id: org, role: 'read' });
     const revoked = await run(['invitations', 'revoke', 'new@example.test', '--org', name], owner.session);
     expect(revoked.code, revoked.stderr).toBe(0);
     const open = await run(['invitations', 'list', '--org', name, '-o', 'json'], owner.session);

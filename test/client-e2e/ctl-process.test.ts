@@ -40,13 +40,16 @@ describe('fleetplane ctl as a real process against a real server', () => {
   it('orgs create and list, as tables and as JSON', async () => {
     const name = uniqueName('ctl-org');
     const created = await run(['orgs', 'create', '--name', name, '--description', 'from ctl']);
-    expect(created).toMatchObject({ code: 0, stderr: '' });
+    expect(created).toMatchObject({ code: 0 });
+    // The admin token named no owner: the owner invitation's token is printed, and said to be shown once.
+    expect(created.stderr).toMatch(/^note: the owner invitation token .* is shown only this once; store it now\n$/);
     expect(created.stdout).toMatch(/^FIELD\s+VALUE\n/);
     expect(created.stdout).toMatch(new RegExp(`^name\\s+${name}$`, 'm'));
 
     const asJson = await run(['orgs', 'create', '--name', `${name}-json`, '--output', 'json']);
     expect(asJson.code).toBe(0);
-    const org = json<Organization>(asJson.stdout);
+    const { owner_invitation: invitation, ...org } = json<Organization & { owner_invitation?: { token?: string } }>(asJson.stdout);
+    expect(invitation?.token).toMatch(/^fpi_/);
     expect(await rs.admin.organizations.get(org.id)).toEqual(org);
 
     const table = await run(['orgs', 'list']);

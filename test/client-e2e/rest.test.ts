@@ -42,8 +42,10 @@ const NO_SUCH_ID = '00000000-0000-4000-8000-000000000000';
 
 describe('typed REST calls against the real server', () => {
   it('organizations: create, get, list, update, delete', async () => {
-    const created = await rs.admin.organizations.create({ name: uniqueName('org'), network: { mtu: 1400 } });
+    const { owner_invitation: ownerInvitation, ...created } = await rs.admin.organizations.create({ name: uniqueName('org'), network: { mtu: 1400 } });
     expect(created).toMatchObject({ network: { ipv4_cidr: '100.64.0.0/16', mtu: 1400, resolvers: [], routes: [] } });
+    // The admin token named no owner: the organization comes with an owner invitation, claimed by its token.
+    expect(ownerInvitation).toMatchObject({ organization_id: created.id, role: 'owner', email: null, subject: null, token: expect.stringMatching(/^fpi_/) });
     expect(await rs.admin.organizations.get(created.id)).toEqual(created);
     expect(byId((await rs.admin.organizations.list()).items).get(created.id)).toEqual(created);
 
@@ -154,9 +156,10 @@ describe('typed REST calls against the real server', () => {
 
   it('registration keys: create, list, delete', async () => {
     const org = await newOrg();
-    const k = await rs.admin.registrationKeys.create(org, { description: 'fleet', expires_at: '2999-01-01T00:00:00Z' });
-    expect(k).toMatchObject({ description: 'fleet', single_use: false, used: false });
-    expect(Date.parse(k.expires_at ?? '')).toBe(Date.parse('2999-01-01T00:00:00Z'));
+    const expiresAt = new Date(Date.now() + 30 * 86400_000).toISOString();
+    const k = await rs.admin.registrationKeys.create(org, { description: 'fleet', expires_at: expiresAt });
+    expect(k).toMatchObject({ description: 'fleet', single_use: false, used: false, created_by: { credential_kind: 'admin', credential_id: null, user_id: null } });
+    expect(Date.parse(k.expires_at ?? '')).toBe(Date.parse(expiresAt));
     expect((await rs.admin.registrationKeys.list(org)).map((x) => x.id)).toEqual([k.id]);
     // A key can enroll only: anything else with it is forbidden.
     const asKey = new FleetplaneClient({ baseUrl: rs.url, token: k.key });

@@ -52,3 +52,62 @@ describe('migrations', () => {
     await Promise.all(dbs.map((db) => db.close()));
   });
 });
+
+describe('migration 15 (credential makers)', () => {
+  it('gives tokens and keys made before their maker from the audit log, and revokes what a revoked maker made', async () => {
+    const db = await openPglite(undefined);
+    await migrate(db, MIGRATIONS.filter((m) => m.version < 15));
+    const id = (n: number): string => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+    const [org, user, session, key, t1, t2, t3, t4, t5, r1, r2] = [id(1), id(2), id(3), id(4), id(5), id(6), id(7), id(8), id(9), id(10), id(11)] as const;
+    await db.query('INSERT INTO orgs (id) VALUES ($1)', [org]);
+    await db.query(`INSERT INTO users (id, issuer, subject) VALUES ($1, 'https://idp.test', 's')`, [user]);
+    await db.query(`INSERT INTO tokens (id, secret_hash, kind, user_id, role, expires_at) VALUES ($1, 'h-s', 'session', $2, 'user', now() + interval '1 hour')`, [session, user]);
+    await db.query(
+      `INSERT INTO tokens (id, secret_hash, kind, user_id, org_ids, role, expires_at, revoked_at) VALUES ($1, 'h-k', 'api_key', $2, ARRAY[$3::uuid], 'admin', now() + interval '1 day', now())`,
+      [key, user, org],
+    );
+    for (const [t, n] of [[t1, 1], [t2, 2], [t3, 3], [t4, 4], [t5, 5]] as const) {
+      await db.query(`INSERT INTO tokens (id, secret_hash, kind, org_id, role) VALUES ($1, $2, 'org', $3, 'admin')`, [t, `h-t${n}`, org]);
+    }
+    for (const [r, n] of [[r1, 1], [r2, 2]] as const) {
+      await db.query(`INSERT INTO registration_keys (id, secret_hash, org_id) VALUES ($1, $2, $3)`, [r, `h-r${n}`, org]);
+    }
+    const created = (kind: string, object: string, actorType: string, actorId: string | null, credential: string | null) =>
+      db.query(`INSERT INTO audit_log (org_id, actor_type, actor_id, credential_id, action, kind, object_id) VALUES ($1, $2, $3, $4, 'create', $5, $6)`, [
+        org,
+        actorType,
+        actorId,
+        credential,
+        kind,
+        object,
+      ]);
+    await created('token', t1, 'user', user, session);
+    await created('token', t2, 'token', t1, t1);
+    await created('token', t3, 'api_key', user, key);
+    await created('token', t4, 'admin', null, null);
+    await created('registration_key', r1, 'token', t2, t2);
+    await created('registration_key', r2, 'api_key', user, key);
+
+    expect(await migrate(db)).toEqual([15]);
+    const tokens = await db.query<{ id: string; created_by_kind: string | null; created_by_credential: string | null; created_by_user: string | null; maker_chain: string[]; revoked: boolean }>(
+      `SELECT id, created_by_kind, created_by_credential, created_by_user, maker_chain, revoked_at IS NOT NULL AS revoked FROM tokens WHERE kind = 'org' ORDER BY id`,
+    );
+    expect(tokens.map((t) => [t.id, t.created_by_kind, t.created_by_credential, t.created_by_user, t.maker_chain, t.revoked])).toEqual([
+      [t1, 'session', session, user, [session], false],
+      [t2, 'token', t1, user, [session, t1], false],
+      [t3, 'api_key', key, user, [key], true],
+      [t4, 'admin', null, null, [], false],
+      [t5, null, null, null, [], false],
+    ]);
+    const keys = await db.query<{ id: string; created_by_kind: string; maker_chain: string[] }>('SELECT id, created_by_kind, maker_chain FROM registration_keys');
+    expect(keys.map((k) => [k.id, k.created_by_kind, k.maker_chain])).toEqual([[r1, 'token', [session, t1, t2]]]);
+    const audited = await db.query<{ actor_type: string; action: string; kind: string; object_id: string; details: Record<string, unknown> }>(
+      `SELECT actor_type, action, kind, object_id, details FROM audit_log WHERE actor_type = 'system' ORDER BY id`,
+    );
+    expect(audited).toEqual([
+      { actor_type: 'system', action: 'revoke', kind: 'token', object_id: t3, details: { cause: { kind: 'api_key', id: key }, reason: 'maker_revoked_before_upgrade' } },
+      { actor_type: 'system', action: 'delete', kind: 'registration_key', object_id: r2, details: { cause: { kind: 'api_key', id: key }, reason: 'maker_revoked_before_upgrade' } },
+    ]);
+    await db.close();
+  });
+});

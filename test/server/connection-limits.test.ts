@@ -1,21 +1,23 @@
 /**
  * Issue 12, "Hostile or slow clients": `--max-connections` (all listeners
  * together) and `--max-connections-per-source` (the public listener). A
- * connection past a limit is written a 503 `too_many_connections` with
- * `Retry-After` and closed before anything it sent is read; closing
- * connections makes room again. Loopback is one source per address, so the
- * per-source case uses 127.0.0.1 and 127.0.0.2 as two sources.
+ * connection past a limit, when every connection in its scope serves a
+ * request (here a watch stream), is written a 503 `too_many_connections`
+ * with `Retry-After` and closed before anything it sent is read; closing
+ * connections makes room again. (Idle connections make room for new ones
+ * instead: http/slow-headers.test.ts.) Loopback is one source per address,
+ * so the per-source case uses 127.0.0.1 and 127.0.0.2 as two sources.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HEADERS } from '../../src/protocol/index.js';
+import { HEADERS, MEDIA, paths } from '../../src/protocol/index.js';
 import { startServer, type FleetServer, type Settings } from '../../src/server/index.js';
 import { REFUSED_RETRY_AFTER_S, connectionCeiling } from '../../src/server/http/connection-limits.js';
 import { openFilesLimit } from '../../src/util/open-files-limit.js';
-import { RawConnection, codeOf } from './support/raw-connection.js';
+import { RawConnection, codeOf, requestHead } from './support/raw-connection.js';
 import { requireBinary, which } from '../support/binaries.js';
 import { issueServerCert, makeTestCa } from '../support/test-ca.js';
 
@@ -49,13 +51,21 @@ async function expectRefused(c: RawConnection): Promise<void> {
   await c.closed;
 }
 
-/** Opens `n` connections, each served a /healthz, into `held` (which the caller destroys). */
-async function holdServed(held: RawConnection[], url: string, n: number, opts: { localAddress?: string } = {}): Promise<void> {
-  for (let i = 0; i < n; i++) {
-    const c = await RawConnection.open(url, opts);
-    held.push(c);
-    expect((await c.healthz()).status).toBe(200);
-  }
+/** A connection serving a request for as long as it lives (an organization's watch stream), once its head arrived. */
+async function watching(server: FleetServer, url: string, opts: { localAddress?: string; tls?: { ca: string } } = {}): Promise<RawConnection> {
+  const auth = { [HEADERS.authorization]: `Bearer ${server.adminToken.token ?? ''}` };
+  const org = (await server.app.inject({ method: 'POST', url: paths.organizations(), headers: auth, payload: { name: `limits-${Math.random().toString(36).slice(2)}` } })).json<{ id: string }>();
+  const body = JSON.stringify([{ kind: 'organization' }]);
+  const c = await RawConnection.open(url, opts);
+  c.write(requestHead('POST', paths.events(org.id), { ...auth, [HEADERS.contentType]: MEDIA.json, [HEADERS.contentLength]: Buffer.byteLength(body) }) + body);
+  const res = await c.response();
+  expect(res.status, res.body).toBe(200);
+  return c;
+}
+
+/** Opens `n` connections, each serving a watch stream, into `held` (which the caller destroys). */
+async function holdServing(server: FleetServer, held: RawConnection[], url: string, n: number, opts: { localAddress?: string } = {}): Promise<void> {
+  for (let i = 0; i < n; i++) held.push(await watching(server, url, opts));
 }
 
 function start(overrides: Partial<Settings>): Promise<FleetServer> {
@@ -68,7 +78,8 @@ describe('--max-connections (PGlite)', () => {
   let url: string;
 
   beforeAll(async () => {
-    server = await start({ maxConnections: MAX, privatePort: 0, privateSecret: 'connection-limit-test' });
+    // The per-source limit off: one address (loopback) fills the total here.
+    server = await start({ maxConnections: MAX, maxConnectionsPerSource: 0, privatePort: 0, privateSecret: 'connection-limit-test' });
     url = server.url ?? '';
   });
   afterAll(async () => {
@@ -79,17 +90,17 @@ describe('--max-connections (PGlite)', () => {
   it('the connection past the limit gets 503 too_many_connections with Retry-After and is closed; closing some makes room', async () => {
     const held: RawConnection[] = [];
     try {
-      await holdServed(held, url, MAX);
+      await holdServing(server, held, url, MAX);
       const over = await RawConnection.open(url);
       held.push(over);
       await expectRefused(over);
       expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'total' })).toBe(1);
       // The ones already held are served as before.
-      expect((await held[0]?.healthz())?.status).toBe(200);
+      expect(held.slice(0, MAX).every((c) => !c.isClosed)).toBe(true);
 
       held.splice(0, 2).forEach((c) => c.destroy());
       await openCount(server, MAX - 2);
-      await holdServed(held, url, 2);
+      await holdServing(server, held, url, 2);
       expect(await metric(server, 'fleetplane_connections_refused_total')).toBe(1);
     } finally {
       for (const c of held) c.destroy();
@@ -103,7 +114,8 @@ describe('--max-connections (PGlite)', () => {
     expect(privateUrl).not.toBe('');
     const held: RawConnection[] = [];
     try {
-      for (let i = 0; i < MAX - 1; i++) held.push(await RawConnection.open(url));
+      await holdServing(server, held, url, MAX - 1);
+      // The private listener's connections are never closed to make room: one that sends nothing holds its slot.
       held.push(await RawConnection.open(privateUrl));
       await openCount(server, MAX);
       const overPrivate = await RawConnection.open(privateUrl);
@@ -137,18 +149,21 @@ describe('--max-connections-per-source (PGlite)', () => {
   it('one address past its limit is refused, another address (and /healthz from it) is served, and closing makes room', async () => {
     const held: RawConnection[] = [];
     try {
-      await holdServed(held, url, PER_SOURCE, { localAddress: '127.0.0.1' });
+      await holdServing(server, held, url, PER_SOURCE, { localAddress: '127.0.0.1' });
       const over = await RawConnection.open(url, { localAddress: '127.0.0.1' });
       held.push(over);
       await expectRefused(over);
       expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'per_source' })).toBe(1);
 
-      await holdServed(held, url, 1, { localAddress: '127.0.0.2' });
+      await holdServing(server, held, url, 1, { localAddress: '127.0.0.2' });
+      const other = await RawConnection.open(url, { localAddress: '127.0.0.2' });
+      expect((await other.healthz()).status).toBe(200);
+      other.destroy();
 
       held.shift()?.destroy();
       // Open now: two of 127.0.0.1's three, and 127.0.0.2's one.
       await openCount(server, PER_SOURCE);
-      await holdServed(held, url, 1, { localAddress: '127.0.0.1' });
+      await holdServing(server, held, url, 1, { localAddress: '127.0.0.1' });
     } finally {
       for (const c of held) c.destroy();
     }
@@ -164,7 +179,7 @@ describe.skipIf(!requireBinary('openssl', which('openssl') !== undefined))('--ma
     const testCa = makeTestCa(dir);
     const cert = issueServerCert(testCa, 'server');
     ca = testCa.pem;
-    server = await start({ maxConnections: 1, tlsCert: cert.certFile, tlsKey: cert.keyFile });
+    server = await start({ maxConnections: 1, maxConnectionsPerSource: 0, tlsCert: cert.certFile, tlsKey: cert.keyFile });
   });
   afterAll(async () => {
     await server?.close();
@@ -182,7 +197,7 @@ describe.skipIf(!requireBinary('openssl', which('openssl') !== undefined))('--ma
 
   // Decision: answering over TLS would cost the handshake the refusal is there to save.
   it('the connection past the limit is closed without an answer, and a handshake succeeds once there is room', async () => {
-    const held = await RawConnection.open(server.url ?? '');
+    const held = await watching(server, server.url ?? '', { tls: { ca } });
     const over = await RawConnection.open(server.url ?? '');
     try {
       await over.closed;

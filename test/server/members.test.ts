@@ -147,7 +147,10 @@ describe('members, invitations and API keys (PGlite)', () => {
     expect(Date.parse(inv.expires_at) - Date.parse(inv.created_at)).toBeLessThan(7.1 * 86400_000);
     expect(outcome(await invite(admin.session, { subject: 'sub-1', role: 'owner' }))).toBe('403 forbidden');
     expect(outcome(await invite(owner.session, { subject: 'sub-1', role: 'owner', expires_in: 3600 }))).toBe('201');
-    expect(outcome(await invite(owner.session, { role: 'read' }))).toBe('400 validation_failed');
+    // Neither email nor subject: an invitation claimed by its token, shown once.
+    const byToken = await invite(owner.session, { role: 'read' });
+    expect(outcome(byToken)).toBe('201');
+    expect(byToken.json<{ token: string }>().token).toMatch(/^fpi_/);
     expect(outcome(await invite(owner.session, { email: 'a@b.c', subject: 'x', role: 'read' }))).toBe('400 validation_failed');
     expect(outcome(await invite(owner.session, { email: 'a@b.c', role: 'read', expires_in: 365 * 86400 }))).toBe('400 validation_failed');
     expect(outcome(await invite(owner.session, { email: 'a@b.c', role: 'read', expires_at: new Date(Date.now() + 40 * 86400_000).toISOString() }))).toBe(
@@ -166,7 +169,8 @@ describe('members, invitations and API keys (PGlite)', () => {
   });
 
   it(`an organization has at most ${MAX_OPEN_INVITATIONS} open invitations (409 past it); expired ones do not count`, async () => {
-    const o = await h.createOrg();
+    // With its owner named: no owner invitation counts.
+    const o = await h.createOrg({ owner_user_id: owner.id });
     await h.server.db.query(
       `INSERT INTO invitations (id, org_id, subject, role, created_by, expires_at)
        SELECT gen_random_uuid(), $1, 'bulk-' || g, 'read', 'admin', now() + interval '1 day' FROM generate_series(1, $2::int - 1) g`,
@@ -221,7 +225,10 @@ describe('accepting invitations at login (PGlite)', () => {
   it('accepts open invitations by subject, or by email only when verified and case-insensitively; never expired or revoked ones', async () => {
     const s = h();
     const db = s.server.db;
-    const [a, b, c, d] = [await s.createOrg(), await s.createOrg(), await s.createOrg(), await s.createOrg()];
+    // Each with an owner, so that only the invitations made here are open.
+    const boss = await createUserForTest(db);
+    const withOwner = () => s.createOrg({ owner_user_id: boss.id });
+    const [a, b, c, d] = [await withOwner(), await withOwner(), await withOwner(), await withOwner()];
     const user = await createUserForTest(db, { email: 'Dana@Example.test' });
     const invite = (orgId: string, who: { email?: string; subject?: string }, role: string, extra = '') =>
       db.query(

@@ -15,7 +15,17 @@ describe('GET /api/registration_key (PGlite)', () => {
     const res = await s.call('GET', paths.ownRegistrationKey(), { token: key.key });
     expect(res.statusCode).toBe(200);
     const body = res.json<RegistrationKey>();
-    expect(body).toEqual({ id: key.id, organization_id: org.id, description: 'rack 7', single_use: false, ephemeral: false, expires_at: null, used: false, created_at: key.created_at });
+    expect(body).toEqual({
+      id: key.id,
+      organization_id: org.id,
+      description: 'rack 7',
+      single_use: false,
+      ephemeral: false,
+      expires_at: key.expires_at,
+      used: false,
+      created_at: key.created_at,
+      created_by: { credential_kind: 'admin', credential_id: null, user_id: null },
+    });
     expect(res.body).not.toContain(key.key);
   });
 

@@ -26,6 +26,8 @@ interface Caller {
   outside: PrincipalKind;
   /** An expired or revoked credential: 401 everywhere a credential is needed. */
   invalid?: true;
+  /** A personal API key: refused (403) where the grant excludes keys (minting credentials). */
+  apiKey?: true;
 }
 
 const restRules = ACCESS_RULES.filter((r) => r.entry === 'rest' || r.entry === 'watch');
@@ -50,8 +52,10 @@ function outsideKind(rule: AccessRule, c: Caller): PrincipalKind {
   return rule.scope === 'user-in-path' || forSessions ? 'user' : 'admin';
 }
 
-function allows(rule: AccessRule, kind: PrincipalKind): boolean {
-  return rule.allow === 'anyone' || rule.allow[kind] !== undefined;
+function allows(rule: AccessRule, kind: PrincipalKind, apiKey = false): boolean {
+  if (rule.allow === 'anyone') return true;
+  const grant = rule.allow[kind];
+  return grant !== undefined && !(apiKey && typeof grant === 'object' && 'noApiKey' in grant);
 }
 
 /** A path under `rule` its grant for `kind` covers (read-only agent methods), with ids nothing has. */
@@ -114,6 +118,7 @@ describe('users, sessions and API keys on every rule (PGlite)', () => {
     await addMemberForTest(db, orgB.id, stranger.id, 'admin');
 
     const narrower = await key(owner, { organizations: [orgA.id], role: 'read' });
+    const ownerKey = await key(owner, { organizations: [orgA.id], role: 'owner' });
     const broader = await key(admin, { organizations: [orgA.id], role: 'owner' });
     const otherOrg = await key(admin, { organizations: [orgB.id], role: 'owner' });
     const revoked = await key(owner, { organizations: [orgA.id], role: 'owner' });
@@ -135,9 +140,10 @@ describe('users, sessions and API keys on every rule (PGlite)', () => {
       'read session': { token: session(reader), inOrg: 'org-read', outside: 'user' },
       'non-member session': { token: session(stranger), inOrg: 'none', outside: 'user' },
       'server admin session': { token: session(serverAdmin), inOrg: 'admin', outside: 'admin' },
-      'key narrower than the membership (owner, key read)': { token: fixed(narrower.key), inOrg: 'org-read', outside: 'api-key' },
-      'key broader than the membership (admin, key owner)': { token: fixed(broader.key), inOrg: 'org-admin', outside: 'api-key' },
-      'key of another organization': { token: fixed(otherOrg.key), inOrg: 'none', outside: 'api-key' },
+      'key narrower than the membership (owner, key read)': { token: fixed(narrower.key), inOrg: 'org-read', outside: 'api-key', apiKey: true },
+      'key broader than the membership (admin, key owner)': { token: fixed(broader.key), inOrg: 'org-admin', outside: 'api-key', apiKey: true },
+      'key of another organization': { token: fixed(otherOrg.key), inOrg: 'none', outside: 'api-key', apiKey: true },
+      'owner key (owner, key owner)': { token: fixed(ownerKey.key), inOrg: 'org-owner', outside: 'api-key', apiKey: true },
       'expired key': { token: fixed(expired), inOrg: 'none', outside: 'api-key', invalid: true },
       'revoked key': { token: fixed(revoked.key), inOrg: 'none', outside: 'api-key', invalid: true },
       'expired session': { token: () => createSessionForTest(db, owner.id, -1), inOrg: 'none', outside: 'user', invalid: true },
@@ -162,7 +168,7 @@ describe('users, sessions and API keys on every rule (PGlite)', () => {
         if (rule.allow === 'anyone') want[name] = 'passes';
         else if (c.invalid) want[name] = '401 unauthorized';
         else if (kind === 'none') want[name] = '404 not_found';
-        else want[name] = allows(rule, kind) ? (REFINED[label(rule)]?.[kind] ?? 'passes') : '403 forbidden';
+        else want[name] = allows(rule, kind, c.apiKey) ? (REFINED[label(rule)]?.[kind] ?? 'passes') : '403 forbidden';
         got[name] = outcome(await call(h, rule, pathFor(rule, orgA.id, kind, deviceId), await c.token()));
       }
       expect(got).toEqual(want);

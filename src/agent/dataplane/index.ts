@@ -26,6 +26,8 @@ export type {
 } from './desired-state.js';
 export { renderWireGuard, WIREGUARD_CONF_FILE } from './render-wireguard.js';
 export { renderNftables, renderNftablesRemoval, NFTABLES_CONF_FILE, NFT_FAMILY, NFT_TABLE } from './render-nftables.js';
+export { RenderValueError } from './rendered-text.js';
+export { assertOwnTableOnly, ForeignRulesetError } from './nft-own-table.js';
 export type { Dataplane, DataplaneMode, ApplyResult, DataplaneDescription, PeerDescription } from './dataplane.js';
 export { RenderDataplane } from './render-dataplane.js';
 export type { RenderDataplaneOptions } from './render-dataplane.js';

@@ -12,6 +12,8 @@ import { parseAddrShow, parseRouteShow, type RouteState } from './ip-json.js';
 import { samePrivateKey } from './keys.js';
 import { peerCommands, planPeerChanges } from './peer-plan.js';
 import { NFT_FAMILY, NFT_TABLE, renderNftables, renderNftablesRemoval } from './render-nftables.js';
+import { loadOwnTableScript } from './nft-own-table.js';
+import { renderWireGuard } from './render-wireguard.js';
 import { parseWgDump, type WgDump } from './wg-dump.js';
 import { createSerializer, type Serializer } from './serializer.js';
 import { withTempFile } from './temp-file.js';
@@ -72,6 +74,8 @@ export class LinuxDataplane implements Dataplane {
         if (desired.interface.name !== this.name) {
           throw new DataplaneError('validate', `desired interface ${desired.interface.name} is not ${this.name}`);
         }
+        // Every value `ip` and `wg` get below is one wireguard.conf would hold: rendering it checks each is of its type.
+        renderWireGuard(desired);
       });
       await this.step('firewall', signal, () => this.applyFirewall(desired, actions, signal));
       const dump = await this.step('interface', signal, () => this.ensureInterface(desired, actions, signal));
@@ -186,8 +190,9 @@ export class LinuxDataplane implements Dataplane {
     }
   }
 
+  /** Only a script on the agent's own table reaches `nft` (ForeignRulesetError otherwise). */
   private loadRuleset(text: string, signal?: AbortSignal): Promise<void> {
-    return withTempFile(text, async (file) => void (await this.run('nft', ['-f', file], signal)), this.options.tempDir);
+    return loadOwnTableScript(this.options.runner, text, this.options.tempDir, signal);
   }
 
   private async applyFirewall(desired: DesiredDataplane, actions: string[], signal?: AbortSignal): Promise<void> {

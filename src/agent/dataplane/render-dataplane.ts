@@ -9,6 +9,7 @@ import { describeDesired } from './describe.js';
 import { isInterfaceName, type DesiredDataplane } from './desired-state.js';
 import { DataplaneAbortedError, DataplaneError } from './errors.js';
 import { renderNftables, NFTABLES_CONF_FILE } from './render-nftables.js';
+import { assertOwnTableOnly } from './nft-own-table.js';
 import { renderWireGuard, WIREGUARD_CONF_FILE } from './render-wireguard.js';
 import { writeFileIfChanged } from './atomic-file.js';
 import { createSerializer, type Serializer } from './serializer.js';
@@ -21,6 +22,30 @@ export interface RenderDataplaneOptions {
 
 /** Both files are 0600: wireguard.conf holds the private key. */
 const FILE_MODE = 0o600;
+
+export interface RenderedFiles {
+  wireguard: string;
+  nftables: string;
+}
+
+/**
+ * Writes the two files into `stateDir` (created 0700 if missing), each
+ * only when its content changes; returns what was written. `nftables` is
+ * checked first (ForeignRulesetError, nothing written): the file is made
+ * to be fed to `nft -f`, so it must touch only the agent's table too.
+ */
+export async function writeRenderedFiles(stateDir: string, files: RenderedFiles): Promise<string[]> {
+  assertOwnTableOnly(files.nftables);
+  const actions: string[] = [];
+  try {
+    await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    if (await writeFileIfChanged(join(stateDir, WIREGUARD_CONF_FILE), files.wireguard, FILE_MODE)) actions.push(`wrote ${WIREGUARD_CONF_FILE}`);
+    if (await writeFileIfChanged(join(stateDir, NFTABLES_CONF_FILE), files.nftables, FILE_MODE)) actions.push(`wrote ${NFTABLES_CONF_FILE}`);
+  } catch (error) {
+    throw new DataplaneError('render', `writing into ${stateDir} failed`, { cause: error });
+  }
+  return actions;
+}
 
 export class RenderDataplane implements Dataplane {
   readonly mode = 'render' as const;
@@ -49,18 +74,13 @@ export class RenderDataplane implements Dataplane {
       if (desired.interface.name !== this.options.interfaceName) {
         throw new DataplaneError('validate', `desired interface ${desired.interface.name} is not ${this.options.interfaceName}`);
       }
-      const actions: string[] = [];
+      let files: RenderedFiles;
       try {
-        await mkdir(this.options.stateDir, { recursive: true, mode: 0o700 });
-        if (await writeFileIfChanged(this.wireguardPath, renderWireGuard(desired), FILE_MODE)) {
-          actions.push(`wrote ${WIREGUARD_CONF_FILE}`);
-        }
-        if (await writeFileIfChanged(this.nftablesPath, renderNftables(desired), FILE_MODE)) {
-          actions.push(`wrote ${NFTABLES_CONF_FILE}`);
-        }
+        files = { wireguard: renderWireGuard(desired), nftables: renderNftables(desired) };
       } catch (error) {
-        throw new DataplaneError('render', `writing into ${this.options.stateDir} failed`, { cause: error });
+        throw new DataplaneError('render', `rendering failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
       }
+      const actions = await writeRenderedFiles(this.options.stateDir, files);
       this.last = desired;
       this.appliedAt = new Date();
       return { changed: actions.length > 0, actions };

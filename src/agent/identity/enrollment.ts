@@ -21,6 +21,7 @@ import { StateDir, StateDirError, type DeviceIdentity } from './state-dir.js';
 import { logRetry } from '../transient.js';
 import { endSession, refusedUser, signInToEnroll, type UserLogin } from './user-enrollment.js';
 import { sleep } from '../../util/sleep.js';
+import { accepted, checkEnrolledDevice, checkOwnRegistrationKey, InvalidReceivedError } from '../received/index.js';
 
 export interface EnrollmentInput {
   stateDir: StateDir;
@@ -70,7 +71,7 @@ function refused(err: unknown): AgentFatalError | undefined {
 /** The organization a registration key enrolls in (`GET /api/registration_key`, protocol v1.3). */
 async function keyOrganization(client: FleetplaneClient, key: string, signal: AbortSignal): Promise<string> {
   try {
-    return (await client.registrationKeys.own(key, { signal })).organization_id;
+    return accepted(checkOwnRegistrationKey, await client.registrationKeys.own(key, { signal }), 'registration key').organization_id;
   } catch (err) {
     if (err instanceof NotFoundError) {
       throw new AgentFatalError('config', `the server can't tell the registration key's organization (it predates protocol v1.3): set --org`, { cause: err });
@@ -134,12 +135,14 @@ export async function ensureEnrolled(input: EnrollmentInput, signal: AbortSignal
           org = await keyOrganization(client, registrationKey, signal);
           logger.info({ organization_id: org }, "enrolling in the registration key's organization");
         }
-        const device = await client.devices.enroll(
-          org,
-          registrationKey,
-          { hostname: input.hostname, public_key: keys.publicKey, endpoints: input.endpoints },
-          { signal },
+        const device = accepted(
+          checkEnrolledDevice,
+          await client.devices.enroll(org, registrationKey, { hostname: input.hostname, public_key: keys.publicKey, endpoints: input.endpoints }, { signal }),
+          'enrollment answer',
         );
+        if (device.organization_id !== org || device.public_key !== keys.publicKey) {
+          throw new InvalidReceivedError('enrollment answer', 'it is for another organization or public key than the request');
+        }
         identity = {
           device_id: device.id,
           organization_id: device.organization_id,
@@ -155,6 +158,8 @@ export async function ensureEnrolled(input: EnrollmentInput, signal: AbortSignal
       } catch (err) {
         if (signal.aborted) throw signal.reason;
         if (err instanceof AgentFatalError) throw err;
+        // The server may have enrolled the device already: enrolling again would only conflict.
+        if (err instanceof InvalidReceivedError) throw new AgentFatalError('enrollment_refused', `${err.message}; nothing was saved`, { cause: err });
         const fatal = session ? refusedUser(err) : refused(err);
         if (fatal) throw fatal;
         if (!isRetryable(err)) throw err;

@@ -10,6 +10,7 @@ import { AgentFatalError, errorMessage } from '../errors.js';
 import type { DeviceIdentity, StateDir } from './state-dir.js';
 import { logRetry } from '../transient.js';
 import { sleep } from '../../util/sleep.js';
+import { accepted, checkTokenRenewal } from '../received/index.js';
 
 /** A token is renewed once this share of its lifetime has passed, less up to RENEW_JITTER of it. */
 export const RENEW_AT = 2 / 3;
@@ -112,7 +113,8 @@ export class DeviceCredential {
       const { organization_id: org, device_id: id } = this.#identity;
       let renewed: DeviceTokenRenewal;
       try {
-        renewed = await client.devices.renewToken(org, id, { signal });
+        // An invalid answer is retried like a failed call: the token in use stays valid until its expiry.
+        renewed = accepted(checkTokenRenewal, await client.devices.renewToken(org, id, { signal }), 'token renewal');
       } catch (err) {
         if (signal.aborted) return;
         if (err instanceof AuthError || err instanceof NotFoundError) return this.#o.onFatal(err);

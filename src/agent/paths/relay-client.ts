@@ -20,6 +20,7 @@ import { equalJitterDelay } from '../../util/backoff.js';
 import { sleep } from '../../util/sleep.js';
 import { Wakeup } from '../wakeup.js';
 import { RelayProxies } from './relay-proxies.js';
+import { checkRelayList } from '../received/index.js';
 
 export interface RelayClientOptions {
   client: FleetplaneClient;
@@ -95,9 +96,15 @@ export class RelayClient {
     let failures = 0;
     while (!signal.aborted) {
       try {
-        for await (const list of this.options.client.relays.watch({ signal, idleTimeoutMs: 3 * 15_000 })) {
+        for await (const received of this.options.client.relays.watch({ signal, idleTimeoutMs: 3 * 15_000 })) {
           failures = 0;
-          this.#entries = list.items;
+          const list = checkRelayList(received);
+          if (!list.ok) {
+            // The last valid list stays in use; the next one (at least every bookmark interval) may be valid.
+            this.options.logger.error({ problem: list.problem }, 'the server sent an invalid relay list; keeping the last valid one');
+            continue;
+          }
+          this.#entries = list.value.items;
           this.#listChanged.fire();
         }
       } catch (err) {

@@ -8,6 +8,7 @@ import type { Dataplane, DataplaneDescription, DataplaneMode, SkippedItem } from
 import type { DeviceIdentity } from '../identity/state-dir.js';
 import type { OrgWatch } from '../sync/org-watch.js';
 import type { Reconciler } from '../sync/reconciler.js';
+import type { RejectedObject } from '../sync/snapshot-admission.js';
 import type { StatusReporter, StatusReporterStats } from './status-reporter.js';
 import { agentVersion } from './version.js';
 
@@ -40,6 +41,8 @@ export interface AgentStatusView {
   status_report: StatusReporterStats;
   /** Inputs left out of the desired state (invalid or conflicting), at the last apply. */
   skipped: SkippedItem[];
+  /** Objects of the last snapshot that failed the protocol's schemas: not applied (their last valid state stays, or they are left out). */
+  rejected: RejectedObject[];
   /** Peers, routes and firewall rules as the dataplane has them; null when it couldn't be read. */
   detail: DataplaneDescription | null;
 }
@@ -76,7 +79,7 @@ export async function describeAgent(s: AgentStatusSources, signal?: AbortSignal)
     s.logger.warn({ err }, 'describing the dataplane failed');
   }
   const state = s.reconciler.state;
-  const own = s.watch.devices.get(identity.device_id);
+  const own = s.watch.device(identity.device_id);
   return {
     device_id: identity.device_id,
     organization_id: identity.organization_id,
@@ -97,6 +100,7 @@ export async function describeAgent(s: AgentStatusSources, signal?: AbortSignal)
     local_endpoints: s.reporter.fields.local_endpoints,
     status_report: { ...s.reporter.stats },
     skipped: state.skipped,
+    rejected: state.rejected,
     detail,
   };
 }

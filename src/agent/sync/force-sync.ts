@@ -7,11 +7,13 @@ import { errorMessage } from '../errors.js';
 import type { OrgWatch } from './org-watch.js';
 import type { Reconciler } from './reconciler.js';
 import { relistSnapshot } from './snapshot.js';
+import { rejectionSummary } from './snapshot-admission.js';
 
 /**
  * Why a force-sync failed:
  * - `unavailable`: the server couldn't be reached, or refused (the message says which).
- * - `apply_failed`: the listing was read but the dataplane apply failed; the previous state stays.
+ * - `apply_failed`: the listing was read but the dataplane apply failed, or the listing held
+ *   objects that fail the protocol's schemas (applied without them); the previous state stays.
  * - `stopping`: the agent is shutting down.
  */
 export type ForceSyncErrorCode = 'unavailable' | 'apply_failed' | 'stopping';
@@ -60,6 +62,9 @@ export async function forceSync(deps: ForceSyncDeps, signal: AbortSignal): Promi
   if (outcome.type === 'failed') {
     if (signal.aborted) throw new ForceSyncError('stopping', 'the force-sync was cancelled (it timed out, its caller left, or the agent is stopping)', { cause: outcome.error });
     throw new ForceSyncError('apply_failed', `the dataplane apply failed: ${errorMessage(outcome.error)}`, { cause: outcome.error });
+  }
+  if (outcome.type === 'applied' && outcome.rejected.length > 0) {
+    throw new ForceSyncError('apply_failed', rejectionSummary(outcome.rejected));
   }
   const applied = deps.reconciler.state.applied_revision ?? newest.revision;
   return { applied_revision: applied };

@@ -9,6 +9,8 @@ import type { InformerStateFile } from './informer-state-file.js';
 import { InformerStateSaver } from './informer-state-saver.js';
 import type { Snapshot } from './snapshot.js';
 import { logRetry } from '../transient.js';
+import type { DeviceObject } from '../../protocol/index.js';
+import { checkDevice } from '../received/index.js';
 
 export interface OrgWatchOptions {
   client: FleetplaneClient;
@@ -156,6 +158,14 @@ export class OrgWatch {
     if (!this.#consistent) return undefined;
     const revision = Math.max(this.organizations.revision(), this.devices.revision(), this.groups.revision());
     return revision > 0 ? revision : undefined;
+  }
+
+  /** A device as the watch has it, when it matches the protocol's schema; undefined otherwise, or before it is known. */
+  device(id: string): DeviceObject | undefined {
+    const raw = this.devices.get(id);
+    if (raw === undefined) return undefined;
+    const checked = checkDevice(raw);
+    return checked.ok ? checked.value : undefined;
   }
 
   /** The caches as a snapshot; undefined while inconsistent or before the organization is known. */

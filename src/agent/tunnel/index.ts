@@ -13,5 +13,5 @@ export {
   type SendStatusOptions,
 } from './tunnel-client.js';
 export { MAX_PENDING_STATUS_ACKS, type StatusSendOutcome } from './status-acks.js';
-export { AgentMethodRegistry, AgentMethodError, type AgentMethodHandler, type AgentCallContext } from './method-registry.js';
+export { AgentMethodRegistry, AgentMethodError, type AgentMethod, type AgentMethodHandler, type AgentCallContext } from './method-registry.js';
 export { TunnelHandshakeError, type CloseInfo, type StatusRejection } from './agent-connection.js';

@@ -1,4 +1,5 @@
 import { AGENT_METHOD_PATTERN } from '../../protocol/index.js';
+import type { Check } from '../received/index.js';
 
 /** What a method handler learns about the request it serves. */
 export interface AgentCallContext {
@@ -34,25 +35,37 @@ export class AgentMethodError extends Error {
 
 const METHOD = new RegExp(AGENT_METHOD_PATTERN);
 
+/** A registered method: its handler, and the check of its params (none: any object). */
+export interface AgentMethod {
+  handler: AgentMethodHandler;
+  params: Check<Record<string, unknown>> | undefined;
+}
+
 /**
  * The one place agent methods are registered (`ping` by the tunnel client,
  * `status` and `force-sync` by the agent daemon, more by modules). Names
  * follow AGENT_METHOD_PATTERN; each may be registered once at a time.
  */
 export class AgentMethodRegistry {
-  readonly #handlers = new Map<string, AgentMethodHandler>();
+  readonly #handlers = new Map<string, AgentMethod>();
 
-  /** Registers `handler`; returns a function that unregisters it. Throws on a bad or taken name. */
-  register(method: string, handler: AgentMethodHandler): () => void {
+  /**
+   * Registers `handler`; returns a function that unregisters it. Throws on a
+   * bad or taken name. With `params`, a request whose params fail it is
+   * answered `validation_failed` and the handler doesn't run (see
+   * received/ for compiled checks of the protocol's schemas).
+   */
+  register(method: string, handler: AgentMethodHandler, params?: Check<Record<string, unknown>>): () => void {
     if (!METHOD.test(method)) throw new TypeError(`invalid agent method name "${method}" (expected ${AGENT_METHOD_PATTERN})`);
     if (this.#handlers.has(method)) throw new Error(`agent method "${method}" is already registered`);
-    this.#handlers.set(method, handler);
+    const entry: AgentMethod = { handler, params };
+    this.#handlers.set(method, entry);
     return () => {
-      if (this.#handlers.get(method) === handler) this.#handlers.delete(method);
+      if (this.#handlers.get(method) === entry) this.#handlers.delete(method);
     };
   }
 
-  get(method: string): AgentMethodHandler | undefined {
+  get(method: string): AgentMethod | undefined {
     return this.#handlers.get(method);
   }
 

@@ -1,7 +1,11 @@
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
-import { AGENT_ERROR_CODES, type TunnelRequest, type TunnelResponse } from '../../protocol/index.js';
+import { AGENT_ERROR_CODES, type ErrorCode, type TunnelRequest, type TunnelResponse } from '../../protocol/index.js';
+import { checkRequestFrame, shownText } from '../received/index.js';
 import { AgentMethodError, type AgentMethodRegistry } from './method-registry.js';
+
+/** The answer to a request frame or params that fail their schema. */
+const INVALID: ErrorCode = 'validation_failed';
 
 class DeadlineExceeded extends Error {
   override readonly name = 'DeadlineExceeded';
@@ -55,12 +59,21 @@ export class RequestRunner {
     this.#stopping.abort(new AgentStopping('the agent is stopping'));
   }
 
-  /** Serves one request; always resolves with the frame to send. */
+  /**
+   * Serves one request; always resolves with the frame to send. A frame that
+   * fails AgentRequestFrame, or params that fail the method's check, are
+   * answered `validation_failed` without running anything.
+   */
   async run(req: TunnelRequest): Promise<TunnelResponse> {
-    const handler = this.registry.get(req.method);
-    if (!handler) {
+    const frame = checkRequestFrame(req);
+    if (!frame.ok) return this.invalid(req, `the request frame ${frame.problem}`);
+    const method = this.registry.get(req.method);
+    if (!method) {
       return { id: req.id, error: { code: AGENT_ERROR_CODES.notFound, message: `this agent has no method "${req.method}"` } };
     }
+    const params = method.params?.(req.params);
+    if (params?.ok === false) return this.invalid(req, `the params of ${req.method}: ${params.problem}`);
+    const { handler } = method;
     if (this.#stopping.signal.aborted) return this.failure(req, this.#stopping.signal.reason);
     if (this.#running >= this.limits.maxConcurrent && this.#queue.length >= this.limits.maxQueued) {
       return {
@@ -136,6 +149,11 @@ export class RequestRunner {
     const next = this.#queue.shift();
     if (next) next();
     else this.#running--;
+  }
+
+  private invalid(req: TunnelRequest, message: string): TunnelResponse {
+    this.logger.warn({ method: shownText(req.method), request: shownText(req.id), problem: message }, 'refused an invalid agent request');
+    return { id: req.id, error: { code: INVALID, message } };
   }
 
   private failure(req: TunnelRequest, err: unknown): TunnelResponse {

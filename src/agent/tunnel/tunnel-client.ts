@@ -8,6 +8,7 @@ import { AgentMethodRegistry, type AgentMethodHandler } from './method-registry.
 import { RequestRunner } from './request-runner.js';
 import type { StatusSendOutcome } from './status-acks.js';
 import { logRetry } from '../transient.js';
+import { checkNoParams, type Check } from '../received/index.js';
 
 export interface TunnelClientOptions {
   /**
@@ -129,12 +130,12 @@ export class TunnelClient {
     this.#options = options;
     this.#logger = options.logger ?? pino({ level: 'silent' });
     this.methods = options.methods ?? new AgentMethodRegistry();
-    this.methods.register(AGENT_METHODS.ping, async () => ({ pong: true, revision: options.revision() }));
+    this.methods.register(AGENT_METHODS.ping, async () => ({ pong: true, revision: options.revision() }), checkNoParams);
   }
 
   /** Registers a method (see AgentMethodRegistry.register); returns its unregister function. */
-  register(method: string, handler: AgentMethodHandler): () => void {
-    return this.methods.register(method, handler);
+  register(method: string, handler: AgentMethodHandler, params?: Check<Record<string, unknown>>): () => void {
+    return this.methods.register(method, handler, params);
   }
 
   /** True while at least one connection is open. */

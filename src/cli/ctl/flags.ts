@@ -44,6 +44,8 @@ export const FLAGS = {
   'if-match': { kind: 'string', value: 'REVISION', help: 'only if the object is still at this revision (else exit 1, precondition_failed)' },
   role: { kind: 'string', value: 'ROLE', help: 'admin or read' },
   email: { kind: 'string', value: 'EMAIL', help: "invite by email (matched case-insensitively, only when the identity provider verified it)" },
+  'owner-email': { kind: 'string', value: 'EMAIL', help: 'invite this email as the owner (default with the admin token: an owner invitation claimed by its printed token)' },
+  'owner-user-id': { kind: 'string', value: 'USER', help: 'make this existing user (its id) the owner at once' },
   subject: { kind: 'string', value: 'SUBJECT', help: "invite by the identity provider's subject (sub claim)" },
   'expires-in': { kind: 'string', value: 'SECONDS', help: 'invitation lifetime in seconds (server default 7 days, at most 30 days)' },
   organizations: { kind: 'list', value: 'ORGS', help: "organizations (names or ids, comma separated or repeated) an API key may act in (default: the context's)" },

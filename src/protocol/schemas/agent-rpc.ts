@@ -11,5 +11,26 @@ export const DeviceRpcQuery = Type.Object({ wait: Type.Optional(Type.Number({ mi
 /** Path parameters of the private `POST /private/v1/agents/{id}/rpc/{method}`. */
 export const PrivateRpcParams = Type.Object({ id: Uuid, method: Type.String({ pattern: AGENT_METHOD_PATTERN }) }, strict);
 
+/** The longest `deadline_ms` an agent accepts: the longest delay a timer holds (about 24.8 days). */
+export const MAX_AGENT_DEADLINE_MS = 2_147_483_647;
+
+/**
+ * A request frame as an agent accepts it (docs/protocol.md "Agent tunnel
+ * and requests to agents"): any other is answered `validation_failed`.
+ */
+export const AgentRequestFrame = Type.Object(
+  {
+    id: Type.String({ minLength: 1, maxLength: 256 }),
+    method: Type.String({ pattern: AGENT_METHOD_PATTERN }),
+    params: Type.Record(Type.String(), Type.Unknown()),
+    deadline_ms: Type.Integer({ minimum: 1, maximum: MAX_AGENT_DEADLINE_MS }),
+  },
+  { $id: 'AgentRequestFrame' },
+);
+
+/** The params of `ping`, `status` and `force-sync`: none. An agent answers `validation_failed` to a request that sends some. */
+export const NoAgentParams = Type.Object({}, { ...strict, $id: 'NoAgentParams' });
+
 export type DeviceRpcParams = Static<typeof DeviceRpcParams>;
 export type DeviceRpcQuery = Static<typeof DeviceRpcQuery>;
+export type AgentRequestFrame = Static<typeof AgentRequestFrame>;

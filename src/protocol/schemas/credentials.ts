@@ -4,6 +4,38 @@ import { OrNull, Timestamp, Uuid, strict } from './common.js';
 export const TOKEN_ROLES = ['admin', 'read'] as const;
 export type TokenRole = (typeof TOKEN_ROLES)[number];
 
+/**
+ * What made an organization token or a registration key, and so what it may
+ * not outlive (docs/protocol.md "Authentication and scope"): the admin token
+ * (nothing: it is never revoked), an organization token, a user's session or
+ * personal API key (before keys were refused), or a user an owner re-parented
+ * it to (no credential: it lasts while that user is a member).
+ */
+export const MAKER_KINDS = ['admin', 'token', 'session', 'api_key', 'user'] as const;
+export type MakerKind = (typeof MAKER_KINDS)[number];
+
+/**
+ * Why a credential was revoked along with another one (the audit entry's
+ * `details.cause.kind`): the revocation of the organization token, session or
+ * API key that made it (or made its maker), or a change of the member whose
+ * authority it rested on (removed, or demoted to `read`).
+ */
+export const CASCADE_CAUSES = ['token', 'session', 'api_key', 'member'] as const;
+export type CascadeCause = (typeof CASCADE_CAUSES)[number];
+
+export const CreatedBy = Type.Object(
+  {
+    credential_kind: Type.Unsafe<MakerKind | null>({
+      type: ['string', 'null'],
+      enum: [...MAKER_KINDS, null],
+      description: 'What made it (see MAKER_KINDS); null: made before makers were recorded, and unknown.',
+    }),
+    credential_id: OrNull(Uuid, { description: 'The organization token, session or API key that made it; null for the admin token and a user.' }),
+    user_id: OrNull(Uuid, { description: 'The user whose authority it rests on: removed from the organization, or demoted to read, it is revoked.' }),
+  },
+  { ...strict, $id: 'CreatedBy' },
+);
+
 export const OrgToken = Type.Object({
   id: Uuid,
   organization_id: Uuid,
@@ -11,6 +43,7 @@ export const OrgToken = Type.Object({
   description: Type.String(),
   expires_at: OrNull(Timestamp),
   created_at: Timestamp,
+  created_by: CreatedBy,
 }, { $id: 'OrgToken' });
 
 export const OrgTokenList = Type.Object({ items: Type.Array(OrgToken) }, { $id: 'OrgTokenList' });
@@ -35,6 +68,7 @@ export const RegistrationKey = Type.Object({
   expires_at: OrNull(Timestamp),
   used: Type.Boolean(),
   created_at: Timestamp,
+  created_by: CreatedBy,
 }, { $id: 'RegistrationKey' });
 
 export const RegistrationKeyList = Type.Object({ items: Type.Array(RegistrationKey) }, { $id: 'RegistrationKeyList' });
@@ -44,7 +78,11 @@ export const RegistrationKeyCreate = Type.Object(
     description: Type.Optional(Type.String({ maxLength: 1024 })),
     single_use: Type.Optional(Type.Boolean()),
     ephemeral: Type.Optional(Type.Boolean()),
-    expires_at: Type.Optional(OrNull(Timestamp)),
+    expires_at: Type.Optional(
+      OrNull(Timestamp, {
+        description: 'Default: --registration-key-ttl from now; at most --registration-key-max-ttl from now; null (never) only when the server sets no maximum.',
+      }),
+    ),
   },
   { ...strict, $id: 'RegistrationKeyCreate' },
 );
@@ -54,6 +92,7 @@ export const CreatedRegistrationKey = Type.Composite(
   { $id: 'CreatedRegistrationKey' },
 );
 
+export type CreatedBy = Static<typeof CreatedBy>;
 export type OrgToken = Static<typeof OrgToken>;
 export type OrgTokenCreate = Static<typeof OrgTokenCreate>;
 export type CreatedOrgToken = Static<typeof CreatedOrgToken>;
@@ -71,4 +110,6 @@ export const SECRET_PREFIX = {
   apiKey: 'fpk_',
   /** A user's session (a browser login's cookie, `ctl login`). */
   session: 'fps_',
+  /** An invitation claimed by its secret (an organization's first owner). */
+  invitation: 'fpi_',
 } as const;

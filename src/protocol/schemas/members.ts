@@ -41,7 +41,7 @@ export const Invitation = Type.Object(
   {
     id: Uuid,
     organization_id: Uuid,
-    /** Exactly one of email and subject is set. */
+    /** At most one of email and subject is set; neither: the invitation is claimed by its token. */
     email: OrNull(Type.String()),
     subject: OrNull(Type.String()),
     role: Role,
@@ -54,9 +54,22 @@ export const Invitation = Type.Object(
 );
 export const InvitationList = ListOf(Invitation, 'InvitationList');
 
+/** A created invitation; one with neither email nor subject carries its `token`, shown once. */
+export const CreatedInvitation = Type.Composite(
+  [Invitation, Type.Object({ token: Type.Optional(Type.String({ description: 'Shown once: whoever signs in and presents it (POST /api/invitations/accept) accepts it.' })) })],
+  { $id: 'CreatedInvitation' },
+);
+
+/** `POST /api/invitations/accept`: a signed-in user claims an invitation by its token. */
+export const InvitationAccept = Type.Object({ token: Type.String({ minLength: 1, maxLength: 256 }) }, { ...strict, $id: 'InvitationAccept' });
+
+/** An email as invitations match it (case-insensitively, and only against a verified email). */
+export const InviteeEmail = Type.String({ pattern: '^[^@\\s]+@[^@\\s]+$', maxLength: 320, description: 'Matched case-insensitively, and only against a verified email.' });
+
+/** At most one of `email` and `subject`; neither: an invitation claimed by its token (returned once). */
 export const InvitationCreate = Type.Object(
   {
-    email: Type.Optional(Type.String({ pattern: '^[^@\\s]+@[^@\\s]+$', maxLength: 320, description: 'Matched case-insensitively, and only against a verified email.' })),
+    email: Type.Optional(InviteeEmail),
     subject: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     role: Role,
     /** Seconds until it expires (default DEFAULT_INVITATION_TTL_SECONDS); or `expires_at`, not both. */
@@ -72,6 +85,8 @@ export type MemberPatch = Static<typeof MemberPatch>;
 export type Invitation = Static<typeof Invitation>;
 export type InvitationList = Static<typeof InvitationList>;
 export type InvitationCreate = Static<typeof InvitationCreate>;
+export type CreatedInvitation = Static<typeof CreatedInvitation>;
+export type InvitationAccept = Static<typeof InvitationAccept>;
 
 /** Whether `a` is at least as strong a role as `b`. */
 export function roleAtLeast(a: MemberRole, b: MemberRole): boolean {

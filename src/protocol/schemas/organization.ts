@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Cidr, Ip, Revision, Timestamp, Uuid, strict } from './common.js';
+import { CreatedInvitation, InviteeEmail } from './members.js';
 
 export const Route = Type.Object({ destination: Cidr, via: Type.Optional(Ip) }, { ...strict, $id: 'Route' });
 
@@ -37,9 +38,28 @@ export const OrganizationList = Type.Object({ items: Type.Array(Organization) },
 const Name = Type.String({ minLength: 1, maxLength: 128 });
 const Description = Type.String({ maxLength: 1024 });
 
+/**
+ * An organization always has an owner, or one invited: `owner_user_id` (an
+ * existing user, owner at once) or `owner_email` (an owner invitation to that
+ * email), not both. A user creating it is an owner too; the admin token
+ * creating it without either gets an owner invitation claimed by its token.
+ */
 export const OrganizationCreate = Type.Object(
-  { name: Name, description: Type.Optional(Description), network: Type.Optional(NetworkInput), audit_readable_by_read: Type.Optional(Type.Boolean()) },
+  {
+    name: Name,
+    description: Type.Optional(Description),
+    network: Type.Optional(NetworkInput),
+    audit_readable_by_read: Type.Optional(Type.Boolean()),
+    owner_user_id: Type.Optional(Uuid),
+    owner_email: Type.Optional(InviteeEmail),
+  },
   { ...strict, $id: 'OrganizationCreate' },
+);
+
+/** The created organization, with the owner invitation made with it, if any (its `token` shown once). */
+export const CreatedOrganization = Type.Composite(
+  [Organization, Type.Object({ owner_invitation: Type.Optional(CreatedInvitation) })],
+  { $id: 'CreatedOrganization' },
 );
 
 export const OrganizationPatch = Type.Object(
@@ -56,6 +76,7 @@ export type Route = Static<typeof Route>;
 export type Network = Static<typeof Network>;
 export type Organization = Static<typeof Organization>;
 export type OrganizationCreate = Static<typeof OrganizationCreate>;
+export type CreatedOrganization = Static<typeof CreatedOrganization>;
 export type OrganizationPatch = Static<typeof OrganizationPatch>;
 
 export const DEFAULT_NETWORK: Network = { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [], auto_approve_cidrs: [] };

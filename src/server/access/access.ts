@@ -72,6 +72,11 @@ export class Access {
     return principal;
   }
 
+  /** Whether a REST request carries a credential at all (a bearer token or a dashboard cookie), valid or not. */
+  presentsCredential(req: FastifyRequest): boolean {
+    return bearerSecret(req.headers) !== undefined || sessionCookie(req.headers) !== undefined || tokenCookie(req.headers) !== undefined;
+  }
+
   /** The principal of a REST request, resolved once per request (the route's guard already did). */
   principalOf(req: FastifyRequest): Promise<TokenPrincipal> {
     let principal = this.#principals.get(req);

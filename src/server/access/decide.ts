@@ -42,6 +42,10 @@ export function decide(rule: AccessRule, p: Principal, target: Target, kind: Pri
     throw new ApiError('forbidden', refusal ?? REFUSALS[kind]);
   }
   if (grant === true) return;
+  if ('noApiKey' in grant) {
+    if (p.type === 'user' && p.credential === 'api_key') throw new ApiError('forbidden', grant.refusal);
+    return;
+  }
   if ('ownDevice' in grant) {
     if (p.type !== 'device' || p.deviceId !== target.id) throw new ApiError('forbidden', grant.refusal);
     return;

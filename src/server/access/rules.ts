@@ -14,9 +14,14 @@ export type RuleMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 /**
  * What a principal kind may do on a rule's route: `true`, anything; or only
  * on its own device (the path's `:id`, else 403 with `refusal`); or only the
- * agent methods listed (the path's `:method`, else 403 with `refusal`).
+ * agent methods listed (the path's `:method`, else 403 with `refusal`); or
+ * anything, but not with a personal API key (403 with `refusal`).
  */
-export type Grant = true | { readonly ownDevice: true; readonly refusal: string } | { readonly methods: readonly string[]; readonly refusal: string };
+export type Grant =
+  | true
+  | { readonly ownDevice: true; readonly refusal: string }
+  | { readonly methods: readonly string[]; readonly refusal: string }
+  | { readonly noApiKey: true; readonly refusal: string };
 
 /** One entry point's rule. */
 export interface AccessRule {
@@ -60,6 +65,17 @@ const ANY_BUT_REGISTRATION = { admin: true, 'org-admin': true, 'org-read': true,
 const READ = { admin: true, 'org-owner': true, 'org-admin': true, 'org-read': true, device: true } as const;
 /** Write access to the organization in the path. */
 const WRITE = { admin: true, 'org-owner': true, 'org-admin': true } as const;
+/**
+ * Minting credentials: a personal API key may not, whatever its role (a key
+ * that minted tokens would have them outlive its revocation and its expiry).
+ */
+const NO_KEY_MINTS = { noApiKey: true, refusal: 'a personal API key may not create organization tokens or registration keys; use a session (fleetplane ctl login) or an organization admin token' } as const;
+const MINT = { admin: true, 'org-owner': NO_KEY_MINTS, 'org-admin': NO_KEY_MINTS } as const;
+/** Re-parenting: owners with a session, and the admin token (a server admin's session too). */
+const REPARENT = {
+  allow: { admin: true, 'org-owner': { noApiKey: true, refusal: 'a personal API key may not re-parent credentials' } },
+  refusal: 'only an owner (or the admin token) may re-parent a credential',
+} as const;
 /** Members see who else is a member; tokens of a device do not. */
 const MEMBERS_READ = { admin: true, 'org-owner': true, 'org-admin': true, 'org-read': true } as const;
 const USER = 'user-in-path';
@@ -147,13 +163,15 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   { entry: 'rest', method: 'DELETE', route: ROUTES.securityGroup, scope: ORG, allow: WRITE },
 
   // Credentials: organization admins only, reads included.
-  { entry: 'rest', method: 'POST', route: ROUTES.tokens, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'POST', route: ROUTES.tokens, scope: ORG, allow: MINT },
   { entry: 'rest', method: 'GET', route: ROUTES.tokens, scope: ORG, allow: WRITE },
   { entry: 'rest', method: 'DELETE', route: ROUTES.token, scope: ORG, allow: WRITE },
-  { entry: 'rest', method: 'POST', route: ROUTES.registrationKeys, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'POST', route: ROUTES.tokenReparent, scope: ORG, ...REPARENT },
+  { entry: 'rest', method: 'POST', route: ROUTES.registrationKeys, scope: ORG, allow: MINT },
   { entry: 'rest', method: 'GET', route: ROUTES.registrationKeys, scope: ORG, allow: WRITE },
   { entry: 'rest', method: 'GET', route: ROUTES.registrationKey, scope: ORG, allow: WRITE },
   { entry: 'rest', method: 'DELETE', route: ROUTES.registrationKey, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'POST', route: ROUTES.registrationKeyReparent, scope: ORG, ...REPARENT },
   { entry: 'rest', method: 'GET', route: ROUTES.ownRegistrationKey, allow: { registration: true }, refusal: 'only a registration key may look itself up' },
 
   // Members and invitations: admins manage admin and read members, owners everyone (routes/members.ts).
@@ -163,6 +181,8 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   { entry: 'rest', method: 'POST', route: ROUTES.invitations, scope: ORG, allow: WRITE },
   { entry: 'rest', method: 'GET', route: ROUTES.invitations, scope: ORG, allow: WRITE },
   { entry: 'rest', method: 'DELETE', route: ROUTES.invitation, scope: ORG, allow: WRITE },
+  // An invitation claimed by its token: a user's session (a server admin's too) becomes the member.
+  { entry: 'rest', method: 'POST', route: ROUTES.acceptInvitation, allow: { user: true }, refusal: "only a user's session accepts an invitation" },
   // Personal API keys: a user's own (a server admin's session sees and revokes anyone's). A key never mints a key.
   {
     entry: 'rest',

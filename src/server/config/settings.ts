@@ -73,10 +73,19 @@ export interface Settings {
   bodyTimeout: number;
   /** Open connections the process accepts (public and private listeners together, at most what its open-files limit allows); more are refused. */
   maxConnections: number;
-  /** Open connections one source address may hold on the public listener (0: no limit); more are refused. */
-  maxConnectionsPerSource: number;
+  /**
+   * Open connections one source address may hold on the public listener (0:
+   * no limit); undefined: three quarters of the total limit in force.
+   */
+  maxConnectionsPerSource: number | undefined;
+  /** How long a request's headers (and, with TLS, the handshake before them) may take to arrive; past it: 408 and the connection closes. */
+  headersTimeout: number;
   /** Lifetime of device tokens issued from now on, seconds (0: they never expire); agents renew before. */
   deviceTokenTtl: number;
+  /** Lifetime of a registration key created without `expires_at`, seconds (0: none, only with no maximum). */
+  registrationKeyTtl: number;
+  /** The longest a registration key may live, seconds (0: no maximum, keys may never expire). */
+  registrationKeyMaxTtl: number;
   /** Ephemeral devices offline for longer than this (seconds) are deleted. */
   ephemeralOfflineTimeout: number;
   /** Audit entries older than this (seconds) are deleted (0: kept for ever). */
@@ -163,10 +172,18 @@ export const DEFAULT_SETTINGS: Settings = {
   // 10,000 agents holding a watch stream and a tunnel each, plus half again for reconnections whose
   // old connection has not closed yet and for operators.
   maxConnections: 30_000,
-  // Off: agents behind one NAT share an address, so any default low enough to stop one host would cut off a site.
-  maxConnectionsPerSource: 0,
+  // Three quarters of the total limit in force (http/connection-limits.ts): agents behind one NAT share an
+  // address, and the whole fleet the default total is sized for (10,000 agents, two connections each) fits
+  // behind one, while every other address keeps a quarter of the server.
+  maxConnectionsPerSource: undefined,
+  // A client sends its headers at once; Node's default (60 s, checked every 30 s) let slow ones hold a connection a minute.
+  headersTimeout: 5,
   // Off, as Headscale's node expiry: an expiring credential is a policy an operator chooses.
   deviceTokenTtl: 0,
+  // Headscale's pre-auth key default: a key is made to enroll what is being set up now. A leaked reusable key
+  // that never expired enrolled devices for ever; Tailscale caps its auth keys at 90 days.
+  registrationKeyTtl: 3_600,
+  registrationKeyMaxTtl: 7_776_000,
   // Headscale's ephemeral_node_inactivity_timeout default.
   ephemeralOfflineTimeout: 1_800,
   // 90 days: long enough for a quarterly review; 0 keeps everything.
@@ -250,6 +267,8 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'maxConnections', flag: 'max-connections', env: 'FLEETPLANE_MAX_CONNECTIONS', kind: 'int', min: 1, help: 'Open connections accepted in all (lowered to what the open-files limit allows); more are answered 503 and closed.' },
   { key: 'deviceTokenTtl', flag: 'device-token-ttl', env: 'FLEETPLANE_DEVICE_TOKEN_TTL', kind: 'seconds', min: 0, help: 'Lifetime of device tokens issued at enrollment or renewal (0: they never expire); agents renew theirs before it ends.' },
   { key: 'auditRetention', flag: 'audit-retention', env: 'FLEETPLANE_AUDIT_RETENTION', kind: 'seconds', min: 0, help: 'How long audit log entries are kept (0: for ever); older ones are deleted by one replica at a time.' },
+  { key: 'registrationKeyTtl', flag: 'registration-key-ttl', env: 'FLEETPLANE_REGISTRATION_KEY_TTL', kind: 'seconds', min: 0, help: 'Lifetime of a registration key created without expires_at (0: none, only with --registration-key-max-ttl 0).' },
+  { key: 'registrationKeyMaxTtl', flag: 'registration-key-max-ttl', env: 'FLEETPLANE_REGISTRATION_KEY_MAX_TTL', kind: 'seconds', min: 0, help: 'The longest a registration key may live (0: no maximum, and a key may be made to never expire).' },
   { key: 'ephemeralOfflineTimeout', flag: 'ephemeral-offline-timeout', env: 'FLEETPLANE_EPHEMERAL_OFFLINE_TIMEOUT', kind: 'seconds', min: 0.001, help: 'Devices enrolled with an ephemeral registration key are deleted once offline for longer than this.' },
   { key: 'oidcIssuer', flag: 'oidc-issuer', env: 'FLEETPLANE_OIDC_ISSUER', kind: 'string', help: 'OpenID Connect issuer URL users sign in with (https; http only on loopback). Unset: no user login.' },
   { key: 'oidcClientId', flag: 'oidc-client-id', env: 'FLEETPLANE_OIDC_CLIENT_ID', kind: 'string', help: 'Client id registered at the issuer (redirect URI {public URL}/api/auth/oidc/callback).' },
@@ -266,7 +285,8 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'sessionTtl', flag: 'session-ttl', env: 'FLEETPLANE_SESSION_TTL', kind: 'seconds', min: 1, help: 'Idle lifetime of a user session; each refresh extends it (never past --session-max-age).' },
   { key: 'sessionMaxAge', flag: 'session-max-age', env: 'FLEETPLANE_SESSION_MAX_AGE', kind: 'seconds', min: 1, help: 'Absolute lifetime of a user session: past it, sign in again.' },
   { key: 'publicUrl', flag: 'public-url', env: 'FLEETPLANE_PUBLIC_URL', kind: 'string', help: 'URL browsers reach this server at (login callback, CSRF check); default: from each request. Set it behind a TLS-terminating proxy.' },
-  { key: 'maxConnectionsPerSource', flag: 'max-connections-per-source', env: 'FLEETPLANE_MAX_CONNECTIONS_PER_SOURCE', kind: 'int', min: 0, help: 'Open connections one source address may hold (0: no limit; agents behind one NAT share an address); more are answered 503 and closed.' },
+  { key: 'maxConnectionsPerSource', flag: 'max-connections-per-source', env: 'FLEETPLANE_MAX_CONNECTIONS_PER_SOURCE', kind: 'int', min: 0, help: 'Open connections one source address may hold (default: 3/4 of the total limit in force, as agents behind one NAT share an address; 0: no limit); past it an idle connection of that address makes room, else the new one is answered 503 and closed.' },
+  { key: 'headersTimeout', flag: 'headers-timeout', env: 'FLEETPLANE_HEADERS_TIMEOUT', kind: 'seconds', min: 0.05, max: 3_600, help: 'How long request headers (and, with TLS, the handshake) may take to arrive; past it the request gets 408 and its connection is closed.' },
   { key: 'stun', flag: 'stun', env: 'FLEETPLANE_STUN', kind: 'bool', help: 'Answer STUN Binding requests on UDP, so agents learn their public address and NAT type (--stun=false: off).' },
   { key: 'stunPort', flag: 'stun-port', env: 'FLEETPLANE_STUN_PORT', kind: 'int', min: 0, max: 65535, help: 'UDP port of the STUN responder, on --host (0: any free port).' },
   { key: 'stunAltPort', flag: 'stun-alt-port', env: 'FLEETPLANE_STUN_ALT_PORT', kind: 'int', min: 0, max: 65535, help: 'Second UDP port of the STUN responder: agents asking both tell a symmetric NAT from another (0: any free port).' },
@@ -372,6 +392,9 @@ export function validateSettings(s: Settings): void {
   if (s.stun && s.stunPort !== 0 && s.stunPort === s.stunAltPort) throw new SettingsError('invalid --stun-alt-port: it must differ from --stun-port');
   if (s.relayUrl !== undefined && !/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/.test(s.relayUrl)) {
     throw new SettingsError(`invalid --relay-url: "${s.relayUrl}" is not an http or https base URL`);
+  }
+  if (s.registrationKeyMaxTtl > 0 && (s.registrationKeyTtl === 0 || s.registrationKeyTtl > s.registrationKeyMaxTtl)) {
+    throw new SettingsError('invalid --registration-key-ttl: it must be between 1 second and --registration-key-max-ttl (0 only with --registration-key-max-ttl 0)');
   }
   if (s.privatePort !== undefined && !s.privateSecret) {
     throw new SettingsError('invalid --private-port: the private listener needs --private-secret (or FLEETPLANE_PRIVATE_SECRET)');

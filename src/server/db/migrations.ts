@@ -338,6 +338,89 @@ ALTER TABLE device_status ADD COLUMN peers jsonb;
 ALTER TABLE device_status ADD COLUMN peers_truncated boolean NOT NULL DEFAULT false;
 `,
   },
+  {
+    version: 15,
+    name: 'credential-makers',
+    sql: `
+-- What made each organization token and registration key (issue 36): the credential, the user whose
+-- authority it rests on, and every token above it (maker_chain, the nearest last). Revoking a credential
+-- revokes what it made, transitively, in one statement (maker_chain && ARRAY[id]), and a token or key one of
+-- whose makers expired is refused. Null kind: not known (made before this version and not in the audit log).
+ALTER TABLE tokens ADD COLUMN created_by_kind text CHECK (created_by_kind IN ('admin', 'token', 'session', 'api_key', 'user'));
+ALTER TABLE tokens ADD COLUMN created_by_credential uuid;
+ALTER TABLE tokens ADD COLUMN created_by_user uuid;
+ALTER TABLE tokens ADD COLUMN maker_chain uuid[] NOT NULL DEFAULT '{}';
+-- Only the tokens something made: device tokens and sessions, most of the table, have none.
+CREATE INDEX tokens_maker_chain ON tokens USING gin (maker_chain) WHERE maker_chain <> '{}';
+CREATE INDEX tokens_created_by_user ON tokens (org_id, created_by_user) WHERE created_by_user IS NOT NULL AND revoked_at IS NULL;
+ALTER TABLE registration_keys ADD COLUMN created_by_kind text CHECK (created_by_kind IN ('admin', 'token', 'session', 'api_key', 'user'));
+ALTER TABLE registration_keys ADD COLUMN created_by_credential uuid;
+ALTER TABLE registration_keys ADD COLUMN created_by_user uuid;
+ALTER TABLE registration_keys ADD COLUMN maker_chain uuid[] NOT NULL DEFAULT '{}';
+CREATE INDEX registration_keys_maker_chain ON registration_keys USING gin (maker_chain) WHERE maker_chain <> '{}';
+CREATE INDEX registration_keys_created_by_user ON registration_keys (org_id, created_by_user) WHERE created_by_user IS NOT NULL;
+
+-- An invitation claimed by its secret (the first owner of an organization the admin token creates) names
+-- neither an email nor a subject.
+ALTER TABLE invitations ADD COLUMN secret_hash text UNIQUE;
+ALTER TABLE invitations DROP CONSTRAINT invitations_check;
+ALTER TABLE invitations ADD CONSTRAINT invitations_invitee CHECK (num_nonnulls(email, subject, secret_hash) = 1);
+
+-- Tokens and keys made before: their maker as their creation's audit entry names it, while retention kept it.
+UPDATE tokens t
+   SET created_by_kind = CASE a.actor_type WHEN 'user' THEN 'session' ELSE a.actor_type END,
+       created_by_credential = CASE WHEN a.actor_type = 'admin' THEN NULL ELSE a.credential_id::uuid END,
+       created_by_user = CASE WHEN a.actor_type IN ('user', 'api_key') THEN a.actor_id::uuid END
+  FROM audit_log a
+ WHERE t.kind = 'org' AND a.kind = 'token' AND a.action = 'create' AND a.object_id = t.id::text
+   AND a.actor_type IN ('admin', 'token', 'user', 'api_key');
+UPDATE registration_keys k
+   SET created_by_kind = CASE a.actor_type WHEN 'user' THEN 'session' ELSE a.actor_type END,
+       created_by_credential = CASE WHEN a.actor_type = 'admin' THEN NULL ELSE a.credential_id::uuid END,
+       created_by_user = CASE WHEN a.actor_type IN ('user', 'api_key') THEN a.actor_id::uuid END
+  FROM audit_log a
+ WHERE a.kind = 'registration_key' AND a.action = 'create' AND a.object_id = k.id::text
+   AND a.actor_type IN ('admin', 'token', 'user', 'api_key');
+-- Chains, from the tokens a session, an API key or the admin token made down: a token made by a token
+-- gets its maker's chain and id, and its maker's user.
+WITH RECURSIVE chain (id, ids, user_id) AS (
+  SELECT id, CASE WHEN created_by_credential IS NULL THEN '{}'::uuid[] ELSE ARRAY[created_by_credential] END, created_by_user
+    FROM tokens WHERE kind = 'org' AND created_by_kind IN ('admin', 'session', 'api_key')
+  UNION ALL
+  SELECT t.id, c.ids || c.id, c.user_id FROM tokens t JOIN chain c ON t.created_by_credential = c.id
+   WHERE t.kind = 'org' AND t.created_by_kind = 'token'
+)
+UPDATE tokens t SET maker_chain = c.ids, created_by_user = c.user_id FROM chain c WHERE t.id = c.id;
+-- A token made by a token whose own maker is not known rests on that token at least.
+UPDATE tokens SET maker_chain = ARRAY[created_by_credential]
+ WHERE kind = 'org' AND created_by_kind = 'token' AND created_by_credential IS NOT NULL AND maker_chain = '{}';
+UPDATE registration_keys k
+   SET maker_chain = CASE WHEN k.created_by_kind = 'token' THEN t.maker_chain || t.id ELSE ARRAY[k.created_by_credential] END,
+       created_by_user = CASE WHEN k.created_by_kind = 'token' THEN t.created_by_user ELSE k.created_by_user END
+  FROM tokens t
+ WHERE k.created_by_credential IS NOT NULL AND t.id = k.created_by_credential;
+-- What a credential revoked before made is revoked now, as it would have been, and audited as such.
+WITH revoked AS (
+  UPDATE tokens t SET revoked_at = now()
+   WHERE t.kind = 'org' AND t.revoked_at IS NULL
+     AND EXISTS (SELECT 1 FROM tokens m WHERE m.id = ANY(t.maker_chain) AND m.revoked_at IS NOT NULL)
+  RETURNING t.id, t.org_id, t.created_by_kind, t.created_by_credential
+)
+INSERT INTO audit_log (org_id, actor_type, action, kind, object_id, details)
+SELECT org_id, 'system', 'revoke', 'token', id::text,
+       jsonb_build_object('cause', jsonb_build_object('kind', created_by_kind, 'id', created_by_credential), 'reason', 'maker_revoked_before_upgrade')
+  FROM revoked;
+WITH deleted AS (
+  DELETE FROM registration_keys k
+   WHERE EXISTS (SELECT 1 FROM tokens m WHERE m.id = ANY(k.maker_chain) AND m.revoked_at IS NOT NULL)
+  RETURNING k.id, k.org_id, k.created_by_kind, k.created_by_credential
+)
+INSERT INTO audit_log (org_id, actor_type, action, kind, object_id, details)
+SELECT org_id, 'system', 'delete', 'registration_key', id::text,
+       jsonb_build_object('cause', jsonb_build_object('kind', created_by_kind, 'id', created_by_credential), 'reason', 'maker_revoked_before_upgrade')
+  FROM deleted;
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */
@@ -346,9 +429,10 @@ const MIGRATION_LOCK = 7_317_420_031;
 /**
  * Applies pending migrations in one transaction under an advisory lock, so
  * replicas starting together apply each migration exactly once.
- * Returns the versions it applied.
+ * Returns the versions it applied. `migrations`: a prefix of MIGRATIONS
+ * (a test bringing a database to an older version).
  */
-export async function migrate(db: Database): Promise<number[]> {
+export async function migrate(db: Database, migrations: readonly { version: number; name: string; sql: string }[] = MIGRATIONS): Promise<number[]> {
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await tx.query(
@@ -357,7 +441,7 @@ export async function migrate(db: Database): Promise<number[]> {
     const rows = await tx.query<{ version: number }>('SELECT version FROM schema_migrations');
     const done = new Set(rows.map((r) => Number(r.version)));
     const applied: number[] = [];
-    for (const m of MIGRATIONS) {
+    for (const m of migrations) {
       if (done.has(m.version)) continue;
       for (const statement of splitStatements(m.sql)) await tx.query(statement);
       await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);

@@ -25,6 +25,9 @@ import { clientErrorHandler } from './client-error.js';
 import { limitBodyTime } from './body-timeout.js';
 import { closeAfterReply } from './connection-close.js';
 import { guardRoutes } from '../access/index.js';
+import { answerHalfClosedRequests, httpListenerOptions, tlsListenerOptions } from './listener-options.js';
+import { refuseMalformedQueries, strictQueryStrings } from './query-string.js';
+import { noSniff, withNoSniff } from './no-sniff.js';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -50,11 +53,17 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
     return503OnClosing: false,
     // What fails before a request reaches a route still gets the catalog's error body.
     clientErrorHandler: clientErrorHandler(ctx.logger),
-    frameworkErrors: errorHandler,
+    frameworkErrors: withNoSniff(errorHandler),
+    routerOptions: strictQueryStrings,
   };
+  const listener = httpListenerOptions(ctx.settings, ctx.connections);
   // An HTTPS server has every method the routes and the gateway use of the HTTP one; only the type differs.
   type HttpInstance = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
-  const app = (https ? (Fastify({ ...options, https }) as unknown as HttpInstance) : Fastify(options)).withTypeProvider<TypeBoxTypeProvider>();
+  const app = (
+    https
+      ? (Fastify({ ...options, https: { ...https, ...listener, ...tlsListenerOptions(ctx.settings) } }) as unknown as HttpInstance)
+      : Fastify({ ...options, http: listener })
+  ).withTypeProvider<TypeBoxTypeProvider>();
 
   // No child logger per request: a watch stream keeps its request for as long as it lives, and a pino child
   // (bindings, level functions) is about 0.5 KB of each of 10,000 agents' share. The few lines logged for a
@@ -63,9 +72,12 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
   app.setValidatorCompiler(validatorCompiler());
   acceptJsonBodies(app);
   // Hostile or slow clients: bounded connections, bounded body time, and no connection kept for one that can't proceed.
-  ctx.connections.attach(app.server, { listener: 'api', perSource: true, logger: ctx.logger });
+  ctx.connections.attach(app.server, { listener: 'api', perSource: true, evictIdle: true, logger: ctx.logger });
   limitBodyTime(app, ctx.settings.bodyTimeout);
   closeAfterReply(app);
+  answerHalfClosedRequests(app.server, ctx.logger);
+  noSniff(app);
+  refuseMalformedQueries(app);
 
   // Response schemas document the API; bodies are serialized as they are.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

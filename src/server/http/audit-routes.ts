@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Logger } from 'pino';
 import type { Access } from '../access/index.js';
-import { actorOf, type Actor } from '../principal/index.js';
+import { actorOf, SYSTEM_ACTOR } from '../principal/index.js';
 import { ruleFor } from '../access/decide.js';
 import { ROUTES } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
@@ -16,7 +16,6 @@ export const WRITE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH
 const OBSERVED_STATE: ReadonlySet<string> = new Set([`PUT ${ROUTES.deviceStatus}`]);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ANONYMOUS: Actor = { type: 'anonymous', id: null, credentialId: null };
 
 export interface AuditRoutesOptions {
   access: Access;
@@ -45,22 +44,61 @@ export function scopeOfRequest(access: Access, req: FastifyRequest, credentialed
 /**
  * An `onRoute` hook: every REST route's handler runs in its request's audit
  * scope, so each write it makes records its actor, address and user agent
- * (audit/record.ts); and a write route's 401 or 403 is recorded as a `denied`
- * entry, within the limiter's bounds (what it drops is counted in
- * `fleetplane_audit_denied_dropped_total`).
+ * (audit/record.ts); and a write route's 401 or 403 is counted in
+ * `fleetplane_http_refusals_total{reason}` and, when its credential
+ * resolved, recorded as a `denied` entry within the limiter's bounds (what
+ * it drops is counted in `fleetplane_audit_denied_dropped_total`, and summed
+ * up in one entry per organization when its window closes). A refusal
+ * without a valid credential is never recorded: anyone who knows an
+ * organization's id could otherwise write into its log.
  */
 export function auditRoutes(o: AuditRoutesOptions): (route: RouteOptions) => void {
   const limiter = o.limiter ?? new DeniedLimiter();
+  let flush: NodeJS.Timeout | undefined;
+  const writeSummaries = async (): Promise<void> => {
+    for (const s of limiter.closed()) {
+      await o.store.audit.recordDenied(SYSTEM_ACTOR, { source: null, userAgent: null }, {
+        orgId: s.orgId,
+        action: 'denied',
+        kind: 'route',
+        objectId: null,
+        details: { dropped: s.dropped, since: new Date(s.since).toISOString(), until: new Date(s.until).toISOString() },
+      });
+    }
+  };
+  // One timer at most, at the earliest window that dropped something; unref'd: it never holds a stopping server up.
+  const scheduleFlush = (): void => {
+    const at = limiter.nextClose();
+    if (flush !== undefined || at === undefined) return;
+    flush = setTimeout(() => {
+      flush = undefined;
+      writeSummaries()
+        .catch((err: unknown) => o.logger.error({ err }, 'recording the summary of unrecorded refusals failed'))
+        .finally(scheduleFlush);
+    }, Math.max(0, at - Date.now()));
+    flush.unref();
+  };
   const recordDenied = async (req: FastifyRequest, route: string, err: ApiError): Promise<void> => {
-    const verdict = limiter.take(req.ip);
-    if (verdict !== 'record') {
-      o.metrics.auditDeniedDropped.inc({ limit: verdict });
+    // A credential that does not resolve is this refusal's very reason (the 401 answered), not an error of its own.
+    const principal = await o.access.principalOf(req).then(
+      (p) => p,
+      () => undefined,
+    );
+    if (principal === undefined) {
+      o.metrics.httpRefusals.inc({ reason: o.access.presentsCredential(req) ? 'bad_credential' : 'no_credential' });
       return;
     }
-    const actor = await o.access.principalOf(req).then(actorOf, () => ANONYMOUS);
-    const org = (req.params as Partial<Record<string, string>> | undefined)?.['org'];
-    await o.store.audit.recordDenied(actor, { source: req.ip, userAgent: boundedUserAgent(req.headers['user-agent']) }, {
-      orgId: org !== undefined && UUID.test(org) ? org : null,
+    o.metrics.httpRefusals.inc({ reason: 'not_allowed' });
+    const param = (req.params as Partial<Record<string, string>> | undefined)?.['org'];
+    const org = param !== undefined && UUID.test(param) ? param : undefined;
+    const verdict = limiter.take(req.ip, org);
+    if (verdict !== 'record') {
+      o.metrics.auditDeniedDropped.inc({ limit: verdict });
+      if (org !== undefined) scheduleFlush();
+      return;
+    }
+    await o.store.audit.recordDenied(actorOf(principal), { source: req.ip, userAgent: boundedUserAgent(req.headers['user-agent']) }, {
+      orgId: org ?? null,
       action: 'denied',
       kind: 'route',
       objectId: `${req.method} ${route}`,

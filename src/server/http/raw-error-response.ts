@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { HEADERS, MEDIA } from '../../protocol/index.js';
 import type { ApiError } from '../errors.js';
+import { NO_SNIFF } from './no-sniff.js';
 
 /**
  * A whole HTTP/1.1 error response with the catalog's body and
@@ -14,6 +15,6 @@ export function rawErrorResponse(api: ApiError): string {
     `HTTP/1.1 ${api.status} ${STATUS_CODES[api.status] ?? ''}\r\n` +
     `${HEADERS.contentType}: ${MEDIA.json}\r\n${HEADERS.contentLength}: ${Buffer.byteLength(body)}\r\n` +
     (retryAfter === undefined ? '' : `${HEADERS.retryAfter}: ${retryAfter}\r\n`) +
-    `${HEADERS.connection}: close\r\n\r\n${body}`
+    `${HEADERS.contentTypeOptions}: ${NO_SNIFF}\r\n${HEADERS.connection}: close\r\n\r\n${body}`
   );
 }

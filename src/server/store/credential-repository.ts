@@ -1,6 +1,6 @@
 import { SECRET_PREFIX } from '../../protocol/index.js';
 import type { Database } from '../db/index.js';
-import type { ApiKeyCreate, OrgTokenCreate, RegistrationKeyCreate } from '../../protocol/index.js';
+import type { ApiKeyCreate, CreatedOrgToken, OrgToken, OrgTokenCreate, RegistrationKeyCreate } from '../../protocol/index.js';
 import type { TokenPrincipal } from '../principal/index.js';
 import * as creds from './credentials.js';
 import * as apiKeys from './api-keys.js';
@@ -8,6 +8,7 @@ import * as memberWrites from './member-writes.js';
 import { hashSecret, sameHash } from './secrets.js';
 import type { TokenIndex } from './token-index.js';
 import { afterCommit, epochMs } from './token-index-change.js';
+import type { Maker } from './makers.js';
 
 /**
  * Bearer credentials: organization tokens, users' API keys and
@@ -46,19 +47,28 @@ export class CredentialRepository {
     for (const { hash, token } of await creds.validTokens(this.#db, this.tokens.limit)) this.tokens.add(hash, token);
   };
 
-  /** Creates an organization token; the secret is returned only here. */
-  createOrgToken = (orgId: string, input: OrgTokenCreate) =>
-    afterCommit(this.tokens, this.#db.transaction((tx) => creds.createOrgToken(tx, orgId, input)), (created) => ({
+  /** Creates an organization token made by `maker` (it ends with its maker); the secret is returned only here. */
+  createOrgToken = async (orgId: string, input: OrgTokenCreate, maker: Maker): Promise<CreatedOrgToken> => {
+    const made = await afterCommit(this.tokens, this.#db.transaction((tx) => creds.createOrgToken(tx, orgId, input, maker)), ({ created, effectiveExpiresAt }) => ({
       added: [
         {
           hash: hashSecret(created.token),
-          token: { principal: { type: 'org', tokenId: created.id, orgId, role: created.role }, expiresAt: epochMs(created.expires_at) },
+          token: { principal: { type: 'org', tokenId: created.id, orgId, role: created.role }, expiresAt: epochMs(effectiveExpiresAt) },
         },
       ],
     }));
+    return made.created;
+  };
   listOrgTokens = (orgId: string) => creds.listOrgTokens(this.#db, orgId);
-  revokeOrgToken = (orgId: string, id: string) =>
-    afterCommit(this.tokens, this.#db.transaction((tx) => creds.revokeOrgToken(tx, orgId, id)), () => ({ revoked: [id] }));
+  /** Revokes a token and what it made; all stop authenticating here once committed, elsewhere through the revocation follower. */
+  revokeOrgToken = async (orgId: string, id: string): Promise<void> => {
+    await afterCommit(this.tokens, this.#db.transaction((tx) => creds.revokeOrgToken(tx, orgId, id)), (revoked) => ({ revoked }));
+  };
+  /** An owner (or the admin token) makes a token rest on itself; the tokens whose makers changed are looked up again. */
+  reparentOrgToken = async (orgId: string, id: string, to: creds.ReparentTo): Promise<OrgToken> => {
+    const { token } = await afterCommit(this.tokens, this.#db.transaction((tx) => creds.reparentOrgToken(tx, orgId, id, to)), ({ moved }) => ({ forgotten: moved }));
+    return token;
+  };
 
   /** Creates a user's API key; the secret is returned only here. */
   createApiKey = async (userId: string, input: ApiKeyCreate) => {
@@ -76,12 +86,16 @@ export class CredentialRepository {
     return created;
   };
   listApiKeys = (userId: string) => apiKeys.listApiKeys(this.#db, userId);
-  revokeApiKey = (userId: string, id: string) =>
-    afterCommit(this.tokens, memberWrites.revokeApiKey(this.#db, userId, id), () => ({ revoked: [id] }));
+  /** Revokes an API key and what it made (before keys were refused that). */
+  revokeApiKey = async (userId: string, id: string): Promise<void> => {
+    await afterCommit(this.tokens, memberWrites.revokeApiKey(this.#db, userId, id), (revoked) => ({ revoked }));
+  };
 
-  /** Creates a registration key; the secret is returned only here. */
-  createRegistrationKey = (orgId: string, input: RegistrationKeyCreate) =>
-    this.#db.transaction((tx) => creds.createRegistrationKey(tx, orgId, input));
+  /** Creates a registration key made by `maker`, expiring as `terms` say; the secret is returned only here. */
+  createRegistrationKey = (orgId: string, input: RegistrationKeyCreate, maker: Maker, terms: creds.RegistrationKeyTerms) =>
+    this.#db.transaction((tx) => creds.createRegistrationKey(tx, orgId, input, maker, terms));
+  reparentRegistrationKey = (orgId: string, id: string, to: creds.ReparentTo) =>
+    this.#db.transaction((tx) => creds.reparentRegistrationKey(tx, orgId, id, to));
   listRegistrationKeys = (orgId: string) => creds.listRegistrationKeys(this.#db, orgId);
   getRegistrationKey = (orgId: string, id: string) => creds.getRegistrationKey(this.#db, orgId, id);
   deleteRegistrationKey = (orgId: string, id: string) => this.#db.transaction((tx) => creds.deleteRegistrationKey(tx, orgId, id));

@@ -11,12 +11,13 @@ import {
   type MemberRole,
   type TokenRole,
 } from '../../protocol/index.js';
-import { notFound } from '../errors.js';
+import { ApiError, notFound, validationFailed } from '../errors.js';
 import { requireOrg } from './org-write.js';
 import { recordAudit } from '../audit/record.js';
 import { hashSecret, newSecret, sameHash } from './secrets.js';
 import type { IndexedToken } from './token-index.js';
 import type { TokenPrincipal } from '../principal/index.js';
+import { createdByOf, effectiveExpiry, endMadeBy, lockMaker, makersValid, reparent, type Maker, type MakerColumns } from './makers.js';
 
 const iso = (v: unknown): string | null => (v === null || v === undefined ? null : new Date(v as string).toISOString());
 
@@ -28,6 +29,7 @@ function toOrgToken(r: Record<string, unknown>): OrgToken {
     description: r['description'] as string,
     expires_at: iso(r['expires_at']),
     created_at: iso(r['created_at']) ?? '',
+    created_by: createdByOf(r),
   };
 }
 
@@ -41,14 +43,16 @@ function toRegistrationKey(r: Record<string, unknown>): RegistrationKey {
     expires_at: iso(r['expires_at']),
     used: r['used_at'] !== null && r['used_at'] !== undefined,
     created_at: iso(r['created_at']) ?? '',
+    created_by: createdByOf(r),
   };
 }
 
 /**
  * Resolves a bearer secret. One indexed lookup; expired and revoked
  * credentials resolve to nothing, and so does a registration key that can no
- * longer enroll (401 on every route, as when enrolling). `adminHash` is the
- * bootstrap admin token's hash.
+ * longer enroll (401 on every route, as when enrolling), and a token or key
+ * one of whose makers was revoked or expired. `adminHash` is the bootstrap
+ * admin token's hash.
  */
 export async function authenticate(q: Queryable, secret: string, adminHash: string): Promise<TokenPrincipal | undefined> {
   const hash = hashSecret(secret);
@@ -57,7 +61,7 @@ export async function authenticate(q: Queryable, secret: string, adminHash: stri
     const rows = await q.query<{ id: string; org_id: string }>(
       `SELECT k.id, k.org_id FROM registration_keys k JOIN orgs g ON g.id = k.org_id
         WHERE k.secret_hash = $1 AND g.deleted_at IS NULL
-          AND (NOT k.single_use OR k.used_at IS NULL) AND (k.expires_at IS NULL OR k.expires_at > now())`,
+          AND (NOT k.single_use OR k.used_at IS NULL) AND (k.expires_at IS NULL OR k.expires_at > now()) AND ${makersValid('k')}`,
       [hash],
     );
     const row = rows[0];
@@ -66,7 +70,7 @@ export async function authenticate(q: Queryable, secret: string, adminHash: stri
   return (await lookupToken(q, hash))?.principal;
 }
 
-const VALID_TOKEN = 't.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())';
+const VALID_TOKEN = `t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()) AND ${makersValid('t')}`;
 
 type TokenRow = {
   id: string;
@@ -81,8 +85,12 @@ type TokenRow = {
   secret_hash?: string;
 };
 
-/** The columns toIndexed reads, from `tokens t LEFT JOIN users u` (a session's server admin flag). */
-const TOKEN_COLUMNS = 't.id, t.kind, t.org_id, t.device_id, t.role, t.expires_at, t.user_id, t.org_ids, u.server_admin';
+/**
+ * The columns toIndexed reads, from `tokens t LEFT JOIN users u` (a session's
+ * server admin flag); `expires_at` is when it stops authenticating, its
+ * makers' expiries included.
+ */
+const TOKEN_COLUMNS = `t.id, t.kind, t.org_id, t.device_id, t.role, ${effectiveExpiry('t')} AS expires_at, t.user_id, t.org_ids, u.server_admin`;
 const TOKEN_FROM = 'tokens t LEFT JOIN users u ON u.id = t.user_id';
 
 function toPrincipal(row: TokenRow): IndexedToken['principal'] {
@@ -131,17 +139,29 @@ export async function validTokens(q: Queryable, limit: number): Promise<HashedTo
   return rows.map((r) => ({ hash: r.secret_hash, token: toIndexed(r) }));
 }
 
-export async function createOrgToken(q: Queryable, orgId: string, input: OrgTokenCreate): Promise<CreatedOrgToken> {
+/** The maker columns of an INSERT, from $n on: kind, credential, user, chain. */
+const makerValues = (m: MakerColumns): unknown[] => [m.kind, m.credentialId, m.userId, [...m.chain]];
+
+/** An organization token just made, and when it stops authenticating (its makers' expiries included), for the token index. */
+export interface MadeOrgToken {
+  created: CreatedOrgToken;
+  effectiveExpiresAt: string | null;
+}
+
+/** Creates an organization token made by `maker` (recorded with it: the token ends with its maker). */
+export async function createOrgToken(q: Queryable, orgId: string, input: OrgTokenCreate, maker: Maker): Promise<MadeOrgToken> {
   await requireOrg(q, orgId);
+  const made = await lockMaker(q, orgId, maker);
   const token = newSecret(SECRET_PREFIX.orgToken);
   const rows = await q.query(
-    `INSERT INTO tokens (id, secret_hash, kind, org_id, role, description, expires_at)
-     VALUES ($1, $2, 'org', $3, $4, $5, $6) RETURNING *`,
-    [randomUUID(), hashSecret(token), orgId, input.role, input.description ?? '', input.expires_at ?? null],
+    `INSERT INTO tokens AS t (id, secret_hash, kind, org_id, role, description, expires_at, created_by_kind, created_by_credential, created_by_user, maker_chain)
+     VALUES ($1, $2, 'org', $3, $4, $5, $6, $7, $8, $9, $10::uuid[]) RETURNING *, ${effectiveExpiry('t')} AS effective_expires_at`,
+    [randomUUID(), hashSecret(token), orgId, input.role, input.description ?? '', input.expires_at ?? null, ...makerValues(made)],
   );
-  const created = toOrgToken(rows[0] ?? {});
-  await recordAudit(q, { orgId, action: 'create', kind: 'token', objectId: created.id, details: { role: created.role } });
-  return { ...created, token };
+  const row = rows[0] ?? {};
+  const created = toOrgToken(row);
+  await recordAudit(q, { orgId, action: 'create', kind: 'token', objectId: created.id, details: { role: created.role, created_by: created.created_by } });
+  return { created: { ...created, token }, effectiveExpiresAt: iso(row['effective_expires_at']) };
 }
 
 export async function listOrgTokens(q: Queryable, orgId: string): Promise<OrgToken[]> {
@@ -153,14 +173,18 @@ export async function listOrgTokens(q: Queryable, orgId: string): Promise<OrgTok
   return rows.map(toOrgToken);
 }
 
-/** Revokes a token; its open streams end at the next revocation check. */
-export async function revokeOrgToken(q: Queryable, orgId: string, id: string): Promise<void> {
+/**
+ * Revokes a token, and what it made (at any depth); their open streams end
+ * at the next revocation check. Returns every token id revoked.
+ */
+export async function revokeOrgToken(q: Queryable, orgId: string, id: string): Promise<string[]> {
   const rows = await q.query(
     `UPDATE tokens SET revoked_at = now() WHERE id = $1 AND org_id = $2 AND kind = 'org' AND revoked_at IS NULL RETURNING id`,
     [id, orgId],
   );
   if (rows.length === 0) throw notFound('token');
   await recordAudit(q, { orgId, action: 'revoke', kind: 'token', objectId: id });
+  return [id, ...(await endMadeBy(q, [id], { kind: 'token', id }))];
 }
 
 /** What changed among the tokens since a cursor's last round (see TokenChangeCursor). */
@@ -180,13 +204,17 @@ export interface TokenChanges {
  * valid now (so a token made on one replica is known to the others).
  */
 export async function tokenChangesSince(q: Queryable, revokedSince: Date, createdSince: Date): Promise<TokenChanges> {
-  // No token matched: one row of nulls besides `now`.
+  // No token matched: one row of nulls besides `now`. A token whose maker expired in the window ended with it
+  // (the revocation of a maker revokes what it made, so those come as revoked).
+  // Each arm of the OR has its index (one bitmap scan each), the makers' one included: `now` must stay now(), not a CTE's.
   const rows = await q.query<{ now: Date; valid: boolean | null } & (TokenRow | { id: null })>(
-    `SELECT n.now, t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > n.now) AS valid, t.secret_hash, ${TOKEN_COLUMNS}
+    `SELECT n.now, t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > n.now) AND ${makersValid('t')} AS valid,
+            t.secret_hash, ${TOKEN_COLUMNS}
        FROM (SELECT now() AS now) n
        LEFT JOIN (${TOKEN_FROM})
          ON t.revoked_at >= $1 OR (t.expires_at >= $1 AND t.expires_at <= n.now)
-         OR (t.created_at >= $2 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > n.now))`,
+         OR (t.created_at >= $2 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > n.now))
+         OR (t.maker_chain <> '{}' AND t.maker_chain && (SELECT coalesce(array_agg(e.id), '{}') FROM tokens e WHERE e.expires_at >= $1 AND e.expires_at <= now()))`,
     [revokedSince.toISOString(), createdSince.toISOString()],
   );
   const now = rows[0]?.now ? new Date(rows[0].now) : new Date();
@@ -199,13 +227,49 @@ export async function tokenChangesSince(q: Queryable, revokedSince: Date, create
   return changes;
 }
 
-export async function createRegistrationKey(q: Queryable, orgId: string, input: RegistrationKeyCreate): Promise<CreatedRegistrationKey> {
+/** How long registration keys live (`--registration-key-ttl`, `--registration-key-max-ttl`), seconds; a maximum of 0: none. */
+export interface RegistrationKeyTerms {
+  readonly ttlSeconds: number;
+  readonly maxTtlSeconds: number;
+}
+
+/**
+ * When a key created now expires: `expires_at` as asked (a past time makes
+ * a key that never enrolls, as before), else the default TTL; never past
+ * the maximum, and never "never" while there is one (400).
+ */
+function registrationKeyExpiry(asked: string | null | undefined, terms: RegistrationKeyTerms, now: number): string | null {
+  const max = terms.maxTtlSeconds > 0 ? now + terms.maxTtlSeconds * 1000 : undefined;
+  if (asked === undefined) {
+    if (terms.ttlSeconds <= 0) return max === undefined ? null : new Date(max).toISOString();
+    const at = now + terms.ttlSeconds * 1000;
+    return new Date(max === undefined ? at : Math.min(at, max)).toISOString();
+  }
+  if (asked === null) {
+    if (max !== undefined) throw validationFailed('/expires_at', `a time at most ${terms.maxTtlSeconds} seconds from now (this server sets a maximum: no key lives for ever)`);
+    return null;
+  }
+  const at = Date.parse(asked);
+  if (max !== undefined && at > max) throw validationFailed('/expires_at', `at most ${terms.maxTtlSeconds} seconds from now`);
+  return new Date(at).toISOString();
+}
+
+/** Creates a registration key made by `maker` (it ends with its maker), expiring as `terms` say. */
+export async function createRegistrationKey(
+  q: Queryable,
+  orgId: string,
+  input: RegistrationKeyCreate,
+  maker: Maker,
+  terms: RegistrationKeyTerms,
+): Promise<CreatedRegistrationKey> {
+  const expiresAt = registrationKeyExpiry(input.expires_at, terms, Date.now());
   await requireOrg(q, orgId);
+  const made = await lockMaker(q, orgId, maker);
   const key = newSecret(SECRET_PREFIX.registrationKey);
   const rows = await q.query(
-    `INSERT INTO registration_keys (id, secret_hash, org_id, description, single_use, expires_at, ephemeral)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-    [randomUUID(), hashSecret(key), orgId, input.description ?? '', input.single_use ?? false, input.expires_at ?? null, input.ephemeral ?? false],
+    `INSERT INTO registration_keys (id, secret_hash, org_id, description, single_use, expires_at, ephemeral, created_by_kind, created_by_credential, created_by_user, maker_chain)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[]) RETURNING *`,
+    [randomUUID(), hashSecret(key), orgId, input.description ?? '', input.single_use ?? false, expiresAt, input.ephemeral ?? false, ...makerValues(made)],
   );
   const created = toRegistrationKey(rows[0] ?? {});
   await recordAudit(q, {
@@ -213,7 +277,7 @@ export async function createRegistrationKey(q: Queryable, orgId: string, input: 
     action: 'create',
     kind: 'registration_key',
     objectId: created.id,
-    details: { single_use: created.single_use, ephemeral: created.ephemeral },
+    details: { single_use: created.single_use, ephemeral: created.ephemeral, expires_at: created.expires_at, created_by: created.created_by },
   });
   return { ...created, key };
 }
@@ -233,4 +297,31 @@ export async function deleteRegistrationKey(q: Queryable, orgId: string, id: str
   const rows = await q.query('DELETE FROM registration_keys WHERE id = $1 AND org_id = $2 RETURNING id', [id, orgId]);
   if (rows.length === 0) throw notFound('registration key');
   await recordAudit(q, { orgId, action: 'delete', kind: 'registration_key', objectId: id });
+}
+
+/** The caller an owner re-parents to: itself (a user), or the admin token. */
+export type ReparentTo = Extract<Maker, { kind: 'admin' | 'user' }>;
+
+/**
+ * Makes an organization token rest on `to` instead of what made it (and
+ * what it made with it). Returns the token and the tokens whose makers
+ * changed.
+ */
+export async function reparentOrgToken(q: Queryable, orgId: string, id: string, to: ReparentTo): Promise<{ token: OrgToken; moved: string[] }> {
+  await requireOrg(q, orgId);
+  const { before, moved } = await reparent(q, 'tokens', orgId, id, to);
+  const rows = await q.query('SELECT * FROM tokens WHERE id = $1', [id]);
+  const token = toOrgToken(rows[0] ?? {});
+  await recordAudit(q, { orgId, action: 'update', kind: 'token', objectId: id, details: { fields: ['created_by'], from: before, to: token.created_by } });
+  return { token, moved };
+}
+
+/** Makes a registration key rest on `to` instead of what made it. */
+export async function reparentRegistrationKey(q: Queryable, orgId: string, id: string, to: ReparentTo): Promise<RegistrationKey> {
+  await requireOrg(q, orgId);
+  const { before } = await reparent(q, 'registration_keys', orgId, id, to);
+  const key = await getRegistrationKey(q, orgId, id);
+  if (!key) throw new ApiError('internal', 'a re-parented registration key vanished in its own transaction');
+  await recordAudit(q, { orgId, action: 'update', kind: 'registration_key', objectId: id, details: { fields: ['created_by'], from: before, to: key.created_by } });
+  return key;
 }

@@ -21,6 +21,7 @@ import { changedFields, sameJson } from './same-json.js';
 import { effectiveStatus, statusColumns, statusesOf, type StatusRow } from './device-status.js';
 import { releaseTunnelIp, takeTunnelIp } from './tunnel-ips.js';
 import { hashSecret, newSecret } from './secrets.js';
+import { makersValid } from './makers.js';
 import { checkNewApprovals, nextApprovedCidrs } from './route-approval.js';
 
 const KIND = 'device' as const;
@@ -86,10 +87,10 @@ export async function createDevice(
       let ephemeral = false;
       if (registrationKeyId !== undefined) {
         const used = await w.tx.query<{ ephemeral: boolean }>(
-          `UPDATE registration_keys SET used_at = COALESCE(used_at, now())
-            WHERE id = $1 AND org_id = $2 AND (NOT single_use OR used_at IS NULL)
-              AND (expires_at IS NULL OR expires_at > now())
-            RETURNING ephemeral`,
+          `UPDATE registration_keys k SET used_at = COALESCE(k.used_at, now())
+            WHERE k.id = $1 AND k.org_id = $2 AND (NOT k.single_use OR k.used_at IS NULL)
+              AND (k.expires_at IS NULL OR k.expires_at > now()) AND ${makersValid('k')}
+            RETURNING k.ephemeral`,
           [registrationKeyId, orgId],
         );
         const key = used[0];

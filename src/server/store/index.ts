@@ -12,3 +12,6 @@ export { Logins, type SessionTerms } from './logins.js';
 export { isBootstrapAdmin, type BootstrapAdmins, type LoginIdentity } from './users.js';
 export type { BrowserLoginData, DeviceLoginData } from './pending-logins.js';
 export { acceptInvitations, type InvitedUser } from './invitations.js';
+export type { Maker } from './makers.js';
+export type { ReparentTo, RegistrationKeyTerms } from './credentials.js';
+export type { OrganizationCreator } from './organizations.js';

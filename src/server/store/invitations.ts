@@ -5,14 +5,19 @@ import {
   MAX_INVITATION_TTL_SECONDS,
   MAX_OPEN_INVITATIONS,
   MEMBER_ROLES,
+  SECRET_PREFIX,
+  type CreatedInvitation,
   type Invitation,
   type InvitationCreate,
+  type Member,
   type MemberRole,
 } from '../../protocol/index.js';
 import type { Actor } from '../principal/index.js';
 import { recordAudit } from '../audit/index.js';
 import { ApiError, notFound, validationFailed } from '../errors.js';
 import { requireOrg } from './org-write.js';
+import { toMember } from './members.js';
+import { hashSecret, newSecret } from './secrets.js';
 
 const iso = (v: unknown): string => new Date(v as string).toISOString();
 
@@ -44,24 +49,66 @@ function expiryOf(input: InvitationCreate, now: number): Date {
 }
 
 /**
- * Invites by email or subject (exactly one). At most MAX_OPEN_INVITATIONS
- * open ones per organization: past it, 409 `conflict` (the count and the
- * insert are one statement; concurrent creates may pass the bound by their
- * number, never more).
+ * Invites by email or subject, or (neither) whoever presents the returned
+ * token (shown once; stored hashed). At most MAX_OPEN_INVITATIONS open ones
+ * per organization: past it, 409 `conflict` (the count and the insert are
+ * one statement; concurrent creates may pass the bound by their number,
+ * never more).
  */
-export async function createInvitation(q: Queryable, orgId: string, input: InvitationCreate, createdBy: string): Promise<Invitation> {
-  if ((input.email === undefined) === (input.subject === undefined)) throw validationFailed('/', 'exactly one of email and subject');
+export async function createInvitation(q: Queryable, orgId: string, input: InvitationCreate, createdBy: string): Promise<CreatedInvitation> {
+  if (input.email !== undefined && input.subject !== undefined) throw validationFailed('/', 'at most one of email and subject');
   const expiresAt = expiryOf(input, Date.now());
   await requireOrg(q, orgId);
+  const token = input.email === undefined && input.subject === undefined ? newSecret(SECRET_PREFIX.invitation) : undefined;
   const rows = await q.query(
-    `INSERT INTO invitations (id, org_id, email, subject, role, created_by, expires_at)
-     SELECT $1, $2, $3, $4, $5, $6, $7 WHERE (SELECT count(*) FROM invitations WHERE org_id = $2 AND ${OPEN}) < $8
+    `INSERT INTO invitations (id, org_id, email, subject, role, created_by, expires_at, secret_hash)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $9 WHERE (SELECT count(*) FROM invitations WHERE org_id = $2 AND ${OPEN}) < $8
      RETURNING *`,
-    [randomUUID(), orgId, input.email ?? null, input.subject ?? null, input.role, createdBy, expiresAt.toISOString(), MAX_OPEN_INVITATIONS],
+    [
+      randomUUID(),
+      orgId,
+      input.email ?? null,
+      input.subject ?? null,
+      input.role,
+      createdBy,
+      expiresAt.toISOString(),
+      MAX_OPEN_INVITATIONS,
+      token === undefined ? null : hashSecret(token),
+    ],
   );
   const row = rows[0];
   if (!row) throw new ApiError('conflict', `the organization has ${MAX_OPEN_INVITATIONS} open invitations; revoke some first`, { limit: MAX_OPEN_INVITATIONS });
-  return toInvitation(row);
+  return token === undefined ? toInvitation(row) : { ...toInvitation(row), token };
+}
+
+/**
+ * A signed-in user accepts the open invitation whose token this is, in one
+ * statement: it becomes a member with the invitation's role (keeping a
+ * higher one it has). The invitation is used once. 404 when no open
+ * invitation has this token (unknown, used, revoked or expired).
+ */
+export async function acceptInvitationToken(q: Queryable, token: string, userId: string): Promise<{ invitation: Invitation; member: Member }> {
+  const rows = await q.query<{ invitation: Record<string, unknown>; member: Record<string, unknown> | null }>(
+    `WITH accepted AS (
+       UPDATE invitations i SET accepted_at = now(), accepted_by = $2
+        WHERE i.secret_hash = $1 AND i.accepted_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > now()
+          AND EXISTS (SELECT 1 FROM orgs g WHERE g.id = i.org_id AND g.deleted_at IS NULL)
+        RETURNING i.*),
+     joined AS (
+       INSERT INTO memberships (org_id, user_id, role) SELECT org_id, $2, role FROM accepted
+       ON CONFLICT (org_id, user_id) DO UPDATE
+         SET role = CASE WHEN ${RANK('excluded.role')} > ${RANK('memberships.role')} THEN excluded.role ELSE memberships.role END
+       RETURNING org_id, user_id, role, created_at)
+     SELECT row_to_json(a) AS invitation,
+            (SELECT row_to_json(m) FROM (SELECT j.*, u.email, u.name FROM joined j JOIN users u ON u.id = j.user_id) m) AS member
+       FROM accepted a`,
+    [hashSecret(token), userId],
+  );
+  const row = rows[0];
+  if (!row?.member) throw notFound('invitation');
+  const invitation = toInvitation(row.invitation);
+  await recordAudit(q, { orgId: invitation.organization_id, action: 'update', kind: 'invitation', objectId: invitation.id, details: { accepted_by: userId, role: invitation.role } });
+  return { invitation, member: toMember(row.member) };
 }
 
 /** Open invitations (not accepted, revoked or expired), oldest first. At most MAX_OPEN_INVITATIONS. */

@@ -7,6 +7,7 @@ import * as sessions from './sessions.js';
 import { hashSecret } from './secrets.js';
 import type { TokenIndex } from './token-index.js';
 import { afterCommit } from './token-index-change.js';
+import { endMadeBy } from './makers.js';
 import { getUser, upsertUser, type BootstrapAdmins, type LoginIdentity } from './users.js';
 
 /** How a login's session is made. */
@@ -52,7 +53,9 @@ export class Logins {
       if (isNew) await recordAudit(tx, { orgId: null, action: 'create', kind: 'user', objectId: user.id, actor });
       await recordAudit(tx, { orgId: null, action: 'create', kind: 'session', objectId: created.session.id, actor, details: { description: terms.description } });
       for (const id of created.revoked) await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'session', objectId: id, actor, details: { reason: 'session_limit' } });
-      return { user, invitationsAccepted, ...created };
+      const made: string[] = [];
+      for (const id of created.revoked) made.push(...(await endMadeBy(tx, [id], { kind: 'session', id }, actor)));
+      return { user, invitationsAccepted, ...created, revoked: [...created.revoked, ...made] };
     });
     const done = await afterCommit(this.tokens, signIn, (d) => ({
       revoked: d.revoked,
@@ -83,13 +86,14 @@ export class Logins {
     return afterCommit(this.tokens, refresh, (session) => ({ extended: session ? [{ tokenId: id, expiresAt: Date.parse(session.expires_at) }] : [] }));
   }
 
-  /** Revokes a session; its streams and tunnels end through the revocation follower. */
-  revokeSession(userId: string, id: string): Promise<void> {
+  /** Revokes a session and what it made; their streams and tunnels end through the revocation follower. */
+  async revokeSession(userId: string, id: string): Promise<void> {
     const revoke = this.db.transaction(async (tx) => {
       await sessions.revokeSession(tx, userId, id);
       await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'session', objectId: id, details: { user_id: userId } });
+      return [id, ...(await endMadeBy(tx, [id], { kind: 'session', id }))];
     });
-    return afterCommit(this.tokens, revoke, () => ({ revoked: [id] }));
+    await afterCommit(this.tokens, revoke, (revoked) => ({ revoked }));
   }
 
   createPendingLogin = <K extends pending.PendingKind>(kind: K, source: string, data: K extends 'browser' ? pending.BrowserLoginData : pending.DeviceLoginData, ttlSeconds: number) =>

@@ -4,6 +4,7 @@ import { recordAudit } from '../audit/record.js';
 import * as apiKeys from './api-keys.js';
 import * as invitations from './invitations.js';
 import * as members from './members.js';
+import { endMadeBy, endMadeByMember } from './makers.js';
 
 /**
  * The writes of members, invitations and API keys, each in one transaction
@@ -11,18 +12,26 @@ import * as members from './members.js';
  * organization's log: their entries have no organization.
  */
 
+/**
+ * Changes a member's role. Demoted to `read`, the member may no longer mint
+ * credentials: what rests on its authority there is revoked with the change
+ * (`revoked`: the token ids).
+ */
 export function setMemberRole(db: Database, orgId: string, userId: string, role: MemberRole, scope: members.MemberChangeScope) {
   return db.transaction(async (tx) => {
     const member = await members.setMemberRole(tx, orgId, userId, role, scope);
     await recordAudit(tx, { orgId, action: 'update', kind: 'member', objectId: userId, details: { role } });
-    return member;
+    const revoked = role === 'read' ? await endMadeByMember(tx, orgId, userId, 'demoted') : [];
+    return { member, revoked };
   });
 }
 
-export function removeMember(db: Database, orgId: string, userId: string, scope: members.MemberChangeScope) {
+/** Removes a member, and what rests on its authority there, in one transaction; returns the token ids revoked. */
+export function removeMember(db: Database, orgId: string, userId: string, scope: members.MemberChangeScope): Promise<string[]> {
   return db.transaction(async (tx) => {
     await members.removeMember(tx, orgId, userId, scope);
     await recordAudit(tx, { orgId, action: 'delete', kind: 'member', objectId: userId });
+    return endMadeByMember(tx, orgId, userId, 'removed');
   });
 }
 
@@ -32,6 +41,11 @@ export function createInvitation(db: Database, orgId: string, input: InvitationC
     await recordAudit(tx, { orgId, action: 'create', kind: 'invitation', objectId: created.id, details: { role: created.role } });
     return created;
   });
+}
+
+/** A signed-in user claims an invitation by its token (404 when no open one has it). */
+export function acceptInvitationToken(db: Database, token: string, userId: string) {
+  return db.transaction(async (tx) => (await invitations.acceptInvitationToken(tx, token, userId)).member);
 }
 
 export function revokeInvitation(db: Database, orgId: string, id: string, scope: { owners: boolean }) {
@@ -49,9 +63,11 @@ export function createApiKey(db: Database, userId: string, input: ApiKeyCreate) 
   });
 }
 
-export function revokeApiKey(db: Database, userId: string, id: string) {
+/** Revokes an API key and what it made (keys made credentials before they were refused that); returns every token id revoked. */
+export function revokeApiKey(db: Database, userId: string, id: string): Promise<string[]> {
   return db.transaction(async (tx) => {
     await apiKeys.revokeApiKey(tx, userId, id);
     await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'api_key', objectId: id });
+    return [id, ...(await endMadeBy(tx, [id], { kind: 'api_key', id }))];
   });
 }

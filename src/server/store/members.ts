@@ -5,7 +5,8 @@ import { requireOrg } from './org-write.js';
 
 const iso = (v: unknown): string => new Date(v as string).toISOString();
 
-function toMember(r: Record<string, unknown>): Member {
+/** A membership row (with the user's email and name) as the wire shows it. */
+export function toMember(r: Record<string, unknown>): Member {
   return {
     user_id: r['user_id'] as string,
     organization_id: r['org_id'] as string,

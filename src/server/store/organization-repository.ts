@@ -20,8 +20,8 @@ export class OrganizationRepository {
     this.#db = db;
   }
 
-  /** `ownerUserId`: a user creating it becomes its owner. */
-  create = (input: OrganizationCreate, ownerUserId?: string) => orgs.createOrganization(this.#db, input, ownerUserId);
+  /** A user creating it becomes its owner (default: the admin token); see createOrganization for the owners and the owner invitation. */
+  create = (input: OrganizationCreate, creator: orgs.OrganizationCreator = { admin: true }) => orgs.createOrganization(this.#db, input, creator);
   get = (id: string) => orgs.getOrganization(this.#db, id);
   /** Every organization, or only `only` when given. */
   list = (only?: string) => orgs.listOrganizations(this.#db, only);

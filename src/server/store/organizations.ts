@@ -4,6 +4,7 @@ import type { SignalBus } from '../bus/index.js';
 import {
   DEFAULT_NETWORK,
   ipv4Pool,
+  type CreatedOrganization,
   type Network,
   type Organization,
   type OrganizationCreate,
@@ -13,6 +14,7 @@ import { ApiError, notFound, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject } from './objects.js';
 import { writeInOrg } from './org-write.js';
 import { addOwner } from './members.js';
+import { createInvitation } from './invitations.js';
 import { checkNetworkRoutes } from './route-approval.js';
 import { changedFields, sameJson } from './same-json.js';
 import { recordAudit } from '../audit/record.js';
@@ -23,8 +25,18 @@ function checkNetwork(network: Network): void {
   if (!ipv4Pool(network.ipv4_cidr)) throw validationFailed('/network/ipv4_cidr', 'an IPv4 CIDR with prefix /8../30');
 }
 
-/** `ownerUserId`: the user creating it, its first owner (in the same transaction). */
-export async function createOrganization(db: Database, input: OrganizationCreate, ownerUserId?: string): Promise<Organization> {
+/** Who creates an organization: a user (its first owner) or the admin token. */
+export type OrganizationCreator = { readonly userId: string } | { readonly admin: true };
+
+/**
+ * Creates an organization with its owners, in one transaction
+ * (docs/protocol.md "Members and roles"): the creating user, the existing
+ * user `owner_user_id`, an owner invitation to `owner_email`; and when the
+ * admin token names no owner, an owner invitation claimed by its token
+ * (returned once), so that every organization has an owner or one invited.
+ */
+export async function createOrganization(db: Database, input: OrganizationCreate, creator: OrganizationCreator): Promise<CreatedOrganization> {
+  if (input.owner_user_id !== undefined && input.owner_email !== undefined) throw validationFailed('/owner_email', 'owner_user_id or owner_email, not both');
   const id = randomUUID();
   const now = new Date().toISOString();
   const network: Network = { ...DEFAULT_NETWORK, ...input.network };
@@ -43,9 +55,24 @@ export async function createOrganization(db: Database, input: OrganizationCreate
       updated_at: now,
     };
     await insertObject(tx, id, KIND, org);
-    await recordAudit(tx, { orgId: id, action: 'create', kind: KIND, objectId: id, revision: 1 });
-    if (ownerUserId !== undefined) await addOwner(tx, id, ownerUserId);
-    return org;
+    if ('userId' in creator) await addOwner(tx, id, creator.userId);
+    if (input.owner_user_id !== undefined) {
+      const user = await tx.query('SELECT 1 FROM users WHERE id = $1', [input.owner_user_id]);
+      if (user.length === 0) throw validationFailed('/owner_user_id', 'the id of an existing user');
+      await addOwner(tx, id, input.owner_user_id);
+    }
+    const invite = input.owner_email !== undefined || (!('userId' in creator) && input.owner_user_id === undefined);
+    const createdBy = 'userId' in creator ? `user:${creator.userId}` : 'admin';
+    const invitation = invite
+      ? await createInvitation(tx, id, input.owner_email === undefined ? { role: 'owner' } : { email: input.owner_email, role: 'owner' }, createdBy)
+      : undefined;
+    // Its owners are part of the creation: one entry names them (the invitation's later acceptance or revocation has its own).
+    const owners = {
+      ...(input.owner_user_id === undefined ? {} : { owner_user_id: input.owner_user_id }),
+      ...(invitation === undefined ? {} : { owner_invitation_id: invitation.id }),
+    };
+    await recordAudit(tx, { orgId: id, action: 'create', kind: KIND, objectId: id, revision: 1, ...(Object.keys(owners).length > 0 ? { details: owners } : {}) });
+    return invitation === undefined ? org : { ...org, owner_invitation: invitation };
   });
 }
 

@@ -60,7 +60,7 @@ export class Store {
     this.devices = new DeviceRepository(db, bus, this.tokens, staleAfterSeconds);
     this.securityGroups = new SecurityGroupRepository(db, bus);
     this.credentials = new CredentialRepository(db, this.tokens);
-    this.members = new MemberRepository(db);
+    this.members = new MemberRepository(db, this.tokens);
     this.changes = new ChangeLog(db);
     this.convergence = new ConvergenceRepository(db, staleAfterSeconds);
     this.audit = new AuditRepository(db);

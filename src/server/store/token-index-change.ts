@@ -16,6 +16,8 @@ export interface TokenIndexChange {
   readonly shortened?: readonly { readonly tokenId: string; readonly expiresAt: number }[] | undefined;
   /** Sessions whose idle end the write moved later. */
   readonly extended?: readonly { readonly tokenId: string; readonly expiresAt: number }[] | undefined;
+  /** Tokens whose makers the write changed: dropped from the index, looked up again at their next use. */
+  readonly forgotten?: readonly string[] | undefined;
   /** Tokens the write created, valid from its commit. */
   readonly added?: readonly { readonly hash: string; readonly token: IndexedToken }[] | undefined;
 }

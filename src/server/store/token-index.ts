@@ -77,6 +77,7 @@ export class TokenIndex {
    */
   apply(change: TokenIndexChange): void {
     if (change.revoked !== undefined) this.revoke(change.revoked);
+    if (change.forgotten !== undefined) this.revoke(change.forgotten);
     if (change.deviceDeleted !== undefined) this.revokeDevice(change.deviceDeleted);
     if (change.orgDeleted !== undefined) this.revokeOrg(change.orgDeleted);
     for (const s of change.shortened ?? []) this.expireBy(s.tokenId, s.expiresAt);

@@ -125,6 +125,25 @@ const DRIVERS: Readonly<Record<string, (w: World) => Driver>> = {
     },
     expect: { action: 'revoke', kind: 'token' },
   }),
+  [`POST ${ROUTES.tokenReparent}`]: (w) => ({
+    call: async (s) => {
+      const t = await s.ok<{ id: string }>(201, 'POST', paths.tokens(w.org), { body: { role: 'read' } });
+      return s.call('POST', paths.tokenReparent(w.org, t.id), { token: s.admin });
+    },
+    expect: { action: 'update', kind: 'token' },
+  }),
+  [`POST ${ROUTES.registrationKeyReparent}`]: (w) => ({
+    call: async (s) => s.call('POST', paths.registrationKeyReparent(w.org, (await s.createRegKey(w.org)).id), { token: s.admin }),
+    expect: { action: 'update', kind: 'registration_key' },
+  }),
+  [`POST ${ROUTES.acceptInvitation}`]: (w) => ({
+    call: async (s) => {
+      const inv = await s.ok<{ token: string }>(201, 'POST', paths.invitations(w.org), { body: { role: 'read' } });
+      const other = await userWithSession(s, (await s.createOrg()).id, 'read');
+      return s.call('POST', paths.acceptInvitation(), { token: other.session, body: { token: inv.token } });
+    },
+    expect: { action: 'update', kind: 'invitation' },
+  }),
   [`POST ${ROUTES.registrationKeys}`]: (w) => ({
     call: (s) => s.call('POST', paths.registrationKeys(w.org), { token: s.admin, body: {} }),
     expect: { action: 'create', kind: 'registration_key' },

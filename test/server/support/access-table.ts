@@ -5,6 +5,7 @@ const template = (route: string): string => route.replace(/:(\w+)/g, '{$1}');
 
 function grantText(grant: Grant): string {
   if (grant === true) return 'yes';
+  if ('noApiKey' in grant) return 'yes ³';
   return 'ownDevice' in grant ? 'own device' : grant.methods.map((m) => `\`${m}\``).join(', ');
 }
 

@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { HEADERS, ROUTES } from '../../../src/protocol/index.js';
 
 /** One HTTP/1.1 response as read off a raw socket. */
@@ -39,12 +40,14 @@ export class RawConnection {
     );
   }
 
-  static open(url: string, opts: { localAddress?: string } = {}): Promise<RawConnection> {
+  /** `tls`: over TLS, trusting `ca` (resolves once the handshake is done). */
+  static open(url: string, opts: { localAddress?: string; tls?: { ca: string } } = {}): Promise<RawConnection> {
     const u = new URL(url);
     return new Promise((resolve, reject) => {
-      const socket = connect({ host: u.hostname, port: Number(u.port), ...(opts.localAddress ? { localAddress: opts.localAddress } : {}) });
+      const where = { host: u.hostname, port: Number(u.port), ...(opts.localAddress ? { localAddress: opts.localAddress } : {}) };
+      const socket = opts.tls ? tlsConnect({ ...where, ca: opts.tls.ca }) : connect(where);
       socket.once('error', reject);
-      socket.once('connect', () => {
+      socket.once(opts.tls ? 'secureConnect' : 'connect', () => {
         socket.off('error', reject);
         resolve(new RawConnection(socket));
       });

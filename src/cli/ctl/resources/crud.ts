@@ -21,6 +21,10 @@ export interface CrudSpec<T extends { id: string }> {
   listFlags?: readonly FlagUse[];
   /** Flags that set fields on create and update (besides --data). */
   fieldFlags: readonly FlagUse[];
+  /** Flags that set fields on create only. */
+  createFlags?: readonly FlagUse[];
+  /** Said to people (on stderr) after the created object was printed, e.g. a secret shown once. */
+  afterCreate?: (ctx: CtlContext, created: T) => void;
   /** The fields those flags set; undefined ones are left out. */
   fields(ctx: CtlContext, verb: 'create' | 'update'): Promise<Record<string, unknown>>;
   list(ctx: CtlContext): Promise<T[]>;
@@ -89,11 +93,13 @@ export function crudCommands<T extends { id: string }>(spec: CrudSpec<T>): Comma
       name: 'create',
       summary: spec.summaries.create,
       ...(spec.writeDetails === undefined ? {} : { details: spec.writeDetails }),
-      flags: [...org, ...spec.fieldFlags, 'data', 'output'],
+      flags: [...org, ...spec.fieldFlags, ...(spec.createFlags ?? []), 'data', 'output'],
       examples: spec.examples.create,
       async run(ctx, args) {
         noExtraArgs(args, 0);
-        ctx.out.object(await spec.create(ctx, await body(ctx, spec, 'create')));
+        const created = await spec.create(ctx, await body(ctx, spec, 'create'));
+        ctx.out.object(created);
+        spec.afterCreate?.(ctx, created);
       },
     },
     {

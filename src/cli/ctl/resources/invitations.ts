@@ -5,10 +5,11 @@ import { defined, intFlag, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId } from '../names.js';
 import type { Column } from '../output.js';
 import { roleFlag, roleHelp } from './member-role-flag.js';
+import { shownOnce } from './shown-once.js';
 
 const invitationColumns: ReadonlyArray<Column<Invitation>> = [
   { header: 'ID', value: (i) => i.id },
-  { header: 'INVITEE', value: (i) => i.email ?? `subject:${i.subject ?? ''}` },
+  { header: 'INVITEE', value: (i) => i.email ?? (i.subject === null ? '(token)' : `subject:${i.subject}`) },
   { header: 'ROLE', value: (i) => i.role },
   { header: 'EXPIRES', value: (i) => i.expires_at },
   { header: 'BY', value: (i) => i.created_by },
@@ -22,19 +23,36 @@ export const invitationsGroup: CommandGroup = {
     {
       kind: 'remote',
       name: 'create',
-      summary: 'invite a user by email or subject',
+      summary: 'invite a user by email or subject, or (neither) whoever presents the printed token',
       flags: ['org', 'email', 'subject', roleHelp, 'expires-in', 'expires-at', 'output'],
-      examples: ['fleetplane ctl invitations create --email dana@example.com --role admin --org acme'],
+      examples: [
+        'fleetplane ctl invitations create --email dana@example.com --role admin --org acme',
+        'fleetplane ctl invitations create --role owner --org acme -o json | jq -r .token',
+      ],
       async run(ctx, args) {
         noExtraArgs(args, 0);
         const email = ctx.flags.string('email');
         const subject = ctx.flags.string('subject');
-        if ((email === undefined) === (subject === undefined)) throw new UsageError('give exactly one of --email and --subject');
+        if (email !== undefined && subject !== undefined) throw new UsageError('give at most one of --email and --subject');
         const body = {
           ...defined({ email, subject, expires_at: ctx.flags.string('expires-at'), expires_in: intFlag('expires-in', ctx.flags.string('expires-in')) }),
           role: roleFlag(ctx),
         };
-        ctx.out.object(await ctx.client.members.invite((await ctx.org()).id, body, { signal: ctx.signal }));
+        const created = await ctx.client.members.invite((await ctx.org()).id, body, { signal: ctx.signal });
+        ctx.out.object(created);
+        if (created.token !== undefined) shownOnce(ctx, 'invitation token (the invitee accepts it with: fleetplane ctl invitations accept TOKEN)');
+      },
+    },
+    {
+      kind: 'remote',
+      name: 'accept',
+      args: '<token>',
+      summary: 'accept an invitation by its token, as the user signed in (fleetplane ctl login)',
+      flags: ['output'],
+      examples: ['fleetplane ctl invitations accept fpi_...'],
+      async run(ctx, args) {
+        noExtraArgs(args, 1);
+        ctx.out.object(await ctx.client.members.acceptInvitation(requireArg(args[0], '<token>'), { signal: ctx.signal }));
       },
     },
     {

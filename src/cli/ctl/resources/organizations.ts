@@ -1,8 +1,9 @@
-import type { Organization, OrganizationCreate, OrganizationPatch } from '../../../client/index.js';
+import type { CreatedOrganization, Organization, OrganizationCreate, OrganizationPatch } from '../../../client/index.js';
 import type { CommandGroup } from '../command-spec.js';
 import { defined } from '../flag-values.js';
 import { resolveOrganization } from '../names.js';
 import { crudCommands, type CrudSpec } from './crud.js';
+import { shownOnce } from './shown-once.js';
 
 const organizations: CrudSpec<Organization> = {
   noun: 'organization',
@@ -24,7 +25,19 @@ const organizations: CrudSpec<Organization> = {
     { name: 'name', help: 'organization name (unique; what --org takes)' },
     { name: 'description', help: 'description' },
   ],
-  fields: async (ctx) => defined({ name: ctx.flags.string('name'), description: ctx.flags.string('description') }),
+  createFlags: ['owner-email', 'owner-user-id'],
+  fields: async (ctx, verb) =>
+    defined({
+      name: ctx.flags.string('name'),
+      description: ctx.flags.string('description'),
+      ...(verb === 'create' ? { owner_email: ctx.flags.string('owner-email'), owner_user_id: ctx.flags.string('owner-user-id') } : {}),
+    }),
+  afterCreate: (ctx, created) => {
+    const invitation = 'owner_invitation' in created ? (created as CreatedOrganization).owner_invitation : undefined;
+    if (invitation?.token !== undefined) {
+      shownOnce(ctx, 'owner invitation token (give it to the owner: fleetplane ctl invitations accept TOKEN, signed in)');
+    }
+  },
   list: async (ctx) => (await ctx.client.organizations.list({ signal: ctx.signal })).items,
   resolve: async (ctx, ref) => (await resolveOrganization(ctx.client, ref, ctx.signal)).id,
   get: (ctx, id) => ctx.client.organizations.get(id, { signal: ctx.signal }),
@@ -34,14 +47,18 @@ const organizations: CrudSpec<Organization> = {
   summaries: {
     list: 'list the organizations the token can see',
     get: 'show one organization',
-    create: 'create an organization',
+    create: 'create an organization, with its owner or an owner invitation (admin token: its token is printed once)',
     update: 'change an organization (name, description, network via --data)',
     delete: 'delete an organization without devices or security groups (admin token only)',
   },
   examples: {
     list: ['fleetplane ctl orgs list', 'fleetplane ctl orgs list -o yaml'],
     get: ['fleetplane ctl orgs get acme'],
-    create: ['fleetplane ctl orgs create --name acme --description "ACME production"', `fleetplane ctl orgs create --name lab --data '{"network":{"ipv4_cidr":"10.99.0.0/16"}}'`],
+    create: [
+      'fleetplane ctl orgs create --name acme --description "ACME production"',
+      'fleetplane ctl orgs create --name acme --owner-email dana@example.com',
+      `fleetplane ctl orgs create --name lab --data '{"network":{"ipv4_cidr":"10.99.0.0/16"}}'`,
+    ],
     update: [`fleetplane ctl orgs update acme --data '{"network":{"mtu":1380}}'`, 'fleetplane ctl orgs update acme --name acme-prod --if-match 12'],
     delete: ['fleetplane ctl orgs delete lab'],
   },

@@ -5,6 +5,7 @@ import { dataFlag, defined, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId } from '../names.js';
 import type { Column } from '../output.js';
 import { shownOnce } from './shown-once.js';
+import { madeBy } from './made-by.js';
 
 const columns: ReadonlyArray<Column<RegistrationKey>> = [
   { header: 'ID', value: (k) => k.id },
@@ -13,6 +14,7 @@ const columns: ReadonlyArray<Column<RegistrationKey>> = [
   { header: 'EPHEMERAL', value: (k) => k.ephemeral },
   { header: 'EXPIRES', value: (k) => k.expires_at ?? 'never' },
   { header: 'CREATED', value: (k) => k.created_at, wide: true },
+  { header: 'MADE BY', value: (k) => madeBy(k.created_by), wide: true },
   { header: 'DESCRIPTION', value: (k) => k.description },
 ];
 
@@ -36,7 +38,15 @@ export const registrationKeysGroup: CommandGroup = {
       kind: 'remote',
       name: 'create',
       summary: 'create a registration key; the key is printed this once',
-      flags: ['org', 'single-use', 'ephemeral', 'description', 'expires-at', 'data', 'output'],
+      flags: [
+        'org',
+        'single-use',
+        'ephemeral',
+        'description',
+        { name: 'expires-at', help: "RFC 3339 expiry (default: the server's --registration-key-ttl from now, 1 hour unless set; at most its --registration-key-max-ttl)" },
+        'data',
+        'output',
+      ],
       examples: [
         'fleetplane ctl registration-keys create --org acme --description "rack 4"',
         'fleetplane ctl registration-keys create --org acme --ephemeral --description "CI runners"',
@@ -54,8 +64,27 @@ export const registrationKeysGroup: CommandGroup = {
             expires_at: f.string('expires-at'),
           }),
         };
-        ctx.out.object(await ctx.client.registrationKeys.create((await ctx.org()).id, body, { signal: ctx.signal }));
+        const created = await ctx.client.registrationKeys.create((await ctx.org()).id, body, { signal: ctx.signal });
+        ctx.out.object(created);
         shownOnce(ctx, 'registration key');
+        if (ctx.out.forPeople) ctx.stderr.write(`note: the key expires at ${created.expires_at ?? 'never'}\n`);
+      },
+    },
+    {
+      kind: 'remote',
+      name: 'reparent',
+      args: '<key>',
+      summary: 'make a registration key rest on you (an owner) instead of the credential that made it',
+      details: '<key>: its id, or its description when no other key has it. A key ends with what made it (a session, an organization token): an owner keeps one by re-parenting it.',
+      flags: ['org', 'output'],
+      examples: ['fleetplane ctl registration-keys reparent "rack 4" --org acme'],
+      async run(ctx, args) {
+        noExtraArgs(args, 1);
+        const ref = requireArg(args[0], '<key>');
+        const org = await ctx.org();
+        const list = () => ctx.client.registrationKeys.list(org.id, { signal: ctx.signal });
+        const id = await resolveId(ref, list, (k) => [k.description], 'registration key', ` in organization ${orgLabel(org)}`);
+        ctx.out.object(await ctx.client.registrationKeys.reparent(org.id, id, { signal: ctx.signal }));
       },
     },
     {

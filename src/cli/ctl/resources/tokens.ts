@@ -7,12 +7,14 @@ import { dataFlag, defined, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId } from '../names.js';
 import type { Column } from '../output.js';
 import { shownOnce } from './shown-once.js';
+import { madeBy } from './made-by.js';
 
 const columns: ReadonlyArray<Column<OrgToken>> = [
   { header: 'ID', value: (t) => t.id },
   { header: 'ROLE', value: (t) => t.role },
   { header: 'EXPIRES', value: (t) => t.expires_at ?? 'never' },
   { header: 'CREATED', value: (t) => t.created_at },
+  { header: 'MADE BY', value: (t) => madeBy(t.created_by), wide: true },
   { header: 'DESCRIPTION', value: (t) => t.description },
 ];
 
@@ -53,10 +55,27 @@ export const tokensGroup: CommandGroup = {
     },
     {
       kind: 'remote',
+      name: 'reparent',
+      args: '<token>',
+      summary: 'make a token rest on you (an owner) instead of the credential that made it, so it outlives that credential',
+      details: '<token>: its id, or its description when no other token has it. A token ends with what made it (a session, an organization token): an owner keeps one by re-parenting it; it then lasts while the owner stays a member.',
+      flags: ['org', 'output'],
+      examples: ['fleetplane ctl tokens reparent ci --org acme'],
+      async run(ctx, args) {
+        noExtraArgs(args, 1);
+        const ref = requireArg(args[0], '<token>');
+        const org = await ctx.org();
+        const list = () => ctx.client.tokens.list(org.id, { signal: ctx.signal });
+        const id = await resolveId(ref, list, (t) => [t.description], 'token', ` in organization ${orgLabel(org)}`);
+        ctx.out.object(await ctx.client.tokens.reparent(org.id, id, { signal: ctx.signal }));
+      },
+    },
+    {
+      kind: 'remote',
       name: 'delete',
       aliases: ['revoke'],
       args: '<token>',
-      summary: 'revoke a token (its watch streams end within seconds)',
+      summary: 'revoke a token and what it made (their watch streams end within seconds)',
       details: '<token>: its id, or its description when no other token has it.',
       flags: ['org', 'output'],
       examples: ['fleetplane ctl tokens delete ci --org acme'],

@@ -3,6 +3,7 @@ import {
   CreatedRegistrationKey,
   OrgIdParams,
   OrgParams,
+  OrgToken,
   OrgTokenCreate,
   OrgTokenList,
   RegistrationKey,
@@ -10,13 +11,40 @@ import {
   RegistrationKeyList,
   ROUTES,
 } from '../../../protocol/index.js';
+import type { FastifyRequest } from 'fastify';
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
+import type { Maker, ReparentTo } from '../../store/index.js';
 import { empty, errors as errorResponses, json } from '../route-responses.js';
 
 const errors = errorResponses([400, 401, 403, 404]);
 const withBody = errorResponses([400, 401, 403, 404, 413]);
+const reparentErrors = errorResponses([400, 401, 403, 404], { 403: 'Only an owner (or the admin token) re-parents, and not with a personal API key' });
+
+/**
+ * What a credential created by this request is made by (docs/protocol.md
+ * "Credentials and what made them"). The access table already refused
+ * personal API keys; a server admin's session mints as itself, not as a
+ * member.
+ */
+async function makerOf(ctx: ServerContext, req: FastifyRequest): Promise<Maker> {
+  const p = await ctx.access.principalOf(req);
+  if (p.type === 'admin') return { kind: 'admin' };
+  if (p.type === 'org') return { kind: 'token', credentialId: p.tokenId };
+  if (p.type === 'user' && p.credential === 'session') {
+    return { kind: 'session', credentialId: p.tokenId, userId: p.userId, asMember: ctx.access.kindOfRequest(req) !== 'admin' };
+  }
+  throw new ApiError('forbidden', 'this credential may not create organization tokens or registration keys');
+}
+
+/** Whom a re-parented credential rests on: the admin token, or the owner (a user's session) asking. */
+async function reparentTarget(ctx: ServerContext, req: FastifyRequest): Promise<ReparentTo> {
+  const p = await ctx.access.principalOf(req);
+  if (p.type === 'admin') return { kind: 'admin' };
+  if (p.type === 'user' && p.credential === 'session') return { kind: 'user', userId: p.userId };
+  throw new ApiError('forbidden', 'only an owner (with a session) or the admin token may re-parent a credential');
+}
 
 /** Tokens and registration keys: organization admins only, secrets shown once. */
 export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
@@ -34,7 +62,7 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      return reply.status(201).send(await ctx.store.credentials.createOrgToken(req.params.org, req.body));
+      return reply.status(201).send(await ctx.store.credentials.createOrgToken(req.params.org, req.body, await makerOf(ctx, req)));
     },
   );
   app.get(
@@ -68,6 +96,19 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       return reply.status(204).send(null);
     },
   );
+  app.post(
+    ROUTES.tokenReparent,
+    {
+      schema: {
+        tags: ['tokens'],
+        operationId: 'reparentOrgToken',
+        summary: 'Make a token rest on the calling owner (or the admin token) instead of the credential that made it',
+        params: OrgIdParams,
+        response: { 200: json('The token, with its new maker.', OrgToken), ...reparentErrors },
+      },
+    },
+    async (req) => ctx.store.credentials.reparentOrgToken(req.params.org, req.params.id, await reparentTarget(ctx, req)),
+  );
 
   app.post(
     ROUTES.registrationKeys,
@@ -82,8 +123,22 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       },
     },
     async (req, reply) => {
-      return reply.status(201).send(await ctx.store.credentials.createRegistrationKey(req.params.org, req.body));
+      const terms = { ttlSeconds: ctx.settings.registrationKeyTtl, maxTtlSeconds: ctx.settings.registrationKeyMaxTtl };
+      return reply.status(201).send(await ctx.store.credentials.createRegistrationKey(req.params.org, req.body, await makerOf(ctx, req), terms));
     },
+  );
+  app.post(
+    ROUTES.registrationKeyReparent,
+    {
+      schema: {
+        tags: ['registration keys'],
+        operationId: 'reparentRegistrationKey',
+        summary: 'Make a registration key rest on the calling owner (or the admin token) instead of the credential that made it',
+        params: OrgIdParams,
+        response: { 200: json('The key, with its new maker.', RegistrationKey), ...reparentErrors },
+      },
+    },
+    async (req) => ctx.store.credentials.reparentRegistrationKey(req.params.org, req.params.id, await reparentTarget(ctx, req)),
   );
   app.get(
     ROUTES.registrationKeys,

@@ -1,5 +1,6 @@
 import {
-  Invitation,
+  CreatedInvitation,
+  InvitationAccept,
   InvitationCreate,
   InvitationList,
   Member,
@@ -87,11 +88,11 @@ export function registerMemberRoutes(app: App, ctx: ServerContext): void {
       schema: {
         tags,
         operationId: 'createInvitation',
-        summary: 'Invite a user by email or subject (accepted at its next login)',
+        summary: 'Invite a user by email or subject (accepted at its next login), or whoever presents the returned token',
         params: OrgParams,
         body: InvitationCreate,
         response: {
-          201: json('The invitation.', Invitation),
+          201: json('The invitation; one with neither email nor subject carries its token, shown once.', CreatedInvitation),
           ...errorResponses([400, 401, 403, 404, 409, 413], {
             403: 'Only an owner (or the admin token) may invite an owner',
             409: 'The organization has as many open invitations as it may (MAX_OPEN_INVITATIONS)',
@@ -103,6 +104,27 @@ export function registerMemberRoutes(app: App, ctx: ServerContext): void {
       if (req.body.role === 'owner' && !ownersScope(req).owners) throw new ApiError('forbidden', 'only an owner may invite an owner');
       const created = await ctx.store.members.createInvitation(req.params.org, req.body, await inviterOf(ctx, req));
       return reply.status(201).send(created);
+    },
+  );
+
+  app.post(
+    ROUTES.acceptInvitation,
+    {
+      schema: {
+        tags,
+        operationId: 'acceptInvitation',
+        summary: "Accept an invitation by its token: the caller (a user's session) becomes a member with its role",
+        body: InvitationAccept,
+        response: {
+          200: json('The membership.', Member),
+          ...errorResponses([400, 401, 403, 404, 413], { 403: "Only a user's session accepts an invitation", 404: 'No open invitation has this token (unknown, used, revoked or expired)' }),
+        },
+      },
+    },
+    async (req) => {
+      const p = await ctx.access.principalOf(req);
+      if (p.type !== 'user' || p.credential !== 'session') throw new ApiError('forbidden', "only a user's session accepts an invitation");
+      return ctx.store.members.acceptInvitation(req.body.token, p.userId);
     },
   );
 

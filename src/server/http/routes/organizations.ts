@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import {
+  CreatedOrganization,
   Organization,
   OrganizationCreate,
   OrganizationList,
@@ -44,10 +45,10 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
       schema: {
         tags,
         operationId: 'createOrganization',
-        summary: 'Create an organization (admin)',
+        summary: 'Create an organization (admin), with its first owner or an owner invitation',
         body: OrganizationCreate,
         response: {
-          201: json('The organization created.', Organization, RESPONSE_HEADERS.etag),
+          201: json('The organization created, and the owner invitation made with it (its token shown once).', CreatedOrganization, RESPONSE_HEADERS.etag),
           ...errors([400, 401, 403, 409, 413], { 409: 'A network route overlaps the tunnel pool or is a default route' }),
         },
       },
@@ -55,7 +56,7 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
     async (req, reply) => {
       const p = await ctx.access.principalOf(req);
       // A user creating an organization (a server admin's session) becomes its first owner.
-      const org = await ctx.store.organizations.create(req.body, p.type === 'user' ? p.userId : undefined);
+      const org = await ctx.store.organizations.create(req.body, p.type === 'user' ? { userId: p.userId } : { admin: true });
       return reply.status(201).send(withEtag(reply, org));
     },
   );
