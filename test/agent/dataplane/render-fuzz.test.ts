@@ -16,7 +16,7 @@ const nftUsable = toolsUsable('nft -c -f / nft -f in a network namespace', ['ip'
 const wgUsable = toolsUsable('wg-quick strip | wg setconf on a wireguard-go interface', ['ip', 'wg', 'wg-quick', 'wireguard-go']);
 const bench = new ToolBench(process.pid.toString(36));
 /** Each run that renders starts the tools a few times: enough runs to find a way through, few enough for 2 cores. */
-const RUNS = 80;
+const RUNS = 40;
 
 beforeAll(async () => {
   if (nftUsable || wgUsable) await bench.start(wgUsable);
