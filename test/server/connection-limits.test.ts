@@ -9,6 +9,7 @@
  * so the per-source case uses 127.0.0.1 and 127.0.0.2 as two sources.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { metricSum } from './support/server-metric.js';
 import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,24 +22,14 @@ import { RawConnection, codeOf, requestHead } from './support/raw-connection.js'
 import { requireBinary, which } from '../support/binaries.js';
 import { issueServerCert, makeTestCa } from '../support/test-ca.js';
 
-async function metric(server: FleetServer, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const m = server.ctx.metrics.registry.getSingleMetric(name);
-  if (!m) throw new Error(`metric ${name} is not registered`);
-  let sum = 0;
-  for (const v of (await m.get()).values) {
-    const l = v.labels as Record<string, string | number | undefined>;
-    if (Object.entries(labels).every(([k, want]) => String(l[k]) === want)) sum += v.value;
-  }
-  return sum;
-}
 
 /** Polls until the server counts `n` open connections (it counts a close when its socket's close event runs). */
 async function openCount(server: FleetServer, n: number): Promise<void> {
   for (let i = 0; i < 2_000; i++) {
-    if ((await metric(server, 'fleetplane_connections_open')) === n) return;
+    if ((await metricSum(server, 'fleetplane_connections_open')) === n) return;
     await new Promise((r) => setTimeout(r, 10));
   }
-  throw new Error(`the server never counted ${n} open connections (it counts ${await metric(server, 'fleetplane_connections_open')})`);
+  throw new Error(`the server never counted ${n} open connections (it counts ${await metricSum(server, 'fleetplane_connections_open')})`);
 }
 
 /** What a connection past a limit gets without sending anything: 503 `too_many_connections` with Retry-After, then the close. */
@@ -94,14 +85,14 @@ describe('--max-connections (PGlite)', () => {
       const over = await RawConnection.open(url);
       held.push(over);
       await expectRefused(over);
-      expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'total' })).toBe(1);
+      expect(await metricSum(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'total' })).toBe(1);
       // The ones already held are served as before.
       expect(held.slice(0, MAX).every((c) => !c.isClosed)).toBe(true);
 
       held.splice(0, 2).forEach((c) => c.destroy());
       await openCount(server, MAX - 2);
       await holdServing(server, held, url, 2);
-      expect(await metric(server, 'fleetplane_connections_refused_total')).toBe(1);
+      expect(await metricSum(server, 'fleetplane_connections_refused_total')).toBe(1);
     } finally {
       for (const c of held) c.destroy();
     }
@@ -124,7 +115,7 @@ describe('--max-connections (PGlite)', () => {
       const overApi = await RawConnection.open(url);
       held.push(overApi);
       await expectRefused(overApi);
-      expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'private', reason: 'total' })).toBe(1);
+      expect(await metricSum(server, 'fleetplane_connections_refused_total', { listener: 'private', reason: 'total' })).toBe(1);
     } finally {
       for (const c of held) c.destroy();
     }
@@ -153,7 +144,7 @@ describe('--max-connections-per-source (PGlite)', () => {
       const over = await RawConnection.open(url, { localAddress: '127.0.0.1' });
       held.push(over);
       await expectRefused(over);
-      expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'per_source' })).toBe(1);
+      expect(await metricSum(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'per_source' })).toBe(1);
 
       await holdServing(server, held, url, 1, { localAddress: '127.0.0.2' });
       const other = await RawConnection.open(url, { localAddress: '127.0.0.2' });
@@ -202,7 +193,7 @@ describe.skipIf(!requireBinary('openssl', which('openssl') !== undefined))('--ma
     try {
       await over.closed;
       expect(over.receivedBytes).toBe(0);
-      expect(await metric(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'total' })).toBe(1);
+      expect(await metricSum(server, 'fleetplane_connections_refused_total', { listener: 'api', reason: 'total' })).toBe(1);
     } finally {
       held.destroy();
       over.destroy();
@@ -238,8 +229,8 @@ describe('the total limit and the open-files limit', () => {
     const limit = openFilesLimit();
     const server = await start({ maxConnections: 50_000_000 });
     try {
-      expect(await metric(server, 'fleetplane_connections_limit')).toBe(connectionCeiling(50_000_000, limit));
-      if (limit !== undefined) expect(await metric(server, 'fleetplane_connections_limit')).toBeLessThan(limit);
+      expect(await metricSum(server, 'fleetplane_connections_limit')).toBe(connectionCeiling(50_000_000, limit));
+      if (limit !== undefined) expect(await metricSum(server, 'fleetplane_connections_limit')).toBeLessThan(limit);
     } finally {
       await server.close();
     }

@@ -11,6 +11,7 @@
  * slow clients, the health check and the operator all come from 127.0.0.1.
  */
 import { mkdtempSync } from 'node:fs';
+import { metricSum } from '../support/server-metric.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,16 +35,6 @@ function start(overrides: Partial<Settings>): Promise<FleetServer> {
   return startServer({ logLevel: 'silent', memory: true, host: '127.0.0.1', port: 0, ...overrides }, { listen: true });
 }
 
-async function metric(server: FleetServer, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const m = server.ctx.metrics.registry.getSingleMetric(name);
-  if (!m) throw new Error(`metric ${name} is not registered`);
-  let sum = 0;
-  for (const v of (await m.get()).values) {
-    const l = v.labels as Record<string, string | number | undefined>;
-    if (Object.entries(labels).every(([k, want]) => String(l[k]) === want)) sum += v.value;
-  }
-  return sum;
-}
 
 /** `work` within `ms`, or a rejection naming `what`. */
 async function within<T>(ms: number, what: string, work: () => Promise<T>): Promise<T> {
@@ -75,9 +66,9 @@ async function ask(url: string, head: string, tls?: { ca: string }): Promise<Raw
 async function slowClients(server: FleetServer, n: number, tls?: { ca: string }): Promise<{ clients: RawConnection[]; stop(): void }> {
   const url = server.url ?? '';
   const counted = async (): Promise<number> =>
-    (await metric(server, 'fleetplane_connections_open', { listener: 'api' })) +
-    (await metric(server, 'fleetplane_connections_evicted_total')) +
-    (await metric(server, 'fleetplane_connections_refused_total'));
+    (await metricSum(server, 'fleetplane_connections_open', { listener: 'api' })) +
+    (await metricSum(server, 'fleetplane_connections_evicted_total')) +
+    (await metricSum(server, 'fleetplane_connections_refused_total'));
   const before = await counted();
   const clients: RawConnection[] = [];
   const tricklers: NodeJS.Timeout[] = [];
@@ -157,7 +148,7 @@ describe.each([
     const watch = await openWatch(url, fleet);
     const slow = await slowClients(server, SLOW_CLIENTS);
     try {
-      expect(await metric(server, 'fleetplane_connections_evicted_total', { reason: perSource === 0 ? 'total' : 'per_source' })).toBeGreaterThan(0);
+      expect(await metricSum(server, 'fleetplane_connections_evicted_total', { reason: perSource === 0 ? 'total' : 'per_source' })).toBeGreaterThan(0);
 
       const health = await within(ANSWER_DEADLINE_MS, '/healthz', () => ask(url, requestHead('GET', ROUTES.healthz, { [HEADERS.connection]: 'close' })));
       expect(health.status, health.body).toBe(200);

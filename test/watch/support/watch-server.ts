@@ -1,4 +1,5 @@
 import { startServer, type FleetServer, type Settings } from '../../../src/server/index.js';
+import { metricSum } from '../../server/support/server-metric.js';
 import type { SignalBus } from '../../../src/server/bus/index.js';
 import { createDatabase } from '../../support/postgres-server.js';
 import { Harness, pgAdminUrl, type BackendName } from '../../server/fixtures.js';
@@ -50,15 +51,7 @@ export class WatchServer {
 
   /** Sum of a metric's values (all label sets, or those matching `labels`). */
   async metric(name: string, labels: Record<string, string> = {}): Promise<number> {
-    const m = this.server.ctx.metrics.registry.getSingleMetric(name);
-    if (!m) throw new Error(`metric ${name} is not registered`);
-    const data = await m.get();
-    let sum = 0;
-    for (const v of data.values) {
-      const l = v.labels as Record<string, string | number | undefined>;
-      if (Object.entries(labels).every(([k, want]) => String(l[k]) === want)) sum += v.value;
-    }
-    return sum;
+    return metricSum(this.server, name, labels);
   }
 
   close(): Promise<void> {

@@ -1,6 +1,6 @@
 import type { RegistrationKey } from '../../../client/index.js';
 import type { CommandGroup } from '../command-spec.js';
-import { orgLabel } from '../context.js';
+import { orgLabel, type CtlContext, type OrgRef } from '../context.js';
 import { dataFlag, defined, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId } from '../names.js';
 import type { Column } from '../output.js';
@@ -17,6 +17,15 @@ const columns: ReadonlyArray<Column<RegistrationKey>> = [
   { header: 'MADE BY', value: (k) => madeBy(k.created_by), wide: true },
   { header: 'DESCRIPTION', value: (k) => k.description },
 ];
+
+/** The one `<key>` argument: its organization, as given, and its id (by id, or by a description no other has). */
+async function named(ctx: CtlContext, args: readonly string[]): Promise<{ org: OrgRef; ref: string; id: string }> {
+  noExtraArgs(args, 1);
+  const ref = requireArg(args[0], '<key>');
+  const org = await ctx.org();
+  const list = () => ctx.client.registrationKeys.list(org.id, { signal: ctx.signal });
+  return { org, ref, id: await resolveId(ref, list, (k) => [k.description], 'registration key', ` in organization ${orgLabel(org)}`) };
+}
 
 export const registrationKeysGroup: CommandGroup = {
   name: 'registration-keys',
@@ -79,11 +88,7 @@ export const registrationKeysGroup: CommandGroup = {
       flags: ['org', 'output'],
       examples: ['fleetplane ctl registration-keys reparent "rack 4" --org acme'],
       async run(ctx, args) {
-        noExtraArgs(args, 1);
-        const ref = requireArg(args[0], '<key>');
-        const org = await ctx.org();
-        const list = () => ctx.client.registrationKeys.list(org.id, { signal: ctx.signal });
-        const id = await resolveId(ref, list, (k) => [k.description], 'registration key', ` in organization ${orgLabel(org)}`);
+        const { org, id } = await named(ctx, args);
         ctx.out.object(await ctx.client.registrationKeys.reparent(org.id, id, { signal: ctx.signal }));
       },
     },
@@ -96,11 +101,7 @@ export const registrationKeysGroup: CommandGroup = {
       flags: ['org', 'output'],
       examples: ['fleetplane ctl registration-keys delete "rack 4" --org acme'],
       async run(ctx, args) {
-        noExtraArgs(args, 1);
-        const ref = requireArg(args[0], '<key>');
-        const org = await ctx.org();
-        const list = () => ctx.client.registrationKeys.list(org.id, { signal: ctx.signal });
-        const id = await resolveId(ref, list, (k) => [k.description], 'registration key', ` in organization ${orgLabel(org)}`);
+        const { org, ref, id } = await named(ctx, args);
         await ctx.client.registrationKeys.delete(org.id, id, { signal: ctx.signal });
         ctx.out.done(`deleted registration key ${ref === id ? id : `${ref} (${id})`}`, { id, deleted: true });
       },

@@ -2,7 +2,7 @@ import { TOKEN_ROLES, type TokenRole } from '../../../protocol/index.js';
 import type { OrgToken } from '../../../client/index.js';
 import { UsageError } from '../../exit-codes.js';
 import type { CommandGroup } from '../command-spec.js';
-import { orgLabel } from '../context.js';
+import { orgLabel, type CtlContext, type OrgRef } from '../context.js';
 import { dataFlag, defined, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId } from '../names.js';
 import type { Column } from '../output.js';
@@ -20,6 +20,15 @@ const columns: ReadonlyArray<Column<OrgToken>> = [
 
 function isRole(v: string): v is TokenRole {
   return (TOKEN_ROLES as readonly string[]).includes(v);
+}
+
+/** The one `<token>` argument: its organization, as given, and its id (by id, or by a description no other has). */
+async function named(ctx: CtlContext, args: readonly string[]): Promise<{ org: OrgRef; ref: string; id: string }> {
+  noExtraArgs(args, 1);
+  const ref = requireArg(args[0], '<token>');
+  const org = await ctx.org();
+  const list = () => ctx.client.tokens.list(org.id, { signal: ctx.signal });
+  return { org, ref, id: await resolveId(ref, list, (t) => [t.description], 'token', ` in organization ${orgLabel(org)}`) };
 }
 
 export const tokensGroup: CommandGroup = {
@@ -62,11 +71,7 @@ export const tokensGroup: CommandGroup = {
       flags: ['org', 'output'],
       examples: ['fleetplane ctl tokens reparent ci --org acme'],
       async run(ctx, args) {
-        noExtraArgs(args, 1);
-        const ref = requireArg(args[0], '<token>');
-        const org = await ctx.org();
-        const list = () => ctx.client.tokens.list(org.id, { signal: ctx.signal });
-        const id = await resolveId(ref, list, (t) => [t.description], 'token', ` in organization ${orgLabel(org)}`);
+        const { org, id } = await named(ctx, args);
         ctx.out.object(await ctx.client.tokens.reparent(org.id, id, { signal: ctx.signal }));
       },
     },
@@ -80,11 +85,7 @@ export const tokensGroup: CommandGroup = {
       flags: ['org', 'output'],
       examples: ['fleetplane ctl tokens delete ci --org acme'],
       async run(ctx, args) {
-        noExtraArgs(args, 1);
-        const ref = requireArg(args[0], '<token>');
-        const org = await ctx.org();
-        const list = () => ctx.client.tokens.list(org.id, { signal: ctx.signal });
-        const id = await resolveId(ref, list, (t) => [t.description], 'token', ` in organization ${orgLabel(org)}`);
+        const { org, ref, id } = await named(ctx, args);
         await ctx.client.tokens.delete(org.id, id, { signal: ctx.signal });
         ctx.out.done(`revoked token ${ref === id ? id : `${ref} (${id})`}`, { id, deleted: true });
       },
