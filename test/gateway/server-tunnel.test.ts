@@ -8,7 +8,7 @@ import { TunnelTable } from '../../src/server/gateway/tunnel-table.js';
 import { eventually, silent } from './support.js';
 
 /** A server-side tunnel wired to a raw client socket the test drives by hand. */
-async function pair(wss: WebSocketServer, maxPending = 4, autoPong = true): Promise<{ tunnel: ServerTunnel; agent: WebSocket; requests: TunnelRequest[] }> {
+async function pair(wss: WebSocketServer, maxPending = 4, autoPong = true): Promise<{ tunnel: ServerTunnel; agent: WebSocket; server: WebSocket; requests: TunnelRequest[] }> {
   const accepted = new Promise<WebSocket>((resolve) => wss.once('connection', resolve));
   const agent = new WebSocket(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, { autoPong });
   const requests: TunnelRequest[] = [];
@@ -17,8 +17,9 @@ async function pair(wss: WebSocketServer, maxPending = 4, autoPong = true): Prom
     if (f && 'method' in f) requests.push(f);
   });
   await new Promise((r) => agent.once('open', r));
-  const tunnel = new ServerTunnel(await accepted, { deviceId: 'device-1', orgId: 'org-1', tokenId: 'token-1' }, { maxPending, answerGraceMs: 50, logger: silent });
-  return { tunnel, agent, requests };
+  const server = await accepted;
+  const tunnel = new ServerTunnel(server, { deviceId: 'device-1', orgId: 'org-1', tokenId: 'token-1' }, { maxPending, answerGraceMs: 50, logger: silent });
+  return { tunnel, agent, server, requests };
 }
 
 describe('server tunnel', () => {
@@ -77,12 +78,17 @@ describe('server tunnel', () => {
   });
 
   it('keeps a tunnel whose agent answers WebSocket pings (as WebSocket libraries do by themselves), pinging it every other round', async () => {
-    const { tunnel, agent } = await pair(wss);
+    const { tunnel, agent, server } = await pair(wss);
     let pings = 0;
     agent.on('ping', () => pings++);
-    for (let i = 0; i < 6; i++) {
+    for (let round = 1; round <= 6; round++) {
+      // The tunnel's own pong listener was added first, so once this one fires the tunnel has heard the answer.
+      const heard = round % 2 === 0 ? once(server, 'pong') : undefined;
       tunnel.heartbeat();
-      await new Promise((r) => setTimeout(r, 30));
+      if (heard) {
+        await heard;
+        expect(pings).toBe(round / 2);
+      }
     }
     expect(tunnel.open).toBe(true);
     expect(pings).toBe(3);
