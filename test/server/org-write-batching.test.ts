@@ -56,4 +56,44 @@ describe.each(backends)('writes of one organization that arrive together commit 
         await server.close();
       }
     }));
+
+  it('a pipelined statement that fails fails its write, alone or in a batch: nothing of the write commits, and the error is the statement\'s', () =>
+    runAudited(SYSTEM_SCOPE, async () => {
+      const server = await startTestServer(backend);
+      try {
+        const store = server.ctx.store;
+        const org = await store.organizations.create({ name: 'pipelined' });
+        const head = (await store.securityGroups.create(org.id, { description: 'before' })).revision;
+        const failing = () =>
+          writeInOrg(server.db, store.bus, org.id, async (w) => {
+            await w.revision();
+            void w.pipelined(w.tx.query('UPDATE orgs SET compacted_revision = 7 WHERE id = $1', [org.id]));
+            void w.pipelined(w.tx.query('SELECT 1 / 0'));
+            return 'unreachable';
+          });
+        // Alone.
+        await expect(failing()).rejects.toMatchObject({ code: '22012' });
+        // In a batch with two writes that commit.
+        const [bad, good, again] = await Promise.allSettled([
+          failing(),
+          store.securityGroups.create(org.id, { description: 'kept' }),
+          store.securityGroups.create(org.id, { description: 'kept too' }),
+        ]);
+        expect(bad).toMatchObject({ status: 'rejected', reason: { code: '22012' } });
+        expect(good).toMatchObject({ status: 'fulfilled', value: { revision: head + 1 } });
+        expect(again).toMatchObject({ status: 'fulfilled', value: { revision: head + 2 } });
+        const compacted = async (): Promise<number> =>
+          Number((await server.db.query<{ c: number }>('SELECT compacted_revision AS c FROM orgs WHERE id = $1', [org.id]))[0]?.c);
+        expect(await compacted()).toBe(0);
+        // A pipelined statement's work is committed with its write, and the write resolves after its answer.
+        const set = await writeInOrg(server.db, store.bus, org.id, async (w) => {
+          await w.revision();
+          return w.pipelined(w.tx.query<{ c: number }>('UPDATE orgs SET compacted_revision = 7 WHERE id = $1 RETURNING compacted_revision AS c', [org.id]));
+        });
+        expect(set.map((r) => Number(r.c))).toEqual([7]);
+        expect(await compacted()).toBe(7);
+      } finally {
+        await server.close();
+      }
+    }));
 });

@@ -170,7 +170,7 @@ export async function patchDevice(
   ifMatch?: string,
 ): Promise<Device> {
   try {
-    const device = await writeInOrg(db, bus, orgId, async (w) => {
+    const { device, statuses } = await writeInOrg(db, bus, orgId, async (w) => {
       const current = await lockObject<StoredDevice>(w.tx, orgId, KIND, id);
       checkIfMatch(ifMatch, current.revision);
       const next: StoredDevice = { ...current };
@@ -180,21 +180,23 @@ export async function patchDevice(
         network = (await orgValue(w.tx, orgId)).network;
         next.approved_cidrs = nextApprovedCidrs(current.approved_cidrs, patch.approved_cidrs, patch.advertise_cidrs, network);
       }
-      if (sameJson(next, current)) return current;
+      if (sameJson(next, current)) return { device: current, statuses: undefined };
       const revision = await w.revision();
       if (network !== undefined) await checkNewApprovals(w.tx, orgId, id, network, current.approved_cidrs, next.approved_cidrs, approvalPath(patch));
       if (patch.security_group_id !== undefined && patch.security_group_id !== current.security_group_id) {
         await checkGroup(w, patch.security_group_id);
       }
       const updated = { ...next, revision, updated_at: new Date().toISOString() };
-      await updateObject(w.tx, updated);
       const fields = changedFields(current, next);
       // Approving routes is its own action: it is what reviewers of the log look for.
       const action = fields.includes('approved_cidrs') ? 'approve' : 'update';
-      await recordAudit(w.tx, { orgId, action, kind: KIND, objectId: id, revision, details: { fields } });
-      return updated;
+      // One round trip for the row, its audit entry, the status the answer carries and the signal (a patch is
+      // what an agent's every endpoint change costs, and each round trip wakes the database and us once more).
+      void w.pipelined(updateObject(w.tx, updated));
+      void w.pipelined(recordAudit(w.tx, { orgId, action, kind: KIND, objectId: id, revision, details: { fields } }));
+      return { device: updated, statuses: w.pipelined(statusesOf(w.tx, [id], staleAfterSeconds)) };
     });
-    return withStatus(device, (await statusesOf(db, [id], staleAfterSeconds)).get(id));
+    return withStatus(device, (await (statuses ?? statusesOf(db, [id], staleAfterSeconds))).get(id));
   } catch (err) {
     return uniqueViolation(err);
   }

@@ -15,6 +15,16 @@ export interface OrgWrite {
    * one write, one revision.
    */
   revision(): Promise<number>;
+  /**
+   * Hands over a statement already sent in `tx` whose answer the write
+   * doesn't wait for. Statements sent without waiting in between share one
+   * round trip (the driver pipelines them); the organization's signal goes
+   * out behind them. The transaction (or the write's savepoint) waits for
+   * every one of them before it commits, and fails with the first error.
+   * When the write itself throws, their errors are only the rolled-back
+   * transaction's echo: its own error is the one reported.
+   */
+  pipelined<T>(sent: Promise<T>): Promise<T>;
 }
 
 /** Most writes one transaction of an organization carries. */
@@ -35,11 +45,18 @@ interface OrgQueue {
 
 const queues = new WeakMap<Database, Map<string, OrgQueue>>();
 
-function revisionTaker(tx: Queryable, orgId: string): { write: OrgWrite; taken: () => boolean } {
+function revisionTaker(tx: Queryable, orgId: string): { write: OrgWrite; taken: () => boolean; answered: () => Promise<void> } {
   let taken: number | undefined;
+  const sent: Promise<unknown>[] = [];
   const write: OrgWrite = {
     tx,
     orgId,
+    pipelined(statement) {
+      // Handled here so a write that throws before waiting leaves no unhandled rejection; `answered` reports it.
+      statement.catch(() => undefined);
+      sent.push(statement);
+      return statement;
+    },
     async revision() {
       if (taken !== undefined) return taken;
       const rows = await tx.query<{ head_revision: number }>(
@@ -52,7 +69,14 @@ function revisionTaker(tx: Queryable, orgId: string): { write: OrgWrite; taken: 
       return taken;
     },
   };
-  return { write, taken: () => taken !== undefined };
+  return {
+    write,
+    taken: () => taken !== undefined,
+    answered: async () => {
+      const outcomes = await Promise.allSettled(sent);
+      for (const o of outcomes) if (o.status === 'rejected') throw o.reason;
+    },
+  };
 }
 
 /**
@@ -112,10 +136,16 @@ async function runAlone(db: Database, bus: SignalBus, orgId: string, p: Pending)
   let signalled = false;
   try {
     const result = await db.transaction(async (tx) => {
-      const { write, taken } = revisionTaker(tx, orgId);
+      const { write, taken, answered } = revisionTaker(tx, orgId);
       const out = await p.fn(write);
       took = taken();
-      if (took) signalled = await bus.notifyInTransaction(tx, orgSignal(orgId));
+      // Sent behind the write's pipelined statements, before their answers: the same round trip.
+      const signal = took ? bus.notifyInTransaction(tx, orgSignal(orgId)) : Promise.resolve(false);
+      // A failed write fails the signal's statement too (the transaction is aborted): the write's error is the one.
+      const [writes, sent] = await Promise.allSettled([answered(), signal]);
+      if (writes.status === 'rejected') throw writes.reason;
+      if (sent.status === 'rejected') throw sent.reason;
+      signalled = sent.value;
       return out;
     });
     if (took && !signalled) bus.notify(orgSignal(orgId));
@@ -136,8 +166,9 @@ async function runTogether(db: Database, bus: SignalBus, orgId: string, batch: r
       for (const p of batch) {
         try {
           const value = await tx.savepoint(async (sp) => {
-            const { write, taken } = revisionTaker(sp, orgId);
+            const { write, taken, answered } = revisionTaker(sp, orgId);
             const out = await p.fn(write);
+            await answered();
             if (taken()) took = true;
             return out;
           });

@@ -12,6 +12,12 @@ import type { WatchMetrics } from './watch-metrics.js';
 export class WatchSocket {
   /** When it was last written to (performance.now()); keepalive lines don't count. */
   lastWriteAt = performance.now();
+  /**
+   * While set, the time writes are stamped with instead of reading the
+   * clock: a fan-out's start, which its writes follow by milliseconds,
+   * against the seconds the bookmarks and the kernel guard judge idleness in.
+   */
+  stamp: number | undefined;
   /** When it was last sent a keepalive line; never: -Infinity. */
   #keepAliveAt = Number.NEGATIVE_INFINITY;
   /** Bytes passed to the socket by write(). */
@@ -28,7 +34,7 @@ export class WatchSocket {
   write(bytes: Buffer, isEvent: boolean): void {
     this.socket.write(bytes);
     this.#written += bytes.length;
-    this.lastWriteAt = performance.now();
+    this.lastWriteAt = this.stamp ?? performance.now();
     const written = this.metrics.written;
     written.bytes += bytes.length;
     if (isEvent) written.events++;

@@ -139,8 +139,13 @@ export class Watcher implements FeedListener, GuardedOwnedStream {
     this.#read = transition(this.#read, next);
   }
 
-  onFeed(): void {
-    this.pump();
+  onFeed(now: number): void {
+    this.out.stamp = now;
+    try {
+      this.pump();
+    } finally {
+      this.out.stamp = undefined;
+    }
   }
 
   /** Sends what the watcher is missing; synchronous while it is inside the ring. */
