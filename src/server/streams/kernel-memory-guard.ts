@@ -133,16 +133,21 @@ export class KernelMemoryGuard<W extends GuardedStream> {
   }
 
   /** Past the limit, with streams enough to matter. */
-  private over(): boolean {
+  private over(now?: number): boolean {
     const limit = this.limitPages;
     if (limit === undefined || this.o.watchers.size * this.sendBufferMax < OWN_SHARE * limit * PAGE_BYTES) return false;
-    return this.refresh() > limit;
+    return this.refresh(now) > limit;
   }
 
-  /** May `bytes` more be handed to the kernel for `w`? When not, `w.wake` is called once there is room. */
-  admit(w: W, bytes: number): boolean {
+  /**
+   * May `bytes` more be handed to the kernel for `w`? When not, `w.wake` is
+   * called once there is room. `now` (performance.now()), when the caller
+   * has it: a fan-out passes its start, so the kernel's figures are read
+   * once for the whole of it and what it admits meanwhile counts in full.
+   */
+  admit(w: W, bytes: number, now?: number): boolean {
     if (this.limitPages === undefined) return true;
-    if (!w.drained && !(w.caughtUp && this.cleared.has(w)) && !this.notOurs && this.over()) {
+    if (!w.drained && !(w.caughtUp && this.cleared.has(w)) && !this.notOurs && this.over(now)) {
       this.waiting.add(w);
       return false;
     }

@@ -80,6 +80,10 @@ export class EventRing {
 
   /** Index of the first event with revision > `position` (size if none). */
   indexAfter(position: number): number {
+    // Live watchers are one event behind the head, the fan-out's every call: no search for them.
+    const last = this.count - 1;
+    if (last < 0 || this.at(last).revision <= position) return this.count;
+    if (last === 0 || this.at(last - 1).revision <= position) return last;
     let lo = 0;
     let hi = this.count;
     while (lo < hi) {

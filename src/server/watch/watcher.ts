@@ -24,7 +24,7 @@ export interface WatcherShared {
   /** Called when writing pauses because the socket's buffer is over its limit. */
   onPaused?(): void;
   /** Whether the watcher may hand the kernel more while the host nears TCP memory pressure (KernelMemoryGuard). */
-  kernel?: { admit(w: Watcher, bytes: number): boolean };
+  kernel?: { admit(w: Watcher, bytes: number, now?: number): boolean };
   onClose(w: Watcher): void;
 }
 
@@ -335,7 +335,7 @@ export class Watcher implements FeedListener, GuardedOwnedStream {
 
   /** Whether the kernel guard lets `bytes` more go; when not, the watcher waits for `wake`. */
   private admitted(bytes: number): boolean {
-    if (this.o.kernel?.admit(this, bytes) ?? true) return true;
+    if (this.o.kernel?.admit(this, bytes, this.out.stamp) ?? true) return true;
     this.#setFlow('gated');
     return false;
   }
