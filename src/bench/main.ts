@@ -30,7 +30,7 @@ Scenarios:
 ${names}
 
 Options:
-  --runs N     runs per scenario (default 3; figures are median, min and max over the runs)
+  --runs N     runs per scenario (default 3, fanout 5; figures are median, min and max over the runs)
   --large      add the large sizes (30,000 watchers: needs 'serve --workers 2' and PostgreSQL)
   --out DIR    where result files go (default bench/results)
   --sockets-per-worker N
@@ -62,12 +62,13 @@ const OWN_FLAGS: Record<string, FlagDefinition> = {
   out: { takesValue: true },
 };
 
-function parseArgs(argv: readonly string[]): { opts: BenchOptions; names: string[]; help: boolean; list: boolean } {
+function parseArgs(argv: readonly string[]): { opts: BenchOptions; names: string[]; help: boolean; list: boolean; runsGiven: boolean } {
   const opts: BenchOptions = { runs: 3, large: false, outDir: DEFAULT_OUT, socketsPerWorker: DEFAULT_SOCKETS_PER_WORKER, flags: {} };
   const flags = SCENARIOS.flatMap((s) => s.flags ?? []);
   const grammar: CommandLineGrammar = { flags: { ...Object.fromEntries(flags.map((f) => [f.name.replace(/^--/, ''), { takesValue: true }])), ...OWN_FLAGS } };
   const names: string[] = [];
   let help = false;
+  let runsGiven = false;
   let list = false;
   for (const word of parseCommandLine(argv, grammar)) {
     if (word.kind === 'end') throw new UsageError('unknown option --');
@@ -90,6 +91,7 @@ function parseArgs(argv: readonly string[]): { opts: BenchOptions; names: string
       const n = Number(v);
       if (!Number.isInteger(n) || n < 1 || n > 50) throw new UsageError(`--runs needs an integer from 1 to 50 (got "${v}")`);
       opts.runs = n;
+      runsGiven = true;
     } else if (word.name === 'sockets-per-worker') {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 100 || n > MAX_SOCKETS_PER_WORKER) {
@@ -106,7 +108,7 @@ function parseArgs(argv: readonly string[]): { opts: BenchOptions; names: string
       opts.flags[name] = v ?? '';
     }
   }
-  return { opts, names, help, list };
+  return { opts, names, help, list, runsGiven };
 }
 
 function abortedBy(signal: AbortSignal): Promise<never> {
@@ -146,13 +148,14 @@ async function main(argv: readonly string[]): Promise<number> {
   let failures = 0;
   const benchStart = nowMs();
   for (const scenario of selected) {
+    const opts = parsed.runsGiven || scenario.defaultRuns === undefined ? parsed.opts : { ...parsed.opts, runs: scenario.defaultRuns };
     const limitMs = scenario.timeLimitMs(opts);
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(new Error(`time limit of ${Math.round(limitMs / 1000)} s passed`)), limitMs);
     const started = nowMs();
     const date = new Date().toISOString();
     const loadAverageAtStart = loadAverage();
-    process.stdout.write(`\n=== ${scenario.name}: ${scenario.summary}\n`);
+    process.stdout.write(`\n=== ${scenario.name}: ${scenario.summary}${opts.runs === parsed.opts.runs ? '' : ` (${opts.runs} runs)`}\n`);
     let result: ScenarioResult | undefined;
     let error: string | undefined;
     try {

@@ -69,6 +69,12 @@ export interface Scenario {
   inDefault: boolean;
   /** Options of its own (see ScenarioFlag). */
   flags?: readonly ScenarioFlag[];
+  /**
+   * Runs when `--runs` isn't given, instead of the harness's 3: for a
+   * scenario whose ratios swing with the machine's other load, a median
+   * over more paired runs is the figure that holds.
+   */
+  defaultRuns?: number;
   /** Upper bound on the scenario's run time; it is stopped when it passes. */
   timeLimitMs(opts: BenchOptions): number;
   run(ctx: ScenarioContext): Promise<ScenarioResult>;
