@@ -96,4 +96,25 @@ describe.each(backends)('writes of one organization that arrive together commit 
         await server.close();
       }
     }));
+
+  it('a write batched after its organization\'s delete gets 404, and the delete stands', () =>
+    runAudited(SYSTEM_SCOPE, async () => {
+      const server = await startTestServer(backend);
+      try {
+        const store = server.ctx.store;
+        const org = await store.organizations.create({ name: 'gone' });
+        // The first write runs alone; the two after it arrive meanwhile and share one transaction.
+        const [first, deleted, late] = await Promise.allSettled([
+          writeInOrg(server.db, store.bus, org.id, async (w) => w.tx.query('SELECT pg_sleep(0.05)')),
+          store.organizations.delete(org.id),
+          store.securityGroups.create(org.id, { description: 'too late' }),
+        ]);
+        expect(first).toMatchObject({ status: 'fulfilled' });
+        expect(deleted).toMatchObject({ status: 'fulfilled' });
+        expect(late).toMatchObject({ status: 'rejected', reason: { code: 'not_found' } });
+        expect(await server.db.query('SELECT id FROM objects WHERE org_id = $1 AND kind = $2', [org.id, 'security_group'])).toEqual([]);
+      } finally {
+        await server.close();
+      }
+    }));
 });

@@ -45,7 +45,18 @@ interface OrgQueue {
 
 const queues = new WeakMap<Database, Map<string, OrgQueue>>();
 
-function revisionTaker(tx: Queryable, orgId: string): { write: OrgWrite; taken: () => boolean; answered: () => Promise<void> } {
+/**
+ * The OrgWrite of one write. `head`, when given, is the organization's head
+ * revision as this transaction already holds it (an earlier write of the
+ * same transaction took one and was kept, so the counter row is locked by
+ * it): the revision is then that plus one, and the counter's update is
+ * pipelined instead of waited for.
+ */
+function revisionTaker(
+  tx: Queryable,
+  orgId: string,
+  head?: number,
+): { write: OrgWrite; taken: () => number | undefined; answered: () => Promise<void> } {
   let taken: number | undefined;
   const sent: Promise<unknown>[] = [];
   const write: OrgWrite = {
@@ -59,6 +70,17 @@ function revisionTaker(tx: Queryable, orgId: string): { write: OrgWrite; taken: 
     },
     async revision() {
       if (taken !== undefined) return taken;
+      if (head !== undefined) {
+        const next = head + 1;
+        // A deleted organization (an earlier write of the batch deleted it) fails the write when the answers come.
+        void write.pipelined(
+          tx.query('UPDATE orgs SET head_revision = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING id', [orgId, next]).then((rows) => {
+            if (rows.length === 0) throw notFound('organization');
+          }),
+        );
+        taken = next;
+        return taken;
+      }
       const rows = await tx.query<{ head_revision: number }>(
         'UPDATE orgs SET head_revision = head_revision + 1 WHERE id = $1 AND deleted_at IS NULL RETURNING head_revision',
         [orgId],
@@ -71,7 +93,7 @@ function revisionTaker(tx: Queryable, orgId: string): { write: OrgWrite; taken: 
   };
   return {
     write,
-    taken: () => taken !== undefined,
+    taken: () => taken,
     answered: async () => {
       const outcomes = await Promise.allSettled(sent);
       for (const o of outcomes) if (o.status === 'rejected') throw o.reason;
@@ -138,7 +160,7 @@ async function runAlone(db: Database, bus: SignalBus, orgId: string, p: Pending)
     const result = await db.transaction(async (tx) => {
       const { write, taken, answered } = revisionTaker(tx, orgId);
       const out = await p.fn(write);
-      took = taken();
+      took = taken() !== undefined;
       // Sent behind the write's pipelined statements, before their answers: the same round trip.
       const signal = took ? bus.notifyInTransaction(tx, orgSignal(orgId)) : Promise.resolve(false);
       // A failed write fails the signal's statement too (the transaction is aborted): the write's error is the one.
@@ -163,15 +185,21 @@ async function runTogether(db: Database, bus: SignalBus, orgId: string, batch: r
   let signalled = false;
   try {
     await db.transaction(async (tx) => {
+      // The head as this transaction holds it, once a write took a revision and was kept: the next writes count on
+      // from it without a round trip each (a write undone by its savepoint gives its revision back).
+      let head: number | undefined;
       for (const p of batch) {
         try {
-          const value = await tx.savepoint(async (sp) => {
-            const { write, taken, answered } = revisionTaker(sp, orgId);
+          const { value, revision } = await tx.savepoint(async (sp) => {
+            const { write, taken, answered } = revisionTaker(sp, orgId, head);
             const out = await p.fn(write);
             await answered();
-            if (taken()) took = true;
-            return out;
+            return { value: out, revision: taken() };
           });
+          if (revision !== undefined) {
+            took = true;
+            head = revision;
+          }
           outcomes.push({ ok: true, value });
         } catch (error) {
           outcomes.push({ ok: false, error });
