@@ -6,6 +6,8 @@
 import { hostname as osHostname } from 'node:os';
 import { AGENT_LOCAL_DEFAULT_PORT, isEndpointAddress, STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../protocol/index.js';
 import { parseCommandLine, type CommandLineGrammar } from '../util/command-line.js';
+import { DURATION_EXAMPLES, parseDuration } from '../util/duration.js';
+import { didYouMeanFlag } from '../util/nearest-name.js';
 import { DEFAULT_LISTEN_PORT, isInterfaceName, type DataplaneMode } from './dataplane/index.js';
 
 export type AgentLogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -134,7 +136,9 @@ function fromArgv(argv: readonly string[]): Raw {
     if (word.kind === 'positional') throw new AgentOptionsError(`unexpected argument ${JSON.stringify(word.value)}`);
     if (word.kind === 'end') throw new AgentOptionsError('unknown flag --');
     if (word.kind === 'unknown') {
-      throw new AgentOptionsError(word.raw.startsWith('--') ? `unknown flag ${word.raw}` : `unexpected argument ${JSON.stringify(word.word)}`);
+      throw new AgentOptionsError(
+        word.raw.startsWith('--') ? `unknown flag ${word.raw}${didYouMeanFlag(word.raw, BY_FLAG.keys())}` : `unexpected argument ${JSON.stringify(word.word)}`,
+      );
     }
     const key = BY_FLAG.get(word.name);
     if (!key) throw new AgentOptionsError(`unknown flag ${word.raw}`);
@@ -185,9 +189,9 @@ function port(raw: Raw, key: Key, fallback: number, min: number): number {
 function seconds(raw: Raw, key: Key, fallbackMs: number): number {
   const text = str(raw, key);
   if (text === undefined) return fallbackMs;
-  const n = Number(text);
-  if (text.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 86_400 * 7) {
-    throw new AgentOptionsError(`${where(key)}: expected seconds (> 0), got ${JSON.stringify(text)}`);
+  const n = parseDuration(text);
+  if (n === undefined || n <= 0 || n > 86_400 * 7) {
+    throw new AgentOptionsError(`${where(key)}: expected a duration above 0 and at most 7d (e.g. ${DURATION_EXAMPLES}), got ${JSON.stringify(text)}`);
   }
   return Math.round(n * 1000);
 }

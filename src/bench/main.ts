@@ -11,6 +11,7 @@ import { renderTable, renderTargets, writeResult } from './report.js';
 import type { BenchOptions, ScenarioResult, TargetResult } from './scenario.js';
 import { SCENARIOS } from './scenarios/index.js';
 import { nowMs } from './clock.js';
+import { didYouMeanFlag } from '../util/nearest-name.js';
 import { DEFAULT_SOCKETS_PER_WORKER } from './load/pool.js';
 import { MAX_SOCKETS_PER_WORKER } from './load/messages.js';
 import { stopSeeded } from './measure/seeded-org.js';
@@ -72,7 +73,7 @@ function parseArgs(argv: readonly string[]): { opts: BenchOptions; names: string
   let list = false;
   for (const word of parseCommandLine(argv, grammar)) {
     if (word.kind === 'end') throw new UsageError('unknown option --');
-    if (word.kind === 'unknown') throw new UsageError(`unknown option ${word.word}`);
+    if (word.kind === 'unknown') throw new UsageError(`unknown option ${word.word}${didYouMeanFlag(word.raw, Object.keys(grammar.flags))}`);
     if (word.kind === 'positional') {
       const a = word.value;
       if (a.startsWith('-')) throw new UsageError(`unknown option ${a}`);

@@ -83,6 +83,15 @@ describe('agent flags and environment', () => {
     });
   });
 
+  it('takes durations with units', () => {
+    expect(parseAgentOptions([...base, '--resync-interval', '5m', '--status-interval=1m30s', '--stun-interval', '500ms'], {})).toMatchObject({
+      resyncIntervalMs: 300_000,
+      statusIntervalMs: 90_000,
+      stunIntervalMs: 500,
+    });
+    expect(parseAgentOptions(base, { FLEETPLANE_AGENT_RESYNC_INTERVAL: '1h' }).resyncIntervalMs).toBe(3_600_000);
+  });
+
   it('reads FLEETPLANE_AGENT_* variables, and flags win over them', () => {
     const env = {
       FLEETPLANE_AGENT_SERVER: 'https://env.example',
@@ -112,7 +121,10 @@ describe('agent flags and environment', () => {
 
   it.each([
     [[], /state-dir/],
-    [[...base, '--bogus'], /unknown flag --bogus/],
+    [[...base, '--bogus'], /unknown flag --bogus$/],
+    [[...base, '--stat-dir', '/x'], /unknown flag --stat-dir \(did you mean --state-dir\?\)/],
+    [[...base, '--status-interval', '8d'], /--status-interval: expected a duration above 0 and at most 7d/],
+    [[...base, '--status-interval', 'soon'], /--status-interval: expected a duration/],
     [[...base, 'positional'], /unexpected argument/],
     [[...base, '--org'], /--org needs a value/],
     [[...base, '--ca-file'], /--ca-file needs a value/],

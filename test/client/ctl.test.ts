@@ -249,6 +249,8 @@ describe('fleetplane ctl: help, version, usage errors and exit codes', () => {
     [['orgs', 'list', '--org', 'acme'], 'fleetplane ctl orgs list: flag --org does not apply here (see --help)'],
     [['devices', 'list', '--org'], 'fleetplane ctl devices list: flag --org needs a value (ORG) (see --help)'],
     [['--bogus'], 'fleetplane ctl: unknown flag --bogus (see --help)'],
+    [['devices', 'list', '--sever=http://x'], 'fleetplane ctl devices list: unknown flag --sever (did you mean --server?) (see --help)'],
+    [['invitations', 'create', '--org', 'o', '--expires-in', 'soon'], 'fleetplane ctl invitations create: --expires-in: "soon" is not a duration (e.g. 30, 10m, 1h30m, 7d) (see --help)'],
     [['planets', 'list'], 'fleetplane ctl: unknown command or resource "planets" (see --help)'],
     [['devices', 'fly'], 'fleetplane ctl devices: unknown verb "fly" (one of list, get, create, update, delete, rpc) (see --help)'],
     [['devices'], 'fleetplane ctl devices: missing verb: list, get, create, update, delete, rpc (see --help)'],

@@ -89,6 +89,19 @@ describe('parseSettings', () => {
     expect(makeSettings({}).compactionInterval).toBe(DEFAULT_SETTINGS.compactionInterval);
   });
 
+  it('durations take units on the command line and in the environment', () => {
+    expect(parseSettings(['--stale-after', '10m'], {}).staleAfter).toBe(600);
+    expect(parseSettings(['--shutdown-grace=1m30s'], {}).shutdownGrace).toBe(90);
+    expect(parseSettings([], { FLEETPLANE_TOMBSTONE_RETENTION: '1h' }).tombstoneRetention).toBe(3_600);
+    expect(parseSettings(['--status-flush-interval', '250ms'], {}).statusFlushInterval).toBe(0.25);
+    expect(() => parseSettings(['--stale-after', '10 minutes'], {})).toThrow(/--stale-after: "10 minutes" is not a duration \(e\.g\. 30, 10m/);
+  });
+
+  it('an unknown setting near a known one says which', () => {
+    expect(() => parseSettings(['--stale-aftr', '10'], {})).toThrow('unknown setting --stale-aftr (did you mean --stale-after?)');
+    expect(() => parseSettings(['--colour', 'red'], {})).toThrow(/^unknown setting --colour$/);
+  });
+
   const bad: [string, string[], Record<string, string>, string][] = [
     ['unknown flag', ['--colour', 'red'], {}, '--colour'],
     ['unknown flag with =', ['--bogus=1'], {}, '--bogus'],
@@ -98,7 +111,7 @@ describe('parseSettings', () => {
     ['port not an integer', ['--port', '80.5'], {}, '--port'],
     ['negative retention', ['--tombstone-retention', '-5'], {}, '--tombstone-retention'],
     ['zero retention', ['--tombstone-retention', '0'], {}, '--tombstone-retention'],
-    ['retention with unit', ['--tombstone-retention', '1h'], {}, '--tombstone-retention'],
+    ['retention with an unknown unit', ['--tombstone-retention', '1y'], {}, '--tombstone-retention'],
     ['compaction interval not a number', ['--compaction-interval', 'often'], {}, '--compaction-interval'],
     ['log level not a choice', ['--log-level', 'loud'], {}, '--log-level'],
     ['missing value', ['--port'], {}, '--port'],

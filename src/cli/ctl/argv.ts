@@ -1,4 +1,5 @@
 import { parseCommandLine, type CommandLineGrammar } from '../../util/command-line.js';
+import { didYouMeanFlag } from '../../util/nearest-name.js';
 import { FLAGS, isFlagName, type BooleanFlag, type FlagName, type FlagSpec, type ListFlag, type StringFlag } from './flags.js';
 
 /** One flag as written, in command-line order (rule flags depend on it: `--from` belongs to the `--allow` before it). */
@@ -38,7 +39,7 @@ export function parseArgv(argv: readonly string[]): ParsedArgv {
   const out: ParsedArgv = { positionals: [], occurrences: [], problems: [] };
   for (const word of parseCommandLine(argv, GRAMMAR)) {
     if (word.kind === 'positional') out.positionals.push(word.value);
-    else if (word.kind === 'unknown') out.problems.push(`unknown flag ${word.raw}`);
+    else if (word.kind === 'unknown') out.problems.push(`unknown flag ${word.raw}${didYouMeanFlag(word.raw, Object.keys(FLAGS))}`);
     else if (word.kind === 'flag' && isFlagName(word.name)) take(out, word.name, word.raw, word.value);
   }
   return out;

@@ -1,12 +1,16 @@
+import { DURATION_EXAMPLES, parseDuration } from '../../util/duration.js';
 import { UsageError } from '../exit-codes.js';
 
-const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3_600, d: 86_400, w: 604_800 };
-
-/** `7d`, `12h`, `30m`, `90s`, `2w` or plain seconds, as whole seconds; a UsageError naming `flag` otherwise. */
+/** A duration (util/duration.ts: `7d`, `1h30m`, plain seconds) as whole seconds; a UsageError naming `flag` otherwise. */
 export function durationSeconds(flag: string, text: string): number {
-  const m = /^(\d+(?:\.\d+)?)([smhdw]?)$/.exec(text.trim());
-  if (!m) throw new UsageError(`--${flag}: "${text}" is not a duration (e.g. 7d, 12h, 30m, or seconds)`);
-  return Math.ceil(Number(m[1]) * (UNIT_SECONDS[m[2] || 's'] ?? 1));
+  const seconds = parseDuration(text);
+  if (seconds === undefined) throw new UsageError(`--${flag}: "${text}" is not a duration (e.g. ${DURATION_EXAMPLES})`);
+  return Math.ceil(seconds);
+}
+
+/** `durationSeconds` of a flag that may be absent. */
+export function optionalDuration(flag: string, text: string | undefined): number | undefined {
+  return text === undefined ? undefined : durationSeconds(flag, text);
 }
 
 /**

@@ -1,7 +1,8 @@
 import { RPC_WAIT_MAX_S } from '../../protocol/index.js';
 import { UsageError } from '../exit-codes.js';
 import type { RemoteCommand } from './command-spec.js';
-import { intFlag, jsonObjectFlag, noExtraArgs, requireArg } from './flag-values.js';
+import { optionalDuration } from './duration.js';
+import { jsonObjectFlag, noExtraArgs, requireArg } from './flag-values.js';
 import { resolveDevice } from './resources/device-ref.js';
 
 /** `devices rpc <device> <method> [--params JSON] [--wait S]`: prints the agent's result as JSON. */
@@ -23,7 +24,7 @@ export const rpcCommand: RemoteCommand = {
     const method = requireArg(args[1], '<method> (e.g. ping, status, force-sync)');
     const paramsText = ctx.flags.string('params');
     const params = paramsText === undefined ? {} : jsonObjectFlag('params', paramsText);
-    const wait = intFlag('wait', ctx.flags.string('wait'));
+    const wait = optionalDuration('wait', ctx.flags.string('wait'));
     if (wait !== undefined && wait > RPC_WAIT_MAX_S) throw new UsageError(`--wait can be at most ${RPC_WAIT_MAX_S} seconds`);
     const org = await ctx.org();
     const id = await resolveDevice(ctx, ref);

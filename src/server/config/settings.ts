@@ -1,4 +1,6 @@
 import { parseCommandLine, type CommandLineGrammar } from '../../util/command-line.js';
+import { DURATION_EXAMPLES, parseDuration } from '../../util/duration.js';
+import { didYouMeanFlag } from '../../util/nearest-name.js';
 // Leaf modules only: `serve` reads its settings and binds its port before it loads the rest of the server.
 import { DEFAULT_POOL_SIZE, EMBEDDED_POOL_SIZE } from '../db/pool-sizes.js';
 import { STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../../protocol/stun.js';
@@ -6,7 +8,8 @@ import { STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../../protocol/stun.js
 /**
  * Every setting of `fleetplane serve`. Each is a flag and (where named) an
  * environment variable; flags win over the environment, which wins over the
- * default. Durations are in seconds on the command line and here.
+ * default. Durations are in seconds here; the command line and the environment
+ * also take units (`10m`, `1h`, `7d`: util/duration.ts).
  */
 export interface Settings {
   host: string;
@@ -319,6 +322,10 @@ function convert(spec: SettingSpec, raw: string, source: string): string | numbe
     const unit = (m[2] ?? 'b').toLowerCase()[0];
     const mult = unit === 'k' ? 1024 : unit === 'm' ? 1024 ** 2 : unit === 'g' ? 1024 ** 3 : 1;
     n = Math.floor(Number(m[1]) * mult);
+  } else if (spec.kind === 'seconds') {
+    const seconds = parseDuration(raw);
+    if (seconds === undefined) throw new SettingsError(`invalid ${where}: "${raw}" is not a duration (e.g. ${DURATION_EXAMPLES})`);
+    n = seconds;
   } else {
     if (!/^\d+(\.\d+)?$/.test(raw.trim())) throw new SettingsError(`invalid ${where}: "${raw}" is not a number`);
     n = Number(raw);
@@ -350,7 +357,7 @@ export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv = 
     if (word.kind === 'positional') throw new SettingsError(`unexpected argument "${word.value}"`);
     if (word.kind === 'end') throw new SettingsError('unknown setting --');
     if (word.kind === 'unknown') {
-      throw new SettingsError(word.raw.startsWith('--') ? `unknown setting ${word.raw}` : `unexpected argument "${word.word}"`);
+      throw new SettingsError(word.raw.startsWith('--') ? `unknown setting ${word.raw}${didYouMeanFlag(word.raw, BY_FLAG.keys())}` : `unexpected argument "${word.word}"`);
     }
     const spec = BY_FLAG.get(word.name);
     if (!spec) throw new SettingsError(`unknown setting ${word.raw}`);

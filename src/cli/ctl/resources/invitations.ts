@@ -1,7 +1,8 @@
 import type { Invitation } from '../../../protocol/index.js';
 import { UsageError } from '../../exit-codes.js';
 import type { CommandGroup } from '../command-spec.js';
-import { defined, intFlag, noExtraArgs, requireArg } from '../flag-values.js';
+import { optionalDuration } from '../duration.js';
+import { defined, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId } from '../names.js';
 import type { Column } from '../output.js';
 import { roleFlag, roleHelp } from './member-role-flag.js';
@@ -35,7 +36,7 @@ export const invitationsGroup: CommandGroup = {
         const subject = ctx.flags.string('subject');
         if (email !== undefined && subject !== undefined) throw new UsageError('give at most one of --email and --subject');
         const body = {
-          ...defined({ email, subject, expires_at: ctx.flags.string('expires-at'), expires_in: intFlag('expires-in', ctx.flags.string('expires-in')) }),
+          ...defined({ email, subject, expires_at: ctx.flags.string('expires-at'), expires_in: optionalDuration('expires-in', ctx.flags.string('expires-in')) }),
           role: roleFlag(ctx),
         };
         const created = await ctx.client.members.invite((await ctx.org()).id, body, { signal: ctx.signal });
