@@ -10,7 +10,36 @@ export function packageVersion(): string {
   return typeof version === 'string' ? version : 'unknown';
 }
 
-/** What `--version` prints. */
+/**
+ * The commit the installed tree was checked out at, from the `.git` beside
+ * its package.json (a clone, as the README's quick start makes): HEAD, or
+ * the branch it names, loose or packed. Undefined without one (a package
+ * installed from a registry), or when it can't be read.
+ */
+export function sourceCommit(): string | undefined {
+  const git = new URL('../../.git/', import.meta.url);
+  const read = (path: string): string | undefined => {
+    try {
+      return readFileSync(new URL(path, git), 'utf8');
+    } catch {
+      return undefined;
+    }
+  };
+  const head = read('HEAD')?.trim();
+  if (head === undefined) return undefined;
+  const ref = /^ref: (refs\/[^\s]+)$/.exec(head)?.[1];
+  if (ref === undefined) return /^[0-9a-f]{40}$/.test(head) ? head : undefined;
+  const loose = read(ref)?.trim();
+  if (loose !== undefined && /^[0-9a-f]{40}$/.test(loose)) return loose;
+  const packed = read('packed-refs')
+    ?.split('\n')
+    .find((line) => line.endsWith(` ${ref}`));
+  const hash = packed?.slice(0, 40);
+  return hash !== undefined && /^[0-9a-f]{40}$/.test(hash) ? hash : undefined;
+}
+
+/** What `--version` prints: the package's version, and the commit when the tree is a clone. */
 export function versionLine(): string {
-  return `fleetplane ${packageVersion()}\n`;
+  const commit = sourceCommit();
+  return `fleetplane ${packageVersion()}${commit === undefined ? '' : ` (commit ${commit.slice(0, 12)})`}\n`;
 }

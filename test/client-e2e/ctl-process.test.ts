@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { FleetplaneClient, type CreatedOrgToken, type CreatedRegistrationKey, type Device, type Organization } from '../../src/client/index.js';
 import { packageVersion } from '../../src/cli/version.js';
+import { expectedVersionLine } from '../support/version-line.js';
 import { buildDist, fleetplane, type Run } from '../support/fleetplane-process.js';
 import { ADMIN_TOKEN, startRealServer, uniqueName, until, wgKey, type RealServer } from './support/real-server.js';
 
@@ -226,7 +227,7 @@ describe('fleetplane ctl as a real process against a real server', () => {
     expect(help.stdout).toContain('--allow PROTO[:PORTS]');
     for (const args of [['--version'], ['ctl', '--version']]) {
       const version = await fleetplane(args, {}).exit;
-      expect([version.code, version.stdout]).toEqual([0, `fleetplane ${packageVersion()}\n`]);
+      expect([version.code, version.stdout]).toEqual([0, expectedVersionLine()]);
     }
     const completion = await fleetplane(['completion', 'bash'], {}).exit;
     expect([completion.code, completion.stdout]).toEqual([0, expect.stringContaining('complete -F _fleetplane fleetplane')]);

@@ -6,6 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { ENTRIES } from '../../src/cli/ctl/commands.js';
 import { isGroup } from '../../src/cli/ctl/command-spec.js';
 import { packageVersion } from '../../src/cli/version.js';
+import { expectedVersionLine } from '../support/version-line.js';
 import { FakeFleetServer } from './support/fake-fleet-server.js';
 import { ago, ctlRunner, freshConfigPath } from './support/ctl-runner.js';
 import { TEST_CERT, TEST_KEY } from './support/tls-fixture.js';
@@ -206,7 +207,9 @@ describe('fleetplane ctl: lists, names, output', () => {
       expect(trusted.out).toMatch(new RegExp(`^${tls.org}\\s+acme\\s`, 'm'));
       const untrusted = await ctl(['orgs', 'list'], { env });
       expect(untrusted.code).toBe(1);
-      expect(untrusted.err).toMatch(/^error: GET \/api\/organizations: fetch failed .*certificate.*\(network_error\)\n$/);
+      expect(untrusted.err).toMatch(
+        /^error: GET \/api\/organizations: fetch failed .*certificate.*\(network_error\); the server's certificate is not signed by a CA trusted here: pass its CA with --ca-file .*\n$/,
+      );
       const noFile = await ctl(['orgs', 'list', '--ca-file', join(dir, 'nope.pem')], { env });
       expect(noFile).toMatchObject({ code: 1, err: expect.stringMatching(/^error: CA file .*nope\.pem: ENOENT/) });
     } finally {
@@ -237,7 +240,7 @@ describe('fleetplane ctl: help, version, usage errors and exit codes', () => {
   });
 
   it('prints the package version', async () => {
-    expect(await ctl(['--version'], { env: {} })).toEqual({ code: 0, out: `fleetplane ${packageVersion()}\n`, err: '' });
+    expect(await ctl(['--version'], { env: {} })).toEqual({ code: 0, out: expectedVersionLine(), err: '' });
     expect(packageVersion()).toMatch(/^\d+\.\d+\.\d+/);
   });
 
