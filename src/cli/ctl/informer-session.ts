@@ -1,6 +1,6 @@
 import { SharedInformers, type BackoffPolicy, type InformerLogger } from '../../client/index.js';
 import type { CtlContext } from './context.js';
-import { describeError, reconnectingLine } from './describe-error.js';
+import { describeError, OutageLines } from './describe-error.js';
 
 /** Reconnect timing of ctl's watches: a person is waiting, and one command line is no herd. */
 export const CLI_BACKOFF: Partial<BackoffPolicy> = { initialMs: 500, maxMs: 5_000 };
@@ -20,29 +20,24 @@ export interface FollowHooks {
 /**
  * Runs `informers` until Ctrl-C (`ctx.signal` aborts: resolves) or until
  * they stop for good (401, 403, 404: rejects with the error). Across server
- * restarts and broken connections they resume by themselves; meanwhile one
- * line per attempt on stderr says so (`reconnecting… (attempt 2, next try
- * in 1.2s): fetch failed`), and `reconnected` when the stream is back.
+ * restarts and broken connections they resume by themselves; stderr says
+ * so once per outage (OutageLines).
  */
 export function followInformers(ctx: CtlContext, informers: SharedInformers, hooks: FollowHooks = {}): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let synced = false;
-    let retrying = false;
+    const outage = new OutageLines((line) => ctx.stderr.write(line));
     informers.onError((error, context) => {
       if (context.source === 'handler') ctx.stderr.write(`error: showing a ${context.kind} change failed: ${describeError(error)}\n`);
     });
     informers.onStatus((status) => {
       switch (status.type) {
         case 'retrying':
-          retrying = true;
-          ctx.stderr.write(reconnectingLine(status.attempt, status.delayMs, status.error));
+          outage.retrying(status.delayMs, status.error);
           return;
         case 'syncing':
         case 'synced':
-          if (retrying) {
-            retrying = false;
-            ctx.stderr.write('reconnected\n');
-          }
+          outage.back();
           if (status.type === 'synced' && !synced) {
             synced = true;
             try {

@@ -3,7 +3,7 @@ import { age } from './age.js';
 import type { RemoteCommand } from './command-spec.js';
 import type { CtlContext, OrgRef } from './context.js';
 import { noExtraArgs } from './flag-values.js';
-import { reconnectingLine } from './describe-error.js';
+import { OutageLines } from './describe-error.js';
 import { CLI_BACKOFF } from './informer-session.js';
 import { formatTable } from './table.js';
 
@@ -60,18 +60,14 @@ export const statusCommand: RemoteCommand = {
       return;
     }
     let first = true;
-    let retrying = false;
+    const outage = new OutageLines((line) => ctx.stderr.write(line));
     const values = ctx.client.organizations.followConvergence(org.id, {
       signal: ctx.signal ?? new AbortController().signal,
       backoff: CLI_BACKOFF,
-      onRetry: (r) => {
-        retrying = true;
-        ctx.stderr.write(reconnectingLine(r.attempt, r.delayMs, r.error));
-      },
+      onRetry: (r) => outage.retrying(r.delayMs, r.error),
     });
     for await (const c of values) {
-      if (retrying) ctx.stderr.write('reconnected\n');
-      retrying = false;
+      outage.back();
       if (ctx.out.forPeople) ctx.out.writer.write(`${first ? '' : '\n'}${formatStatus(org, c, ctx.out.now())}`);
       else ctx.out.streamed(c);
       first = false;
