@@ -3,6 +3,7 @@
  * dataplane, reports status, publishes endpoints, and serves the local API
  * and the tunnel methods.
  */
+import { setMaxListeners } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { ClientOptions as WsOptions } from 'ws';
@@ -92,7 +93,7 @@ export class Agent {
   readonly #options: AgentOptions;
   readonly #deps: AgentDeps;
   readonly #log: Logger;
-  readonly #stop = new AbortController();
+  readonly #stop = stopController();
   #fatal: AgentFatalError | undefined;
   #running: Running | undefined;
   #tunnelState: TunnelStateType = 'idle';
@@ -410,3 +411,15 @@ export class Agent {
   }
 }
 
+/**
+ * The agent's stop. Every long-lived loop listens to it (tunnel, token
+ * renewal, reconcile, status, STUN, paths, watch, state saver,
+ * housekeeping and their waits): about a dozen listeners at once, by
+ * design, past Node's default warning at 10, which printed a plain-text
+ * MaxListenersExceededWarning among the JSON logs at every start.
+ */
+function stopController(): AbortController {
+  const c = new AbortController();
+  setMaxListeners(32, c.signal);
+  return c;
+}

@@ -194,9 +194,28 @@ export class SharedInformers {
     return [...this.#informers.values()].every((i) => i.hasSynced());
   }
 
-  /** Resolves when every informer created so far has synced. */
+  /**
+   * Resolves when every informer created so far has synced; rejects with
+   * the first one's end, or with `signal`'s reason when it aborts first.
+   */
   async waitForSync(signal?: AbortSignal): Promise<void> {
-    await Promise.all([...this.#informers.values()].map((i) => i.waitForSync(signal)));
+    // The informers wait without the signal and this waits on it once: a listener per kind on a process-long
+    // signal (the agent's stop) went past Node's 10 and printed a MaxListenersExceededWarning at every start.
+    const all = Promise.all([...this.#informers.values()].map((i) => i.waitForSync()));
+    if (signal === undefined) return void (await all);
+    if (signal.aborted) throw signal.reason;
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      await Promise.race([all, aborted]);
+    } finally {
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+      // Left behind by an abort, the informers' wait ends with them (stopped: rejected); that is no one's error.
+      all.catch(() => undefined);
+    }
   }
 
   onError(handler: InformerErrorHandler): () => void {

@@ -24,10 +24,16 @@ let url: string;
 let admin: FleetplaneClient;
 const cleanups: Array<() => Promise<void>> = [];
 
+/** Process warnings while this file's agents start, run, restart and stop. */
+const warnings: string[] = [];
+const onWarning = (w: Error): void => void warnings.push(w.name);
+
 beforeAll(async () => {
+  process.on('warning', onWarning);
   ({ server, url, admin } = await startListeningServer());
 }, 120_000);
 afterAll(async () => {
+  process.off('warning', onWarning);
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
   await server?.close();
 });
@@ -214,5 +220,12 @@ describe('an agent restart after the server compacted what it missed', () => {
     for (const kind of KINDS) expect(after[kind]).toMatchObject({ atTail: true });
     for (const kind of KINDS) expect(after[kind]!.revision).toBeGreaterThanOrEqual(c.revision);
     expect(after.device!.objects.map((d) => d.id)).not.toContain(gone.id);
+  });
+});
+
+describe('agents that start, restart and stop', () => {
+  // Runs after the cases above (one file's tests run in order): a plain-text warning among an agent's JSON logs.
+  it('print no MaxListenersExceededWarning', () => {
+    expect(warnings.filter((w) => w === 'MaxListenersExceededWarning')).toEqual([]);
   });
 });

@@ -1,4 +1,6 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { WATCH_KINDS } from '../../src/protocol/index.js';
 import {
   AuthError,
   FleetplaneClient,
@@ -46,6 +48,26 @@ describe('ObjectCache', () => {
 });
 
 describe('SharedInformers', () => {
+  it('waits for every kind with one listener on the caller\'s signal, and none left after', async () => {
+    shared = new SharedInformers(client, server.org, FAST);
+    for (const kind of WATCH_KINDS) shared.informer(kind);
+    const stop = new AbortController();
+    const waiting = shared.waitForSync(stop.signal);
+    expect(getEventListeners(stop.signal, 'abort')).toHaveLength(1);
+    shared.start();
+    await waiting;
+    expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0);
+    // Aborted before the sync: it rejects with the signal's reason, and leaves nothing on the signal.
+    const other = new SharedInformers(client, server.org, FAST);
+    other.informer('device');
+    const gone = new AbortController();
+    const cut = other.waitForSync(gone.signal);
+    gone.abort(new Error('stopping'));
+    await expect(cut).rejects.toThrow('stopping');
+    expect(getEventListeners(gone.signal, 'abort')).toHaveLength(0);
+    await other.stop();
+  });
+
   it('syncs, then follows adds, updates and deletes', async () => {
     server.put('device', { id: 'a', hostname: 'a' });
     server.put('device', { id: 'b', hostname: 'b' });

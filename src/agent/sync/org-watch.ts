@@ -104,7 +104,10 @@ export class OrgWatch {
 
   /** Starts the stream, the change loops and the saving of the state; everything stops when `signal` aborts. */
   start(signal: AbortSignal): void {
-    for (const informer of [this.organizations, this.devices, this.groups] as const) void this.#follow(informer, signal);
+    // One listener on the caller's signal for the three loops, not one each.
+    const follow = new AbortController();
+    signal.addEventListener('abort', () => follow.abort(signal.reason), { once: true });
+    for (const informer of [this.organizations, this.devices, this.groups] as const) void this.#follow(informer, follow.signal);
     const file = this.#o.stateFile;
     if (file) {
       const saver = new InformerStateSaver({
