@@ -73,8 +73,9 @@ describe.each(backends)('writes of one organization that arrive together commit 
           });
         // Alone.
         await expect(failing()).rejects.toMatchObject({ code: '22012' });
-        // In a batch with two writes that commit.
-        const [bad, good, again] = await Promise.allSettled([
+        // In a batch with two writes that commit: the first write runs alone, the three after it share one transaction.
+        const [, bad, good, again] = await Promise.allSettled([
+          writeInOrg(server.db, store.bus, org.id, async (w) => w.tx.query('SELECT pg_sleep(0.05)')),
           failing(),
           store.securityGroups.create(org.id, { description: 'kept' }),
           store.securityGroups.create(org.id, { description: 'kept too' }),
