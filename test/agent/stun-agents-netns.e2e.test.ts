@@ -115,7 +115,14 @@ describe.runIf(enabled)('agents behind NATs publish their STUN mapping and symme
     const key = await admin.registrationKeys.create(org, { description: 'stun', single_use: false });
     startAgent(lab.host('h1'), key.key);
     startAgent(lab.host('h2'), key.key);
-  }, 180_000);
+    // The tests' waits are for STUN, not for start-up: on a loaded machine an agent process took 24 s to log its first line.
+    for (const name of ['h1', 'h2']) {
+      await until(async () => {
+        const d = (await admin.devices.list(org)).items.find((x) => x.hostname === `stun-${name}`);
+        return d?.status?.online && d.status.local_endpoints.length > 0;
+      }, `the agent on ${name} to report its status`, 120_000);
+    }
+  }, 300_000);
 
   afterAll(async () => {
     await Promise.all(procs.map((p) => p.stop(10_000)));

@@ -118,7 +118,8 @@ describe('agent gateway on one replica', () => {
     await eventually('five parked requests', () => server.gateway.stats().parked === 5);
     expect(await metric(base, 'fleetplane_agent_rpc_waiters')).toBe(5);
     for (const c of callers) c.abort();
-    await Promise.all(requests);
+    // Each caller went away unanswered: an answer here would mean the server ended the wait itself.
+    expect((await Promise.all(requests)).map((r) => (r instanceof Error ? r.name : r))).toEqual(Array(5).fill('AbortError'));
     await eventually('no parked request', () => server.gateway.stats().parked === 0);
     expect(server.gateway.stats().devices).toBe(0); // the device's bus subscription is gone too
     expect(await metric(base, 'fleetplane_agent_rpc_waiters')).toBe(0);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import WebSocket from 'ws';
@@ -30,9 +31,30 @@ export async function http(base: string, method: string, path: string, token: st
   const headers: Record<string, string> = {};
   if (token !== undefined) headers[HEADERS.authorization] = `Bearer ${token}`;
   if (body !== undefined) headers[HEADERS.contentType] = 'application/json';
-  const res = await fetch(new URL(path, base), { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), ...(signal ? { signal } : {}) });
-  const text = await res.text();
-  return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+  const res = await plainRequest(new URL(path, base), method, headers, body === undefined ? undefined : JSON.stringify(body), signal);
+  return { status: res.status, body: res.text === '' ? undefined : (JSON.parse(res.text) as unknown) };
+}
+
+/**
+ * One request on a connection of its own (no keep-alive pool). A pool may
+ * hand a request a connection it opened for an earlier request and never
+ * used; the server answers such a connection 408 once its headers timeout
+ * passes (its defence against clients that connect and send nothing), and
+ * a request written just then reads that 408 as its answer.
+ */
+function plainRequest(url: URL, method: string, headers: Record<string, string>, body?: string, signal?: AbortSignal): Promise<{ status: number; text: string }> {
+  if (url.protocol !== 'http:') return Promise.reject(new Error(`these helpers speak plain HTTP only, not ${url.href}`));
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers, agent: false, ...(signal ? { signal } : {}) }, (res) => {
+      res.setEncoding('utf8');
+      let text = '';
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** `POST .../rpc/{method}?wait=S` with `params`. */
@@ -129,7 +151,9 @@ export function startAgent(
 
 /** The value of a Prometheus sample (`name{labels}`), 0 when absent. */
 export async function metric(base: string, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const text = await (await fetch(new URL('/metrics', base))).text();
+  const { status, text } = await plainRequest(new URL('/metrics', base), 'GET', {});
+  // An error body holds no sample: reading it as 0 would pass every check for 0.
+  if (status !== 200) throw new Error(`GET /metrics answered ${status}: ${text.slice(0, 500)}`);
   const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   let sum = 0;
   for (const line of text.split('\n')) {
