@@ -118,4 +118,69 @@ describe.each(backends)('writes of one organization that arrive together commit 
         await server.close();
       }
     }));
+
+  it('a batch runs each write once when all succeed, and runs it again with a savepoint each when one fails (the writes up to the failure twice): what commits is the last run', () =>
+    runAudited(SYSTEM_SCOPE, async () => {
+      const server = await startTestServer(backend);
+      try {
+        const store = server.ctx.store;
+        const org = await store.organizations.create({ name: 'runs' });
+        const head = (await store.securityGroups.create(org.id, { description: 'before' })).revision;
+        const runs = new Map<string, number>();
+        const counted = (name: string, fail = false) =>
+          writeInOrg(server.db, store.bus, org.id, async (w) => {
+            runs.set(name, (runs.get(name) ?? 0) + 1);
+            const revision = await w.revision();
+            void w.pipelined(w.tx.query('UPDATE orgs SET compacted_revision = compacted_revision WHERE id = $1', [org.id]));
+            if (fail) throw new ApiError('conflict', 'no');
+            return revision;
+          });
+        const alone = () => writeInOrg(server.db, store.bus, org.id, async (w) => w.tx.query('SELECT pg_sleep(0.05)'));
+        // All succeed: the batch of three after the first runs once.
+        const clean = await Promise.all([alone(), counted('a'), counted('b'), counted('c')]);
+        expect(clean.slice(1)).toEqual([head + 1, head + 2, head + 3]);
+        expect(Object.fromEntries(runs)).toEqual({ a: 1, b: 1, c: 1 });
+        // The middle one fails: the batch runs again with a savepoint per write; the others commit once, with dense revisions.
+        runs.clear();
+        const [, d, e, f] = await Promise.allSettled([alone(), counted('d'), counted('e', true), counted('f')]);
+        expect(d).toMatchObject({ status: 'fulfilled', value: head + 4 });
+        expect(e).toMatchObject({ status: 'rejected', reason: { code: 'conflict' } });
+        expect(f).toMatchObject({ status: 'fulfilled', value: head + 5 });
+        // The first run stopped at the failure: f ran only in the second.
+        expect(Object.fromEntries(runs)).toEqual({ d: 2, e: 2, f: 1 });
+        const rows = await server.db.query<{ head_revision: number }>('SELECT head_revision FROM orgs WHERE id = $1', [org.id]);
+        expect(Number(rows[0]?.head_revision)).toBe(head + 5);
+      } finally {
+        await server.close();
+      }
+    }));
+
+  it('device patches in one batch read what the batch\'s earlier writes left: the same device twice, and a device deleted before its patch', () =>
+    runAudited(SYSTEM_SCOPE, async () => {
+      const server = await startTestServer(backend);
+      try {
+        const store = server.ctx.store;
+        const org = await store.organizations.create({ name: 'reads' });
+        const a = (await store.devices.create(org.id, { hostname: 'a', public_key: wgKey() })).device;
+        const b = (await store.devices.create(org.id, { hostname: 'b', public_key: wgKey() })).device;
+        const alone = () => writeInOrg(server.db, store.bus, org.id, async (w) => w.tx.query('SELECT pg_sleep(0.05)'));
+        // Two batches: one where every write succeeds (no second run to mend a stale read), then one with a failure.
+        const [, first, second] = await Promise.allSettled([
+          alone(),
+          store.devices.patch(org.id, a.id, { hostname: 'a1' }),
+          store.devices.patch(org.id, a.id, { endpoints: [{ source: 'stun', address: '203.0.113.1:20000' }] }),
+        ]);
+        const [, deleted, late] = await Promise.allSettled([alone(), store.devices.delete(org.id, b.id), store.devices.patch(org.id, b.id, { hostname: 'b1' })]);
+        expect(first).toMatchObject({ status: 'fulfilled', value: { hostname: 'a1' } });
+        // The second patch kept the first's hostname: it read the row the first left, not the one read before the batch.
+        expect(second).toMatchObject({ status: 'fulfilled', value: { hostname: 'a1', endpoints: [{ source: 'stun', address: '203.0.113.1:20000' }] } });
+        expect(deleted).toMatchObject({ status: 'fulfilled' });
+        expect(late).toMatchObject({ status: 'rejected', reason: { code: 'not_found' } });
+        const now = await store.devices.get(org.id, a.id);
+        expect(now).toMatchObject({ hostname: 'a1', endpoints: [{ source: 'stun', address: '203.0.113.1:20000' }] });
+        expect(await store.devices.get(org.id, b.id)).toBeUndefined();
+      } finally {
+        await server.close();
+      }
+    }));
 });

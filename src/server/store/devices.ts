@@ -171,7 +171,7 @@ export async function patchDevice(
 ): Promise<Device> {
   try {
     const { device, statuses } = await writeInOrg(db, bus, orgId, async (w) => {
-      const current = await lockObject<StoredDevice>(w.tx, orgId, KIND, id);
+      const current = await w.lock<StoredDevice>(KIND, id);
       checkIfMatch(ifMatch, current.revision);
       const next: StoredDevice = { ...current };
       for (const [k, v] of Object.entries(patch)) if (v !== undefined) (next as Record<string, unknown>)[k] = v;
@@ -195,7 +195,7 @@ export async function patchDevice(
       void w.pipelined(updateObject(w.tx, updated));
       void w.pipelined(recordAudit(w.tx, { orgId, action, kind: KIND, objectId: id, revision, details: { fields } }));
       return { device: updated, statuses: w.pipelined(statusesOf(w.tx, [id], staleAfterSeconds)) };
-    });
+    }, { touches: [{ kind: KIND, id }] });
     return withStatus(device, (await (statuses ?? statusesOf(db, [id], staleAfterSeconds))).get(id));
   } catch (err) {
     return uniqueViolation(err);
