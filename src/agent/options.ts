@@ -103,9 +103,9 @@ export const AGENT_FLAGS = {
   stunPort: { flag: 'stun-port', env: 'FLEETPLANE_AGENT_STUN_PORT', kind: 'port', help: `The STUN server's first port (default ${STUN_DEFAULT_PORT}).` },
   stunAltPort: { flag: 'stun-alt-port', env: 'FLEETPLANE_AGENT_STUN_ALT_PORT', kind: 'port', help: `The STUN server's second port, which tells a symmetric NAT (default ${STUN_DEFAULT_ALT_PORT}).` },
   relay: { flag: 'relay', env: 'FLEETPLANE_AGENT_RELAY', kind: 'bool', help: 'Reach peers that no direct path reaches through the server relay (default true; --relay=false: off; needs --dataplane linux).' },
-  stunIntervalMs: { flag: 'stun-interval', env: 'FLEETPLANE_AGENT_STUN_INTERVAL', kind: 'seconds', help: 'Longest time in seconds between STUN re-checks (default 60; each wait is drawn between half and all of it).' },
-  resyncIntervalMs: { flag: 'resync-interval', env: 'FLEETPLANE_AGENT_RESYNC_INTERVAL', kind: 'seconds', help: 'Seconds between full re-applies that repair drift (default 300).' },
-  statusIntervalMs: { flag: 'status-interval', env: 'FLEETPLANE_AGENT_STATUS_INTERVAL', kind: 'seconds', help: 'Seconds between status reports (last_seen refresh; default 30).' },
+  stunIntervalMs: { flag: 'stun-interval', env: 'FLEETPLANE_AGENT_STUN_INTERVAL', kind: 'seconds', help: 'Longest time between STUN re-checks, e.g. 90s or 5m (default 60s; each wait is drawn between half and all of it).' },
+  resyncIntervalMs: { flag: 'resync-interval', env: 'FLEETPLANE_AGENT_RESYNC_INTERVAL', kind: 'seconds', help: 'Time between full re-applies that repair drift, e.g. 10m (default 5m).' },
+  statusIntervalMs: { flag: 'status-interval', env: 'FLEETPLANE_AGENT_STATUS_INTERVAL', kind: 'seconds', help: 'Time between status reports (last_seen refresh), e.g. 30s (default 30s).' },
   cleanupOnExit: { flag: 'cleanup-on-exit', env: 'FLEETPLANE_AGENT_CLEANUP_ON_EXIT', kind: 'bool', help: 'Remove the interface, firewall table or rendered files on exit.' },
   logLevel: { flag: 'log-level', env: 'FLEETPLANE_AGENT_LOG_LEVEL', kind: 'string', help: 'Log level (default info).' },
 } as const satisfies Record<string, Spec>;
@@ -113,9 +113,30 @@ export const AGENT_FLAGS = {
 type Key = keyof typeof AGENT_FLAGS;
 type Raw = Partial<Record<Key, string | string[] | boolean>>;
 
+/** `agent --help`'s examples: what each does, and its arguments after `fleetplane agent` (tests parse every one). */
+export const AGENT_EXAMPLES: readonly { readonly what: string; readonly args: readonly string[] }[] = [
+  {
+    what: 'First start with a registration key (its organization is the one joined); the state directory keeps the identity for later starts',
+    args: ['--server', 'https://fleet.example.com', '--registration-key', 'KEY', '--state-dir', '/var/lib/fleetplane'],
+  },
+  {
+    what: 'Apply the mesh on this machine (WireGuard, nftables, routes; needs root), cleaning up on exit',
+    args: ['--server', 'https://fleet.example.com', '--state-dir', '/var/lib/fleetplane', '--dataplane', 'linux', '--cleanup-on-exit'],
+  },
+  {
+    what: 'First start signed in as a user instead of a key (prints a URL and a code)',
+    args: ['--server', 'https://fleet.example.com', '--login', '--org', 'ORG_ID', '--state-dir', '/var/lib/fleetplane'],
+  },
+  {
+    what: 'A server with a private CA; STUN re-checked at most every 5 minutes, full re-applies every 10',
+    args: ['--server', 'https://fleet.internal:8443', '--ca-file', '/etc/fleetplane/ca.pem', '--state-dir', '/var/lib/fleetplane', '--stun-interval', '5m', '--resync-interval', '10m'],
+  },
+];
+
 export function agentHelp(): string {
   const lines = Object.values(AGENT_FLAGS).map((s: Spec) => `  --${s.flag.padEnd(20)} [${s.env}] ${s.help}`);
-  return `Usage: fleetplane agent --server URL (--registration-key KEY | --login --org ORG) --state-dir DIR [options]\n\nOptions (flags win over environment variables):\n${lines.join('\n')}\n`;
+  const examples = AGENT_EXAMPLES.map((e) => `  # ${e.what}\n  fleetplane agent ${e.args.join(' ')}`);
+  return `Usage: fleetplane agent --server URL (--registration-key KEY | --login --org ORG) --state-dir DIR [options]\n\nOptions (flags win over environment variables):\n${lines.join('\n')}\n\nExamples:\n${examples.join('\n')}\n`;
 }
 
 const BY_FLAG = new Map<string, Key>(Object.entries(AGENT_FLAGS).map(([k, s]) => [s.flag, k as Key]));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AGENT_DEFAULTS, AGENT_FLAGS, AgentOptionsError, agentHelp, parseAgentOptions } from '../../src/agent/index.js';
+import { AGENT_DEFAULTS, AGENT_EXAMPLES, AGENT_FLAGS, AgentOptionsError, agentHelp, parseAgentOptions } from '../../src/agent/index.js';
 
 const base = ['--state-dir', '/tmp/x'];
 
@@ -153,6 +153,17 @@ describe('agent flags and environment', () => {
 
   it('rejects a bad environment value, naming the variable', () => {
     expect(() => parseAgentOptions(base, { FLEETPLANE_AGENT_CLEANUP_ON_EXIT: 'sometimes' })).toThrow(/FLEETPLANE_AGENT_CLEANUP_ON_EXIT/);
+  });
+
+  it('--help shows examples, and every example parses as written', () => {
+    const help = agentHelp();
+    expect(help).toContain('Examples:');
+    expect(AGENT_EXAMPLES.length).toBeGreaterThanOrEqual(3);
+    for (const e of AGENT_EXAMPLES) {
+      expect(help).toContain(`fleetplane agent ${e.args.join(' ')}`);
+      expect(() => parseAgentOptions(e.args, {}), e.args.join(' ')).not.toThrow();
+    }
+    expect(parseAgentOptions(AGENT_EXAMPLES[3]?.args ?? [], {}).stunIntervalMs).toBe(300_000);
   });
 
   it('documents every flag and its variable in --help', () => {
