@@ -314,19 +314,16 @@ describe.runIf(enabled)('agents behind NATs: direct, local and relayed paths (re
     }, 'the relay device to join and publish its address', 60_000);
     await admin.devices.update(org, rd.id, { relay: true });
     const h1 = await device('h1');
-    // h3 no longer has h1 as a peer of its own: h1's address is on the relay device's peer.
-    await until(async () => {
-      const out = await host('h3').run.run('wg', ['show', interfaces.get('h3') ?? '', 'allowed-ips']);
-      const rdLine = out.stdout.split('\n').find((l) => l.startsWith(rd.public_key)) ?? '';
-      return !out.stdout.includes(h1.public_key) && rdLine.includes(`${h1.tunnel_ip}/32`) ? true : undefined;
-    }, 'h3 to route h1 through the relay device', 30_000);
-    // And the way back: until h1 routes h3 through the relay device too, h3 drops h1's answers (h1 is no peer of its own any more).
-    const h3 = await device('h3');
-    await until(async () => {
-      const out = await host('h1').run.run('wg', ['show', interfaces.get('h1') ?? '', 'allowed-ips']);
-      const rdLine = out.stdout.split('\n').find((l) => l.startsWith(rd.public_key)) ?? '';
-      return !out.stdout.includes(h3.public_key) && rdLine.includes(`${h3.tunnel_ip}/32`) ? true : undefined;
-    }, 'h1 to route h3 through the relay device', 30_000);
+    /** `from` has no peer of `to` any more: `to`'s tunnel address is on the relay device's peer. */
+    const routedThroughRd = (from: HostName, to: Device) =>
+      until(async () => {
+        const out = await host(from).run.run('wg', ['show', interfaces.get(from) ?? '', 'allowed-ips']);
+        const rdLine = out.stdout.split('\n').find((l) => l.startsWith(rd.public_key)) ?? '';
+        return !out.stdout.includes(to.public_key) && rdLine.includes(`${to.tunnel_ip}/32`) ? true : undefined;
+      }, `${from} to route ${to.hostname} through the relay device`, 30_000);
+    await routedThroughRd('h3', h1);
+    // And the way back: until h1 routes h3 through the relay device too, h3 drops h1's answers.
+    await routedThroughRd('h1', await device('h3'));
     await until(() => pings('h3', 'h1').then((ok) => ok || undefined), 'h3 to ping h1 through the relay device', 30_000);
     // Through the relay device's WireGuard, directly: h3's endpoint for it is its public address, not the server relay.
     expect(await endpointOf('h3', 'rd')).toBe(`${host('rd').ip}:${WG_PORT}`);

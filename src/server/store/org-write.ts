@@ -86,9 +86,9 @@ function revisionTaker(
     lock<T extends StoredValue>(kind: WatchKind, id: string): Promise<T> {
       const key = touchKey(kind, id);
       const value = prefetched?.get(key);
-      if (value === undefined) return lockObject<T>(tx, orgId, kind, id);
+      if (prefetched === undefined || value === undefined) return lockObject<T>(tx, orgId, kind, id);
       // Once: the write changes it, and a later write of the batch must read what this one left.
-      prefetched?.delete(key);
+      prefetched.delete(key);
       return Promise.resolve(value as T);
     },
     async revision() {
