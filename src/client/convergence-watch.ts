@@ -10,7 +10,7 @@ export type WatchConvergenceOptions = NdjsonStreamOptions;
 /**
  * `GET /api/organizations/{org}/convergence?watch=true`: the organization's
  * convergence counts, as a stream. Yields the whole current value at once,
- * then on every change (at most one per 250 ms) and again after each
+ * then on every change (at most one per 100 ms) and again after each
  * bookmark interval without change. One connection, no retry (see
  * `followConvergence` for that).
  *

@@ -111,3 +111,13 @@ export class LoginError extends FleetplaneError {
 export class ProtocolError extends FleetplaneError {
   override name = 'ProtocolError';
 }
+
+/**
+ * A `patch` event for an object this client doesn't hold at the patch's
+ * `from_revision`: its cache no longer follows the stream. Informers list
+ * again from 0 (as after `revision_compacted`); a correct server never
+ * causes it.
+ */
+export class PatchBaseError extends ProtocolError {
+  override name = 'PatchBaseError';
+}

@@ -28,6 +28,7 @@ export {
   ServerError,
   TransportError,
   ProtocolError,
+  PatchBaseError,
   LoginError,
   type FleetplaneErrorCode,
   type ClientErrorCode,

@@ -1,4 +1,5 @@
-import type { KindValue, Watch, WatchKind } from '../protocol/index.js';
+import { applyPatch, type KindValue, type PatchValue, type Watch, type WatchKind } from '../protocol/index.js';
+import { PatchBaseError } from './errors.js';
 import { ChangeSignal } from './change-signal.js';
 import { ObjectCache, type CacheDelta } from './informer-cache.js';
 import type { KindState } from './informers-state.js';
@@ -131,8 +132,8 @@ export class KindInformer<K extends WatchKind> implements Informer<K> {
   // ---- driven by the stream ----
 
   /** This kind's entry of the watch request: resume where the cache is. */
-  watch(): Watch {
-    return { kind: this.kind, gt_revision: this.#revision, at_tail: this.#atTail };
+  watch(patches: boolean): Watch {
+    return { kind: this.kind, gt_revision: this.#revision, at_tail: this.#atTail, ...(patches ? { patches: true } : {}) };
   }
 
   /** At its tail and not relisting. */
@@ -143,6 +144,21 @@ export class KindInformer<K extends WatchKind> implements Informer<K> {
   handleChange(object: KindValue[K]): void {
     if (!this.#advance(object.revision)) return;
     this.#emit(this.#cache.applyChange(object));
+  }
+
+  /** Throws PatchBaseError when the cache doesn't hold the patch's base: the stream must list again. */
+  handlePatch(patch: PatchValue): void {
+    if (patch.revision <= this.#revision) return;
+    const next = applyPatch(this.#cache.get(patch.id), patch);
+    if (next === undefined) {
+      const held = this.#cache.get(patch.id);
+      throw new PatchBaseError({
+        code: 'invalid_response',
+        message: `watch: a patch of ${this.kind} ${patch.id} from revision ${patch.from_revision}, which this client holds ${held ? `at revision ${held.revision}` : 'not at all'}`,
+      });
+    }
+    this.#revision = patch.revision;
+    this.#emit(this.#cache.applyChange(next));
   }
 
   handleDelete(last: KindValue[K]): void {

@@ -2,7 +2,7 @@ import type { WatchKind } from '../protocol/index.js';
 import { Backoff, type BackoffPolicy } from '../util/backoff.js';
 import type { FleetplaneClient } from './client.js';
 import { isRetryable } from './error-mapping.js';
-import { CompactedError, ProtocolError, TransportError } from './errors.js';
+import { CompactedError, PatchBaseError, ProtocolError, TransportError, ValidationError } from './errors.js';
 import { KindInformer, type Informer } from './informer.js';
 import { parseInformersState, type InformersState } from './informers-state.js';
 import { consoleLogger, type InformerLogger } from './logger.js';
@@ -26,6 +26,13 @@ export interface SharedInformersOptions {
   logger?: InformerLogger;
   /** Bound of one watch line (default 16 MiB). */
   maxLineBytes?: number;
+  /**
+   * Ask for `patch` events (default true): a change that touches a few
+   * members of an object comes as those members, not the whole object. A
+   * server from before patches refuses the request (400); the stream then
+   * asks again without them, for as long as it runs.
+   */
+  patches?: boolean;
 }
 
 /**
@@ -75,6 +82,8 @@ export class SharedInformers {
   #ended: { error: unknown } | undefined;
   /** Highest revision of an event or bookmark received while every informer was current (see `snapshot()`). */
   #agreed = 0;
+  /** Whether the next request asks for patch events (off for good once a server refused them). */
+  #patches: boolean;
 
   constructor(client: FleetplaneClient, org: string, opts: SharedInformersOptions = {}) {
     this.#client = client;
@@ -82,6 +91,7 @@ export class SharedInformers {
     this.#opts = opts;
     this.#logger = opts.logger ?? consoleLogger;
     this.#now = opts.now ?? Date.now;
+    this.#patches = opts.patches ?? true;
   }
 
   /** The informer of `kind`, created (and joined to a running stream) on first use. */
@@ -245,7 +255,8 @@ export class SharedInformers {
         continue;
       }
       const members = new Map(this.#informers);
-      const watches = [...members.values()].map((i) => i.watch());
+      const patches = this.#patches;
+      const watches = [...members.values()].map((i) => i.watch(patches));
       const conn = new AbortController();
       const cut = (): void => conn.abort();
       signal.addEventListener('abort', cut, { once: true });
@@ -275,9 +286,16 @@ export class SharedInformers {
       if (this.#restart) continue;
 
       const error = toError(failure);
+      if (patches && error instanceof ValidationError && openedAt === undefined) {
+        // A server from before patches: the same request without them is one it takes.
+        this.#patches = false;
+        this.#logger.warn({ err: error }, 'fleetplane informer: the server refused patch events; watching without them');
+        continue;
+      }
       // Only informers past revision 0 can be compacted; without one, a 410 is a server fault to back off from.
       // A relist still goes through the backoff: a watcher that keeps falling behind must not relist in a loop.
-      if (error instanceof CompactedError && [...this.#informers.values()].some((i) => i.revision() > 0)) {
+      // A patch the cache can't apply means the same: its state no longer follows the stream.
+      if ((error instanceof CompactedError || error instanceof PatchBaseError) && [...this.#informers.values()].some((i) => i.revision() > 0)) {
         for (const i of this.#informers.values()) i.beginRelist();
         this.#apply({ type: 'progress', synced: false });
       } else if (!isRetryable(error)) {
@@ -306,6 +324,9 @@ export class SharedInformers {
     switch (event.type) {
       case 'change':
         informer.handleChange(event.value);
+        return;
+      case 'patch':
+        informer.handlePatch(event.value);
         return;
       case 'delete':
         informer.handleDelete(event.value);

@@ -4,6 +4,7 @@ import {
   type BookmarkEvent,
   type ChangeEvent,
   type DeleteEvent,
+  type PatchEvent,
   type EventType,
   type TailEvent,
   type WatchEvent,
@@ -13,7 +14,7 @@ import { errorLineValue, invalidLine, lineObject } from './stream-line.js';
 import { isIdentified, isRecord, isRevision } from './guards.js';
 
 /** What a watch stream yields: every event but `error`, which is thrown as a typed error instead. */
-export type StreamEvent = ChangeEvent | DeleteEvent | TailEvent | BookmarkEvent;
+export type StreamEvent = ChangeEvent | PatchEvent | DeleteEvent | TailEvent | BookmarkEvent;
 
 const invalid = (line: string, why: string): ProtocolError => invalidLine('watch', line, why);
 
@@ -38,6 +39,14 @@ export function parseWatchLine(line: string): WatchEvent {
       if (!isIdentified(value)) throw invalid(line, 'value without id and revision');
       // Shape beyond id and revision is the server's contract (see above).
       return { kind, type, value } as ChangeEvent | DeleteEvent;
+    case 'patch': {
+      if (!isWatchKind(kind)) throw invalid(line, 'unknown kind');
+      const { revision, from_revision: from, id, set } = value;
+      if (!isRevision(revision) || !isRevision(from) || from >= revision) throw invalid(line, 'patch without revision and an earlier from_revision');
+      if (typeof id !== 'string' || id === '') throw invalid(line, 'patch without id');
+      if (!isRecord(set)) throw invalid(line, 'patch whose set is not an object');
+      return { kind, type, value: { revision, from_revision: from, id, set } };
+    }
     case 'tail':
       if (!isWatchKind(kind)) throw invalid(line, 'unknown kind');
       if (!isRevision(value['revision'])) throw invalid(line, 'tail without revision');

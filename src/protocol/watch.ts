@@ -23,6 +23,8 @@ export const Watch = Type.Object(
     kind: Type.Union(WATCH_KINDS.map((k) => Type.Literal(k))),
     gt_revision: Type.Optional(Revision),
     at_tail: Type.Optional(Type.Boolean()),
+    /** The client applies `patch` events of this kind (docs/protocol.md "Watch"); without it every change is a `change`. */
+    patches: Type.Optional(Type.Boolean()),
   },
   { ...strict, $id: 'Watch' },
 );
@@ -33,7 +35,7 @@ export const WatchRequest = Type.Array(Watch, { minItems: 1, maxItems: MAX_WATCH
 export type Watch = Static<typeof Watch>;
 export type WatchRequest = Static<typeof WatchRequest>;
 
-export const EVENT_TYPES = ['change', 'delete', 'tail', 'bookmark', 'error'] as const;
+export const EVENT_TYPES = ['change', 'patch', 'delete', 'tail', 'bookmark', 'error'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export type ChangeEvent<K extends WatchKind = WatchKind> = {
@@ -42,6 +44,24 @@ export type ChangeEvent<K extends WatchKind = WatchKind> = {
 
 export type DeleteEvent<K extends WatchKind = WatchKind> = {
   [P in K]: { kind: P; type: 'delete'; value: KindValue[P] };
+}[K];
+
+/**
+ * What a `patch` event carries: object `id` went from revision
+ * `from_revision` (which the client holds: the events before this one
+ * brought it) to `revision`, and `set` holds each top-level member whose
+ * value changed, whole. The new object is the old one with those members
+ * replaced and `revision` set; a patch never removes a member.
+ */
+export interface PatchValue {
+  revision: number;
+  from_revision: number;
+  id: string;
+  set: Record<string, unknown>;
+}
+
+export type PatchEvent<K extends WatchKind = WatchKind> = {
+  [P in K]: { kind: P; type: 'patch'; value: PatchValue };
 }[K];
 
 export interface TailEvent<K extends WatchKind = WatchKind> {
@@ -65,7 +85,17 @@ export interface ErrorEvent {
 }
 
 /** One line of a watch stream: a discriminated union on `type`. */
-export type WatchEvent = ChangeEvent | DeleteEvent | TailEvent | BookmarkEvent | ErrorEvent;
+export type WatchEvent = ChangeEvent | PatchEvent | DeleteEvent | TailEvent | BookmarkEvent | ErrorEvent;
+
+/**
+ * Applies a patch to the object the client holds. Undefined when the client
+ * doesn't hold `from_revision` of it: its state no longer follows the stream,
+ * and it must list again.
+ */
+export function applyPatch<T extends { id: string; revision: number }>(held: T | undefined, patch: PatchValue): T | undefined {
+  if (held === undefined || held.id !== patch.id || held.revision !== patch.from_revision) return undefined;
+  return { ...held, ...patch.set, revision: patch.revision };
+}
 
 export function isWatchKind(value: unknown): value is WatchKind {
   return typeof value === 'string' && (WATCH_KINDS as readonly string[]).includes(value);

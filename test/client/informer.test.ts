@@ -122,7 +122,7 @@ describe('SharedInformers', () => {
     server.put('device', { id: 'b' });
     server.put('device', { id: 'a', hostname: 'x' });
     await until(() => devices.list().length === 2 && devices.get('a')?.hostname === 'x', 'resume');
-    expect(server.watchRequests[1]).toEqual([{ kind: 'device', gt_revision: 2, at_tail: true }]);
+    expect(server.watchRequests[1]).toEqual([{ kind: 'device', gt_revision: 2, at_tail: true, patches: true }]);
     expect(log).toEqual(['add a@1', 'add b@3', 'update a@1->4']);
     expect(seen.map((s) => s.type)).toContain('retrying');
     await until(() => shared!.status().type === 'synced', 'synced again');
@@ -155,8 +155,8 @@ describe('SharedInformers', () => {
     expect(revisionAtDelete).toEqual([8, 8]);
     expect(devices.list()).toEqual(server.state('device'));
     const after = server.watchRequests.slice(before);
-    expect(after[0]).toEqual([{ kind: 'device', gt_revision: 4, at_tail: true }]);
-    expect(after.at(-1)).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false }]);
+    expect(after[0]).toEqual([{ kind: 'device', gt_revision: 4, at_tail: true, patches: true }]);
+    expect(after.at(-1)).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, patches: true }]);
   });
 
   it('a relist that finds nothing changed calls nothing (error event mid-stream)', async () => {
@@ -169,7 +169,7 @@ describe('SharedInformers', () => {
     await devices.waitForSync();
     server.sendError('revision_compacted');
     await until(() => server.watchRequests.length === 2 && shared!.status().type === 'synced', 'relisted');
-    expect(server.watchRequests[1]).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false }]);
+    expect(server.watchRequests[1]).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, patches: true }]);
     expect(log).toEqual(['add a@1', 'add b@2']);
     expect(errors).toEqual(['CompactedError:stream:false']);
     server.put('device', { id: 'c' });
@@ -195,8 +195,8 @@ describe('SharedInformers', () => {
     const groupLog = record(groups);
     await groups.waitForSync();
     expect(server.watchRequests.at(-1)).toEqual([
-      { kind: 'device', gt_revision: 5, at_tail: true },
-      { kind: 'security-group', gt_revision: 0, at_tail: false },
+      { kind: 'device', gt_revision: 5, at_tail: true, patches: true },
+      { kind: 'security-group', gt_revision: 0, at_tail: false, patches: true },
     ]);
     expect(groupLog).toEqual(['add g1@3']);
     expect(deviceLog).toEqual(['add a@1', 'add b@2', 'add c@4', 'delete b@5']);

@@ -19,6 +19,8 @@ interface RunStats {
   beforeTail: number;
   rsts: number;
   errors: Record<string, number>;
+  /** Patch events the clients that asked for them applied. */
+  patches: number;
 }
 
 /**
@@ -81,10 +83,11 @@ async function runConformance(ws: WatchServer, seed: number): Promise<RunStats> 
   for (let i = 0; i < 8; i++) known.groups.push((await ws.h.createGroup(org, { description: `g${i}` })).id);
   for (let i = 0; i < 40; i++) known.devices.push((await ws.h.createDevice(org)).id);
 
-  const stats: RunStats = { sessions: 0, beforeTail: 0, rsts: 0, errors: {} };
+  const stats: RunStats = { sessions: 0, beforeTail: 0, rsts: 0, errors: {}, patches: 0 };
   let writersLeft = WRITERS;
   const writeErrors: string[] = [];
-  const clients = Array.from({ length: CLIENTS }, (_, i) => new ResumingClient(`client${i}`));
+  // Odd clients ask for patches: each must still end with exactly the server's state.
+  const clients = Array.from({ length: CLIENTS }, (_, i) => new ResumingClient(`client${i}`, undefined, i % 2 === 1));
   const clientRuns = clients.map((c, i) => churn(ws, org, c, prng(seed + 1000 + i), () => writersLeft > 0, stats));
   const writerRuns = Array.from({ length: WRITERS }, async (_, w) => {
     const wrand = prng(seed + 100 + w);
@@ -106,6 +109,7 @@ async function runConformance(ws: WatchServer, seed: number): Promise<RunStats> 
   for (const c of clients) {
     expect(c.violations, c.name).toEqual([]);
     expect(plain(c.state), `${c.name} after ${c.sessions} sessions`).toEqual(server);
+    stats.patches += c.patches;
   }
   return stats;
 }
@@ -135,6 +139,7 @@ describe.each(backends())('watch conformance on $name', ({ name, available }) =>
       expect(stats.sessions).toBeGreaterThanOrEqual(CLIENTS * 2);
       expect(stats.beforeTail).toBeGreaterThan(0);
       expect(stats.errors).toEqual({});
+      expect(stats.patches).toBeGreaterThan(0);
       expect(await ws.metric('fleetplane_watch_catchup_queries_total')).toBeGreaterThan(catchUpsBefore);
       expect(await ws.metric('fleetplane_watch_fill_queries_total')).toBeGreaterThan(fillsBefore);
     });

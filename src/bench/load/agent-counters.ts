@@ -56,7 +56,7 @@ export const COUNTER = {
   streamError: (code: string): string => `watch.error-event.${code}`,
   /** A tunnel that closed after opening, by WebSocket close code. */
   tunnelClosed: (code: number): string => `tunnel.close.${code}`,
-  /** `change`/`delete` lines received on watch streams, by event type and kind (keepalives, tails, bookmarks not counted). */
+  /** `change`/`patch`/`delete` lines received on watch streams, by event type and kind (keepalives, tails, bookmarks not counted). */
   events: (type: string, kind: string): string => `${EVENTS_PREFIX}${type}.${kind}`,
   /** Their bytes: each line with its newline, without the chunk framing. */
   eventBytes: (type: string, kind: string): string => `${EVENT_BYTES_PREFIX}${type}.${kind}`,

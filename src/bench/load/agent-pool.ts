@@ -1,6 +1,8 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { track } from '../children.js';
+import { cpuSecondsOf } from '../proc-stats.js';
+import { CPU_PROFILE_ENV } from '../server/fleet-server.js';
 import type { DevicePatch } from '../../protocol/index.js';
 import { addCounters, type AgentCounters } from './agent-counters.js';
 import {
@@ -22,7 +24,7 @@ const WORKER = fileURLToPath(new URL('./agent-worker.js', import.meta.url));
 
 /**
  * Keep-alive sockets of each worker's PUT pool (ACKs by PUT). A PUT is
- * answered once its status batch committed (up to 250 ms later), so a
+ * answered once its status batch committed (up to 100 ms later by default), so a
  * socket carries about 4 a second: 32 could not carry 10,000 ACKs within a
  * change's wait. The servers' open-files budget counts them (fleet-plan).
  */
@@ -58,7 +60,10 @@ export class AgentPool {
     for (let i = 0; i < count; i++) {
       const n = Math.floor(identities.length / count) + (i < identities.length % count ? 1 : 0);
       if (n * SOCKETS_PER_AGENT + PUT_CONNECTIONS_PER_WORKER > MAX_SOCKETS_PER_WORKER) throw new Error(`${n} agents exceed one worker's socket budget`);
-      const child = fork(WORKER, [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-old-space-size=4096'] });
+      // Profiled with the servers when asked (bench/README.md "Profiling"): the simulated fleet shares their cores.
+      const profDir = process.env[CPU_PROFILE_ENV];
+      const profile = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
+      const child = fork(WORKER, [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-old-space-size=4096', ...profile] });
       track(child);
       workers.push({ rpc: new RpcChild<AgentWorkerApi>(child), agents: n, first: at });
       const mine = identities.slice(at, at + n);
@@ -74,6 +79,16 @@ export class AgentPool {
 
   get size(): number {
     return this.workers.length;
+  }
+
+  /** CPU seconds the worker processes have used so far (user + system): what the simulated fleet took of the machine. */
+  cpuSeconds(): number {
+    let total = 0;
+    for (const w of this.workers) {
+      const pid = w.rpc.child.pid;
+      total += pid === undefined ? 0 : (cpuSecondsOf(pid) ?? 0);
+    }
+    return total;
   }
 
   get agents(): number {

@@ -62,7 +62,7 @@ type State = 'idle' | 'connecting' | 'answered' | 'open' | 'ended';
 export class AgentWatch {
   lines = 0;
   bodyBytes = 0;
-  /** `change`/`delete` lines received, over every connection of this watch. */
+  /** `change`/`patch`/`delete` lines received, over every connection of this watch. */
   readonly tally = new WatchEventTally();
   private readonly rev: number[] = WATCH_KINDS.map(() => 0);
   private readonly tailed: boolean[] = WATCH_KINDS.map(() => false);
@@ -154,8 +154,9 @@ export class AgentWatch {
   private request(): string {
     const body: WatchRequest = WATCH_KINDS.map((kind, k) => {
       const rev = this.rev[k] ?? 0;
-      if (this.tailed[k]) return { kind, gt_revision: Math.max(rev, this.bookmark), at_tail: true };
-      return rev > 0 ? { kind, gt_revision: rev } : { kind };
+      // Patches, as the agent's informers ask for them: a change of a few members costs those members.
+      if (this.tailed[k]) return { kind, gt_revision: Math.max(rev, this.bookmark), at_tail: true, patches: true };
+      return rev > 0 ? { kind, gt_revision: rev, patches: true } : { kind, patches: true };
     });
     const json = JSON.stringify(body);
     this.trace.add(nowMs(), `POST ${json}`);
@@ -231,6 +232,7 @@ export class AgentWatch {
     const line = scanWatchLine(text, start, end);
     switch (line.type) {
       case 'change':
+      case 'patch':
       case 'delete':
         this.tally.add(line.type, line.kind, end - start + 1);
         if (line.revision > (this.rev[line.kind] ?? 0)) this.rev[line.kind] = line.revision;

@@ -79,7 +79,7 @@ export class SimAgent {
     return this.pastBodyBytes + (this.watch?.bodyBytes ?? 0);
   }
 
-  /** Adds this agent's `change`/`delete` lines, over every start, to `into`. */
+  /** Adds this agent's `change`/`patch`/`delete` lines, over every start, to `into`. */
   addEventsTo(into: WatchEventTally): void {
     into.addAll(this.pastTally);
     if (this.watch) into.addAll(this.watch.tally);

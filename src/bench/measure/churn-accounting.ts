@@ -51,7 +51,7 @@ export interface ChurnAccounting {
   watchers: number;
   /** Endpoint changes the server took (PATCHes answered 200). */
   changes: number;
-  /** `change`/`delete` events of every kind received. */
+  /** `change`/`patch`/`delete` events of every kind received. */
   events: number;
   /** By type and kind, e.g. "watch.events.change.device 400,000". */
   eventDetail: string;

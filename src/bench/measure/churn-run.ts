@@ -56,6 +56,8 @@ export interface ChurnFigures {
   step: ChurnRound;
   cpuSeconds: number;
   databaseCpuSeconds: number;
+  /** The simulated agents' worker processes, over the same window: they share the machine's cores with the server. */
+  agentsCpuSeconds: number;
   scrapeCpuSeconds: number;
   statements: number;
   statementDetail: string;
@@ -173,7 +175,9 @@ export async function measureChurn(o: ChurnOptions): Promise<ChurnFigures> {
   log.info({ agents: n, changing: chosen.length }, 'churn: endpoints move');
   const c0 = await o.pool.counters();
   const s0 = await sampleServer(o.server, o.api, o.pg);
+  const agentsCpu0 = o.pool.cpuSeconds();
   const step = await publishRound(o, chosen, 1);
+  const agentsCpu1 = o.pool.cpuSeconds();
   const s1 = await sampleServer(o.server, o.api, o.pg);
   const c1 = await o.pool.counters();
   const d = serverDelta(s1, s0);
@@ -187,6 +191,7 @@ export async function measureChurn(o: ChurnOptions): Promise<ChurnFigures> {
     step,
     cpuSeconds: d.cpuSeconds,
     databaseCpuSeconds: d.databaseCpuSeconds,
+    agentsCpuSeconds: agentsCpu1 - agentsCpu0,
     scrapeCpuSeconds: d.scrapeCpuSeconds,
     statements: totalStatements(d.statements),
     statementDetail: describeStatements(d.statements),

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { HEADERS, MEDIA, QUERY, bearerAuthorization, paths, type Convergence, type ConvergenceEvent } from '../../protocol/index.js';
+import { CONVERGENCE_MIN_INTERVAL_MS, HEADERS, MEDIA, QUERY, bearerAuthorization, paths, type Convergence, type ConvergenceEvent } from '../../protocol/index.js';
 import { nowMs } from '../clock.js';
 import type { FleetApi } from '../http-api.js';
 import { log } from '../log.js';
@@ -50,7 +50,7 @@ export class ConvergenceFollower {
     const why = await f.openStream(baseUrl, token);
     if (why === undefined) {
       f.mode = 'stream';
-      f.how = `followed GET ${decodeURIComponent(paths.convergence('{org}'))}?${QUERY.watch}=true (NDJSON convergence lines, at most one per 250 ms)`;
+      f.how = `followed GET ${decodeURIComponent(paths.convergence('{org}'))}?${QUERY.watch}=true (NDJSON convergence lines, at most one per ${CONVERGENCE_MIN_INTERVAL_MS} ms)`;
     } else {
       f.fallBack(why);
     }

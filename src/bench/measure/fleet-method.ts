@@ -49,11 +49,12 @@ export function fleetMethod(idleSeconds: number): string[] {
       `asked for). Waits, concurrently and bounded (received ${RECEIVE_TIMEOUT_MS / 1000} s, ACKs and convergence as in (c)), until every agent has seen the highest ` +
       'revision the PATCHes took (the organization\'s after the last PATCH), every agent\'s ACK of it is confirmed or sent, and the convergence ' +
       'reports at_head = N at it; convergence is timed as in (c), from sending the PATCH that took that revision (all were sent within a few ms), ' +
-      `against (c)'s limit (${FLEET_TARGETS.convergedMs} ms). Events: the change/delete lines of every kind the agents' watch streams received between ` +
+      `against (c)'s limit (${FLEET_TARGETS.convergedMs} ms). Events: the change/patch/delete lines of every kind the agents' watch streams received between ` +
       'the agents\' counters read before the PATCHes and after the last wait (tails, bookmarks and keepalives not counted), ÷ (N watchers × changes ' +
-      'answered 200): the watch protocol does not coalesce (docs/protocol.md "Watch": each change is its own event with the whole object), so ' +
+      'answered 200): the watch protocol does not coalesce (docs/protocol.md "Watch": each change is its own event), so ' +
       `exactly 1.0 passes. Bytes: each line with its newline, without chunk framing, mean over the step (≤ ${CHURN_EVENT_BYTES_LIMIT} B passes), ` +
-      'beside the PATCH answers\' devices encoded as watch lines. Re-lists: watch requests listing any kind from gt_revision 0, plus 410 ' +
+      'beside the PATCH answers\' devices encoded as whole-object watch lines (what a watch without patches gets). The simulated agents ask ' +
+      'for patches, as the agent\'s informers do. Re-lists: watch requests listing any kind from gt_revision 0, plus 410 ' +
       'answers to a resume (the simulated agents never GET a list); 0 passes. An agent ACKs at most once per read of its watch socket ' +
       '(the real agent\'s status reporter sends at most one status per second, which is not simulated). CPU and statements: as in (c), over the ' +
       'step\'s window.',

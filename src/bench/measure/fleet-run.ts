@@ -75,7 +75,7 @@ export interface FleetRunFigures {
 }
 
 const LIST_TIMEOUT_MS = 120_000;
-/** Presence is written in batches (≤ 250 ms apart): N online should show well within this. */
+/** Presence is written in batches (≤ 100 ms apart by default): N online should show well within this. */
 const ONLINE_TIMEOUT_MS = 10_000;
 /** A join is bounded by the bytes it must move at this rate (the machine does far better), plus a minute. */
 const JOIN_BOUND_BYTES_PER_SECOND = 40 * 1024 * 1024;

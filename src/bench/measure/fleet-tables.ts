@@ -84,7 +84,7 @@ export function churnTable(runs: readonly FleetRunFigures[]): Table {
     add('last PATCH → convergence at_head = N', convergedWithin(s, r.n));
     add('  from the first PATCH sent / after the last answer', `${ms(s.convergedFromFirstSentMs)} / ${ms(s.convergedFromLastAnswerMs)}`);
     add('  best at_head seen', count(s.bestAtHead));
-    add('server CPU for the step', `${seconds(c.cpuSeconds)}, ${r.storage === 'postgresql' ? 'PostgreSQL apart' : 'of which its embedded PostgreSQL'} ${seconds(c.databaseCpuSeconds)}; the closing /metrics scrape ${seconds(c.scrapeCpuSeconds)}, not counted`);
+    add('server CPU for the step', `${seconds(c.cpuSeconds)}, ${r.storage === 'postgresql' ? 'PostgreSQL apart' : 'of which its embedded PostgreSQL'} ${seconds(c.databaseCpuSeconds)}; the closing /metrics scrape ${seconds(c.scrapeCpuSeconds)}, not counted; the simulated agents ${seconds(c.agentsCpuSeconds)}`);
     add('statements (all) / status batches', `${count(c.statements)} (${c.statementDetail}) / ${count(c.statusBatches)}`);
     add('watch events received', `${count(a.events)}: ${a.eventDetail}; the server wrote ${count(c.serverEventsWritten)} in ${count(c.fillQueries)} tail-cache fills`);
     add('  per watcher per change', `${fmt(a.eventsPerWatcherPerChange, 6)} (expected ${count(a.watchers)} × ${count(a.changes)} = ${count(a.watchers * a.changes)})`);

@@ -37,7 +37,7 @@ export function useInformerItems<K extends WatchKind>(kind: K): LiveItems<K> {
   return state;
 }
 
-/** The organization's convergence, followed live by the shell (one stream for every view; at most one update per 250 ms). */
+/** The organization's convergence, followed live by the shell (one stream for every view; at most one update per 100 ms). */
 export function useConvergence(_org: string): TrackedConvergence {
   return useTracked();
 }

@@ -48,5 +48,5 @@ export type ConvergenceEvent =
   | { type: 'error'; value: { code: ErrorCode; message: string } };
 
 /** Least time between two `convergence` lines of one stream. */
-export const CONVERGENCE_MIN_INTERVAL_MS = 250;
+export const CONVERGENCE_MIN_INTERVAL_MS = 100;
 export type Replica = Static<typeof Replica>;

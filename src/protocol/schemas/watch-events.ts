@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { WATCH_KINDS, type BookmarkEvent, type ChangeEvent, type DeleteEvent, type ErrorEvent, type TailEvent, type WatchEvent } from '../watch.js';
+import { WATCH_KINDS, type BookmarkEvent, type ChangeEvent, type DeleteEvent, type ErrorEvent, type PatchEvent, type TailEvent, type WatchEvent } from '../watch.js';
 import type { ConvergenceEvent } from './fleet.js';
 import { Convergence } from './fleet.js';
 import { ErrorCodeSchema, Revision } from './common.js';
@@ -27,6 +27,24 @@ export const OrganizationEventSchema = objectEvent('organization', Organization,
 
 const RevisionValue = Type.Object({ revision: Revision });
 
+export const PatchEventSchema = Type.Object(
+  {
+    kind: Type.Union(WATCH_KINDS.map((k) => Type.Literal(k))),
+    type: Type.Literal('patch'),
+    value: Type.Object({
+      revision: Revision,
+      from_revision: Revision,
+      id: Type.String(),
+      set: Type.Record(Type.String(), Type.Unknown()),
+    }),
+  },
+  {
+    $id: 'PatchEvent',
+    description:
+      'Only to a watch that asked for patches: object id went from from_revision (which the client holds) to revision; set holds each top-level member whose value changed, whole. A client that does not hold from_revision lists again.',
+  },
+);
+
 export const TailEventSchema = Type.Object(
   { kind: Type.Union(WATCH_KINDS.map((k) => Type.Literal(k))), type: Type.Literal('tail'), value: RevisionValue },
   { $id: 'TailEvent', description: "Everything of this kind that existed when the watch reached the head has been sent; value.revision is the kind's resume point." },
@@ -44,7 +62,7 @@ export const ErrorEventSchema = Type.Object(
 
 /** One line of `POST .../events`. */
 export const WatchEventSchema = Type.Union(
-  [DeviceEventSchema, SecurityGroupEventSchema, OrganizationEventSchema, TailEventSchema, BookmarkEventSchema, ErrorEventSchema],
+  [DeviceEventSchema, SecurityGroupEventSchema, OrganizationEventSchema, PatchEventSchema, TailEventSchema, BookmarkEventSchema, ErrorEventSchema],
   { $id: 'WatchEvent', description: 'One line of a watch stream (newline-delimited JSON).' },
 );
 
@@ -67,10 +85,11 @@ const sameLines: [
   Same<Static<typeof DeviceEventSchema>, ChangeEvent<'device'> | DeleteEvent<'device'>>,
   Same<Static<typeof SecurityGroupEventSchema>, ChangeEvent<'security-group'> | DeleteEvent<'security-group'>>,
   Same<Static<typeof OrganizationEventSchema>, ChangeEvent<'organization'> | DeleteEvent<'organization'>>,
+  Same<Static<typeof PatchEventSchema>, PatchEvent>,
   Same<Static<typeof TailEventSchema>, TailEvent>,
   Same<Static<typeof BookmarkEventSchema>, BookmarkEvent>,
   Same<Static<typeof ErrorEventSchema>, ErrorEvent>,
   Same<Static<typeof WatchEventSchema>, WatchEvent>,
   Same<Static<typeof ConvergenceEventSchema>, ConvergenceEvent>,
-] = [true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true];
 void sameLines;

@@ -166,7 +166,7 @@ export const DEFAULT_SETTINGS: Settings = {
   privateSecret: undefined,
   advertisePrivateUrl: undefined,
   replicaLeaseTtl: 15,
-  statusFlushInterval: 0.25,
+  statusFlushInterval: 0.1,
   snapshotBudget: 512 * 1024 * 1024,
   watchQueueLimit: 256 * 1024 * 1024,
   maxConcurrentLists: 512,

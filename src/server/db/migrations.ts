@@ -421,6 +421,16 @@ SELECT org_id, 'system', 'delete', 'registration_key', id::text,
   FROM deleted;
 `,
   },
+  {
+    version: 16,
+    name: 'object-previous-revision',
+    sql: `
+-- The revision an object's latest write replaced (issue 34, patch events). A tail cache reads each object at
+-- its latest revision, so two writes between two fills show as one, and a patch from the copy it holds is right
+-- only when that copy is the revision the write replaced. Null: created, or last written before this version.
+ALTER TABLE objects ADD COLUMN prev_revision bigint;
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

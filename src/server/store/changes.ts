@@ -27,10 +27,10 @@ export async function readChanges(
   kinds?: readonly WatchKind[],
 ): Promise<ChangeBatch> {
   const rows = await q.query<Record<string, unknown>>(
-    `SELECT g.head_revision, g.compacted_revision, g.deleted_at, x.kind, x.id, x.revision, x.deleted, x.value
+    `SELECT g.head_revision, g.compacted_revision, g.deleted_at, x.kind, x.id, x.revision, x.deleted, x.value, x.prev_revision
        FROM orgs g
        LEFT JOIN LATERAL (
-         SELECT o.kind, o.id, o.revision, o.deleted, o.value FROM objects o
+         SELECT o.kind, o.id, o.revision, o.deleted, o.value, o.prev_revision FROM objects o
           WHERE o.org_id = g.id AND o.revision > $2 AND ($4::text[] IS NULL OR o.kind = ANY($4::text[]))
           ORDER BY o.revision
           LIMIT $3

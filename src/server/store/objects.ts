@@ -18,6 +18,8 @@ export interface ChangeRow {
   revision: number;
   deleted: boolean;
   value: StoredValue;
+  /** The revision its latest write replaced, when the read asked for it and the write recorded it (updates since v1.11). */
+  previousRevision?: number;
 }
 
 export function toChangeRow(r: Record<string, unknown>): ChangeRow {
@@ -27,6 +29,7 @@ export function toChangeRow(r: Record<string, unknown>): ChangeRow {
     revision: Number(r['revision']),
     deleted: r['deleted'] === true,
     value: r['value'] as StoredValue,
+    ...(r['prev_revision'] === null || r['prev_revision'] === undefined ? {} : { previousRevision: Number(r['prev_revision']) }),
   };
 }
 
@@ -60,7 +63,8 @@ export async function insertObject(tx: Queryable, orgId: string, kind: WatchKind
 }
 
 export async function updateObject(tx: Queryable, value: StoredValue): Promise<void> {
-  await tx.query('UPDATE objects SET revision = $2, value = $3::text::jsonb, changed_at = now() WHERE id = $1', [
+  // prev_revision: the revision this write replaces (right-hand sides read the row before the update).
+  await tx.query('UPDATE objects SET prev_revision = revision, revision = $2, value = $3::text::jsonb, changed_at = now() WHERE id = $1', [
     value.id,
     value.revision,
     JSON.stringify(value),

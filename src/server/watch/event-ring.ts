@@ -1,3 +1,4 @@
+import type { EncodedPatch } from './patch-event.js';
 import type { WatchKind } from '../../protocol/index.js';
 
 /** One change, encoded once for every watcher. */
@@ -7,6 +8,12 @@ export interface CachedEvent {
   readonly deleted: boolean;
   /** The complete chunk written to sockets. */
   readonly bytes: Buffer;
+  /**
+   * The same change as a `patch` line, when the feed knew the object's
+   * previous state and the patch is smaller: for watchers that asked for
+   * patches and have been sent `patch.from`.
+   */
+  readonly patch?: EncodedPatch;
 }
 
 /**

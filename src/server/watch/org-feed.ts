@@ -5,6 +5,7 @@ import { CatchUpReads } from './catch-up-reads.js';
 import { EventRing, type CachedEvent } from './event-ring.js';
 import { OrgSnapshot, type SnapshotBudget } from './org-snapshot.js';
 import { encodeBookmark, encodeObjectEvent } from './encode.js';
+import { encodePatch, type EncodedPatch } from './patch-event.js';
 import type { WatchMetrics } from './watch-metrics.js';
 
 /** What a feed needs from a watcher: it is woken when new events are in the ring. */
@@ -158,7 +159,7 @@ export class OrgFeed {
       this.noteCompacted(batch.compacted);
       for (const row of batch.rows) {
         if (row.revision <= ring.head) continue;
-        const event = this.encode(row);
+        const event = this.encode(row, this.snapshot?.current(row.kind, row.id));
         ring.push(event);
         if (this.snapshot && !this.snapshot.apply(row.id, event)) this.dropSnapshot();
         this.metrics.changes.inc();
@@ -191,13 +192,21 @@ export class OrgFeed {
     this.snapshot = undefined;
   }
 
-  encode(row: ChangeRow): CachedEvent {
-    return {
-      revision: row.revision,
-      kind: row.kind,
-      deleted: row.deleted,
-      bytes: encodeObjectEvent(row.kind, row.deleted ? 'delete' : 'change', row.value),
-    };
+  /** `previous`: the object's last change event, when the snapshot holds it (then a patch may be made). */
+  encode(row: ChangeRow, previous?: Buffer): CachedEvent {
+    const bytes = encodeObjectEvent(row.kind, row.deleted ? 'delete' : 'change', row.value);
+    const patch = previous && !row.deleted ? this.#patch(row, previous, bytes.length) : undefined;
+    return { revision: row.revision, kind: row.kind, deleted: row.deleted, bytes, ...(patch ? { patch } : {}) };
+  }
+
+  #patch(row: ChangeRow, previous: Buffer, fullBytes: number): EncodedPatch | undefined {
+    try {
+      return encodePatch(row.kind, previous, row.value, row.previousRevision, fullBytes);
+    } catch (err) {
+      // Watchers then get the whole object, which is always right.
+      this.logger.error({ err, org: this.orgId, kind: row.kind, id: row.id }, 'could not encode a change as a patch; sending the whole object');
+      return undefined;
+    }
   }
 
   /** The bookmark chunk for `revision`, shared by every watcher at that position. */

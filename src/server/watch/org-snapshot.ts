@@ -88,6 +88,11 @@ export class OrgSnapshot {
     return n;
   }
 
+  /** The change event the object's current state was sent as, if it is live. */
+  current(kind: WatchKind, id: string): Buffer | undefined {
+    return this.#byKind.get(kind)?.get(id)?.bytes;
+  }
+
   /** Applies one change (revisions in increasing order); false when the budget can't take it. */
   apply(id: string, event: CachedEvent): boolean {
     let objects = this.#byKind.get(event.kind);

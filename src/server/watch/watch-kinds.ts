@@ -7,6 +7,16 @@ interface KindState {
   readonly gt: number;
   /** Deletes with revision ≤ this are not sent: the client can't hold those objects. */
   readonly deletesAfter: number;
+  /** The client applies `patch` events of this kind. */
+  readonly patches: boolean;
+  /**
+   * Events up to this revision go out whole. A kind resumed inside its
+   * list (gt > 0, no tail yet) holds each listed object at its latest
+   * revision as of that list's head, not the versions in between: a patch
+   * on one of those could name a base it never got. That head is at most
+   * this stream's start head.
+   */
+  readonly wholeThrough: number;
   tailPending: boolean;
 }
 
@@ -45,7 +55,8 @@ export class WatchKinds {
     for (const w of sorted) {
       const gt = w.gt_revision ?? 0;
       list.push(w.kind);
-      this.#states.push({ gt, deletesAfter: gt > 0 ? gt : startHead, tailPending: w.at_tail !== true });
+      const midList = gt > 0 && w.at_tail !== true;
+      this.#states.push({ gt, deletesAfter: gt > 0 ? gt : startHead, patches: w.patches === true, wholeThrough: midList ? startHead : 0, tailPending: w.at_tail !== true });
       from = Math.min(from, gt);
       known = Math.max(known, gt);
       if (gt === 0) listUntil = startHead;
@@ -61,6 +72,25 @@ export class WatchKinds {
     const k = this.#states[this.list.indexOf(e.kind)];
     if (!k || e.revision <= k.gt) return false;
     return !(e.deleted && e.revision <= k.deletesAfter);
+  }
+
+  /**
+   * The bytes a wanted event goes out as for a stream at `position`: its
+   * patch when the kind takes patches and the client holds the object at
+   * the patch's base, else the whole object. The client holds it when the
+   * stream (or the state it resumed from) reached that revision, and no
+   * database read of the stream could have skipped it: a read returns each
+   * object at its latest revision, so a version superseded before the read
+   * never reached the client. What superseded it is at most the read's head
+   * (`wholeThrough`, the highest over the stream's reads), so only events
+   * after that are safe as patches.
+   */
+  bytesOf(e: Pick<CachedEvent, 'kind' | 'revision' | 'bytes' | 'patch'>, position: number, wholeThrough: number): Buffer {
+    const p = e.patch;
+    if (p === undefined || e.revision <= wholeThrough) return e.bytes;
+    const k = this.#states[this.list.indexOf(e.kind)];
+    if (k?.patches !== true || e.revision <= k.wholeThrough) return e.bytes;
+    return Math.max(position, k.gt) >= p.from ? p.bytes : e.bytes;
   }
 
   /**

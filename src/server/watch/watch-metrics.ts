@@ -7,6 +7,7 @@ export class WatchMetrics {
   readonly watchers: Gauge;
   readonly feeds: Gauge;
   readonly eventsWritten: Counter;
+  readonly patchesWritten: Counter;
   readonly bytesWritten: Counter;
   readonly fillQueries: Counter;
   readonly catchUpQueries: Counter;
@@ -24,7 +25,7 @@ export class WatchMetrics {
    * increment per socket write would cost more than the write's bookkeeping
    * at 10,000 watchers. Reported by the counters above at scrape time.
    */
-  readonly written = { events: 0, bytes: 0 };
+  readonly written = { events: 0, bytes: 0, patches: 0 };
   /** Reports the snapshot budget's use at scrape time. */
   readonly observeSnapshot: (used: () => number) => void;
   /** When recent heads reached the tail caches: the start of the ACK latency (fleet metrics). */
@@ -42,6 +43,15 @@ export class WatchMetrics {
       collect() {
         this.reset();
         this.inc(written.events);
+      },
+    });
+    this.patchesWritten = new Counter({
+      name: 'fleetplane_watch_patches_written_total',
+      help: 'Of the events written to watch streams, those sent as patch events (to watches that asked for patches).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(written.patches);
       },
     });
     this.bytesWritten = new Counter({

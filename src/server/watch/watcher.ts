@@ -72,6 +72,8 @@ export class Watcher implements FeedListener, GuardedOwnedStream {
   private readonly openedMark: number;
   /** Issue number of the last catch-up page used: the next one must be newer. */
   private lastIssued = 0;
+  /** The highest head of the database reads it was sent: events up to it go out whole (see WatchKinds.bytesOf). */
+  private wholeThrough = 0;
   /** Set while `listing`. */
   private snapshotList: SnapshotList | undefined;
   private slowTimer: NodeJS.Timeout | undefined;
@@ -211,8 +213,10 @@ export class Watcher implements FeedListener, GuardedOwnedStream {
       for (let i = from; i < ring.size; i++) {
         const e = ring.at(i);
         if (this.kinds.wanted(e)) {
-          if (!this.admitted(e.bytes.length)) return;
-          this.out.write(e.bytes, true);
+          const bytes = this.kinds.bytesOf(e, this.position, this.wholeThrough);
+          if (!this.admitted(bytes.length)) return;
+          this.out.write(bytes, true);
+          if (bytes !== e.bytes) this.o.metrics.written.patches++;
         }
         this.position = e.revision;
         // Nothing follows an organization's own delete.
@@ -258,6 +262,7 @@ export class Watcher implements FeedListener, GuardedOwnedStream {
       if (this.closed) return;
       this.lastIssued = page.issued;
       const batch = page.batch;
+      this.wholeThrough = Math.max(this.wholeThrough, batch.head);
       if (!batch.exists) return this.close(undefined, '');
       const compacted = this.kinds.compactedPast(batch.compacted, this.position);
       if (compacted !== undefined) return this.close('revision_compacted', compacted);

@@ -29,11 +29,15 @@ interface Entry {
   kind: WatchKind;
   type: 'change' | 'delete';
   value: Obj;
+  /** A change of a live object: its previous revision and the members `put` set (what a patch event carries). */
+  patch?: { from: number; set: Record<string, unknown> };
 }
 
 interface Watcher {
   res: ServerResponse;
   kinds: Set<WatchKind>;
+  /** Kinds whose changes go out as patch events where they can. */
+  patches: Set<WatchKind>;
   cursor: number;
   frozen: boolean;
 }
@@ -58,6 +62,8 @@ export class FakeFleetServer {
   lowestRevisionForAll = false;
   /** Answer the next watch requests with this error instead of a stream. */
   rejectWatches: ErrorCode | undefined;
+  /** Answer watch requests that ask for patches with 400 `validation_failed`, as a server from before patches. */
+  refusePatches = false;
   /** `Retry-After` sent with rejected watches answering 429/503. */
   rejectRetryAfter: string | undefined;
   /** `GET .../convergence[?watch=true]`. */
@@ -100,7 +106,8 @@ export class FakeFleetServer {
     const old = this.live.get(kind)!.get(id);
     const value: Obj = { ...old, ...fields, id, revision: ++this.head };
     this.live.get(kind)!.set(id, value);
-    this.log.push({ kind, type: 'change', value });
+    const { id: _id, ...set } = fields;
+    this.log.push({ kind, type: 'change', value, ...(old ? { patch: { from: old.revision, set } } : {}) });
     this.#pump();
     return value;
   }
@@ -248,20 +255,22 @@ export class FakeFleetServer {
       if (this.rejectRetryAfter !== undefined) res.setHeader(HEADERS.retryAfter, this.rejectRetryAfter);
       return this.#error(res, this.rejectWatches);
     }
-    const watches = JSON.parse(body) as Array<{ kind: string; gt_revision?: number; at_tail?: boolean }>;
+    const watches = JSON.parse(body) as Array<{ kind: string; gt_revision?: number; at_tail?: boolean; patches?: boolean }>;
     if (!Array.isArray(watches) || watches.length === 0 || !watches.every((w) => isWatchKind(w.kind))) {
       return this.#error(res, 'validation_failed');
     }
+    if (this.refusePatches && watches.some((w) => w.patches !== undefined)) return this.#error(res, 'validation_failed');
     if (watches.some((w) => (w.gt_revision ?? 0) > 0 && (w.gt_revision ?? 0) < this.compacted)) {
       return this.#error(res, 'revision_compacted');
     }
     res.writeHead(200, { [HEADERS.contentType]: MEDIA.watch });
     res.flushHeaders();
-    const watcher: Watcher = { res, kinds: new Set(), cursor: this.head, frozen: false };
+    const watcher: Watcher = { res, kinds: new Set(), patches: new Set(), cursor: this.head, frozen: false };
     const lowest = Math.min(...watches.map((w) => w.gt_revision ?? 0));
     for (const w of watches) {
       const kind = w.kind as WatchKind;
       watcher.kinds.add(kind);
+      if (w.patches === true) watcher.patches.add(kind);
       const own = w.gt_revision ?? 0;
       const replay = this.lowestRevisionForAll && lowest < own;
       const entries = replay
@@ -280,7 +289,12 @@ export class FakeFleetServer {
     for (const w of this.watchers) {
       if (w.frozen) continue;
       for (const e of this.log) {
-        if (e.value.revision > w.cursor && w.kinds.has(e.kind)) w.res.write(`${JSON.stringify({ kind: e.kind, type: e.type, value: e.value })}\n`);
+        if (e.value.revision <= w.cursor || !w.kinds.has(e.kind)) continue;
+        const p = w.patches.has(e.kind) ? e.patch : undefined;
+        const event = p
+          ? { kind: e.kind, type: 'patch', value: { revision: e.value.revision, from_revision: p.from, id: e.value.id, set: p.set } }
+          : { kind: e.kind, type: e.type, value: e.value };
+        w.res.write(`${JSON.stringify(event)}\n`);
       }
       w.cursor = this.head;
     }

@@ -1,4 +1,4 @@
-import { WATCH_KINDS, paths, type WatchEvent, type WatchKind } from '../../../src/protocol/index.js';
+import { WATCH_KINDS, applyPatch, paths, type WatchEvent, type WatchKind } from '../../../src/protocol/index.js';
 import type { Harness } from '../../server/fixtures.js';
 import type { WatchSpec } from './watch-client.js';
 
@@ -52,10 +52,14 @@ export class ResumingClient {
   private session = { lastByKind: new Map<WatchKind, number>(), tailsPending: new Set<WatchKind>(), lastAfterTails: 0, gts: new Map<WatchKind, number>() };
   sessions = 0;
   events = 0;
+  /** `patch` events applied. */
+  patches = 0;
 
   constructor(
     readonly name: string,
     readonly kinds: readonly WatchKind[] = WATCH_KINDS,
+    /** Asks for patch events, and applies them to the object it holds. */
+    readonly withPatches = false,
   ) {
     for (const k of kinds) this.resume.set(k, { gt: 0, atTail: false });
   }
@@ -71,7 +75,7 @@ export class ResumingClient {
     this.sessions++;
     const specs: WatchSpec[] = this.kinds.map((kind) => {
       const r = this.resume.get(kind) ?? { gt: 0, atTail: false };
-      return { kind, gt_revision: r.gt, at_tail: r.atTail };
+      return { kind, gt_revision: r.gt, at_tail: r.atTail, ...(this.withPatches ? { patches: true } : {}) };
     });
     this.session = {
       lastByKind: new Map(),
@@ -113,16 +117,25 @@ export class ResumingClient {
     const allTails = s.tailsPending.size === 0;
     switch (e.type) {
       case 'change':
+      case 'patch':
       case 'delete': {
         const rev = e.value.revision;
         const last = s.lastByKind.get(e.kind) ?? 0;
         if (rev <= last) this.violation(`${e.kind} revision ${rev} not after ${last}`, e);
         if (rev <= (s.gts.get(e.kind) ?? 0)) this.violation(`revision ${rev} not after gt_revision`, e);
         if (allTails && rev <= s.lastAfterTails) this.violation(`revision ${rev} out of order after the tails`, e);
-        if (e.kind === 'device' && 'status' in e.value) this.violation('device event carries status', e);
+        if (e.kind === 'device' && e.type !== 'patch' && 'status' in e.value) this.violation('device event carries status', e);
+        if (e.type === 'patch' && 'status' in e.value.set) this.violation('device patch carries status', e);
         s.lastByKind.set(e.kind, rev);
         if (allTails) s.lastAfterTails = rev;
-        if (e.type === 'change') this.state[e.kind].set(e.value.id, e.value);
+        if (e.type === 'patch') {
+          if (!this.withPatches) this.violation('a patch to a watch that did not ask for patches', e);
+          const held = this.state[e.kind].get(e.value.id) as { id: string; revision: number } | undefined;
+          const next = applyPatch(held, e.value);
+          if (next === undefined) this.violation(`a patch from revision ${e.value.from_revision}, but the client holds ${held ? `revision ${held.revision}` : 'nothing'}`, e);
+          else this.state[e.kind].set(e.value.id, next);
+          this.patches++;
+        } else if (e.type === 'change') this.state[e.kind].set(e.value.id, e.value);
         else this.state[e.kind].delete(e.value.id);
         this.bump(e.kind, rev);
         return;

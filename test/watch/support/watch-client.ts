@@ -30,6 +30,7 @@ export interface WatchSpec {
   kind: WatchKind;
   gt_revision?: number;
   at_tail?: boolean;
+  patches?: boolean;
 }
 
 export interface OpenOptions {

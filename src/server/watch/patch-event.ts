@@ -1,0 +1,52 @@
+import type { WatchKind } from '../../protocol/index.js';
+import type { StoredValue } from '../store/index.js';
+import { chunk } from '../streams/index.js';
+import { watchLineHead } from '../../protocol/index.js';
+
+/** A change as a `patch` line, for the watchers that asked for patches and hold `from`. */
+export interface EncodedPatch {
+  /** The revision the patch applies to: the object's previous one. */
+  readonly from: number;
+  /** The complete chunk written to sockets. */
+  readonly bytes: Buffer;
+}
+
+/** The JSON of a cached chunk (`<size>\r\n<json>\n\r\n`). */
+function chunkJson(bytes: Buffer): string {
+  const start = bytes.indexOf('\r\n') + 2;
+  return bytes.toString('utf8', start, bytes.length - 3);
+}
+
+function previousValue(previous: Buffer): StoredValue | undefined {
+  const line: unknown = JSON.parse(chunkJson(previous));
+  if (typeof line !== 'object' || line === null || !('value' in line)) return undefined;
+  const value = line.value;
+  if (typeof value !== 'object' || value === null || !('revision' in value) || typeof value.revision !== 'number') return undefined;
+  return value as StoredValue;
+}
+
+/**
+ * The patch from the object's previous change event (`previous`, the chunk
+ * the snapshot holds) to `value`, or undefined when that copy is not the
+ * revision the write replaced (`previousRevision`), when it would not be smaller
+ * than the whole object (`fullBytes`) or can't express the change (a member
+ * went away). Members are compared by their JSON: both sides come from the
+ * database's jsonb, whose key order is canonical.
+ */
+export function encodePatch(kind: WatchKind, previous: Buffer, value: StoredValue, previousRevision: number | undefined, fullBytes: number): EncodedPatch | undefined {
+  const old = previousValue(previous);
+  // Only from the revision the write replaced: a copy older than that missed a version a client may hold.
+  if (!old || previousRevision === undefined || old.revision !== previousRevision || old.revision >= value.revision) return undefined;
+  for (const key of Object.keys(old)) if (!(key in value)) return undefined;
+  const set: string[] = [];
+  for (const [key, v] of Object.entries(value)) {
+    if (key === 'revision' || key === 'id') continue;
+    const json = JSON.stringify(v);
+    if (json !== JSON.stringify(old[key])) set.push(`${JSON.stringify(key)}:${json}`);
+  }
+  // `revision` first: a reader that needs only it finds it right after the line's head.
+  const json = `${watchLineHead('patch', kind)}{"revision":${value.revision},"from_revision":${old.revision},"id":${JSON.stringify(value.id)},"set":{${set.join(',')}}}}`;
+  const bytes = chunk(json);
+  if (bytes.length >= fullBytes) return undefined;
+  return { from: old.revision, bytes };
+}
