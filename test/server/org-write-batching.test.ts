@@ -1,8 +1,28 @@
 import { describe, expect, it } from 'vitest';
 import { runAudited, SYSTEM_SCOPE } from '../../src/server/audit/index.js';
 import { ApiError } from '../../src/server/errors.js';
+import type { Database } from '../../src/server/db/index.js';
 import { writeInOrg } from '../../src/server/store/org-write.js';
 import { pgAdminUrl, startTestServer, wgKey, type BackendName } from './fixtures.js';
+
+/** Records the UPDATE statements sent in transactions of `db` until the returned function is called. */
+function watchUpdates(db: Database, out: string[]): () => void {
+  const original = db.transaction.bind(db);
+  const observed: Database['transaction'] = (fn) =>
+    original((tx) =>
+      fn({
+        query: (text, params) => {
+          if (/^\s*UPDATE/i.test(text)) out.push(text.trim());
+          return tx.query(text, params);
+        },
+        savepoint: (f) => tx.savepoint(f),
+      }),
+    );
+  db.transaction = observed;
+  return () => {
+    db.transaction = original;
+  };
+}
 
 const backends: BackendName[] = pgAdminUrl() === '' ? ['pglite'] : ['pglite', 'postgres'];
 
@@ -179,6 +199,32 @@ describe.each(backends)('writes of one organization that arrive together commit 
         const now = await store.devices.get(org.id, a.id);
         expect(now).toMatchObject({ hostname: 'a1', endpoints: [{ source: 'stun', address: '203.0.113.1:20000' }] });
         expect(await store.devices.get(org.id, b.id)).toBeUndefined();
+      } finally {
+        await server.close();
+      }
+    }));
+
+  it('a batch that commits at once writes the revision counter once, whatever its number of writes, and the head is its last revision', () =>
+    runAudited(SYSTEM_SCOPE, async () => {
+      const server = await startTestServer(backend);
+      try {
+        const store = server.ctx.store;
+        const org = await store.organizations.create({ name: 'counter' });
+        const devices = [];
+        for (let i = 0; i < 12; i++) devices.push((await store.devices.create(org.id, { hostname: `d${i}`, public_key: wgKey() })).device);
+        const updates: string[] = [];
+        const counted = writeInOrg(server.db, store.bus, org.id, async (w) => w.tx.query('SELECT pg_sleep(0.05)'));
+        // The twelve patches wait behind the write above, then run as one batch; the statements they send are counted.
+        const unsubscribe = watchUpdates(server.db, updates);
+        const patched = await Promise.all(devices.map((d, i) => store.devices.patch(org.id, d.id, { hostname: `p${i}` })));
+        await counted;
+        unsubscribe();
+        const revisions = patched.map((d) => d.revision);
+        expect(revisions).toEqual(Array.from({ length: 12 }, (_, i) => (revisions[0] ?? 0) + i));
+        expect(updates.filter((t) => /^UPDATE orgs SET head_revision/.test(t))).toHaveLength(1);
+        expect(updates.filter((t) => /^UPDATE objects/.test(t))).toHaveLength(12);
+        const [row] = await server.db.query<{ head_revision: unknown }>('SELECT head_revision FROM orgs WHERE id = $1', [org.id]);
+        expect(Number(row?.head_revision)).toBe(revisions.at(-1));
       } finally {
         await server.close();
       }

@@ -226,7 +226,6 @@ export class AgentWatch {
   private onLine(text: string, start: number, end: number): void {
     // An empty line is a keepalive of a stream still listing (its bytes already fed the silence watchdog).
     if (end === start) return;
-    const at = nowMs();
     this.lines++;
     this.bodyBytes += end - start + 1;
     const line = scanWatchLine(text, start, end);
@@ -237,18 +236,20 @@ export class AgentWatch {
         this.tally.add(line.type, line.kind, end - start + 1);
         if (line.revision > (this.rev[line.kind] ?? 0)) this.rev[line.kind] = line.revision;
         break;
-      case 'tail':
+      case 'tail': {
+        const at = nowMs();
         if (line.revision > (this.rev[line.kind] ?? 0)) this.rev[line.kind] = line.revision;
         this.tailed[line.kind] = true;
         this.trace.add(at, `tail ${WATCH_KINDS[line.kind] ?? line.kind} at ${line.revision}`);
         if (!this.ready && this.tailed.every(Boolean)) this.becomeReady(at);
         break;
+      }
       case 'bookmark':
         if (line.revision > this.bookmark) this.bookmark = line.revision;
         break;
       case 'error':
         bump(this.counters, COUNTER.streamError(line.code));
-        this.trace.add(at, `error line ${line.code}`);
+        this.trace.add(nowMs(), `error line ${line.code}`);
         // The stream ends after it; a compacted kind must list again.
         if (line.code === COMPACTED) {
           this.rev.fill(0);

@@ -64,13 +64,16 @@ const queues = new WeakMap<Database, Map<string, OrgQueue>>();
  * revision as this transaction already holds it (an earlier write of the
  * same transaction took one and was kept, so the counter row is locked by
  * it): the revision is then that plus one, and the counter's update is
- * pipelined instead of waited for.
+ * pipelined instead of waited for. `counterAtEnd`: the batch writes the
+ * counter once, after its last write (runOptimistic), so a write takes
+ * `head + 1` with no statement at all.
  */
 function revisionTaker(
   tx: Queryable,
   orgId: string,
   head?: number,
   prefetched?: Map<string, StoredValue>,
+  counterAtEnd = false,
 ): { write: OrgWrite; taken: () => number | undefined; answered: () => Promise<void> } {
   let taken: number | undefined;
   const sent: Promise<unknown>[] = [];
@@ -93,6 +96,10 @@ function revisionTaker(
     },
     async revision() {
       if (taken !== undefined) return taken;
+      if (head !== undefined && counterAtEnd) {
+        taken = head + 1;
+        return taken;
+      }
       if (head !== undefined) {
         const next = head + 1;
         // A deleted organization (an earlier write of the batch deleted it) fails the write when the answers come.
@@ -249,15 +256,16 @@ async function runOptimistic(db: Database, bus: SignalBus, orgId: string, batch:
   let signalled = false;
   try {
     await db.transaction(async (tx) => {
-      let head: number | undefined;
       const answers: Promise<void>[] = [];
       try {
-        await lockHead(tx, orgId);
+        // The counter is read with its lock and written once, after the last write: 200 writes were 200 updates of one row.
+        let head = await lockHead(tx, orgId);
+        const start = head;
         const prefetched = await prefetch(tx, orgId, batch);
         for (const p of batch) {
           // A write that declared nothing may change any object: what was read for the others is stale from then on.
           if (p.touches === undefined) prefetched.clear();
-          const { write, taken, answered } = revisionTaker(tx, orgId, head, prefetched);
+          const { write, taken, answered } = revisionTaker(tx, orgId, head, prefetched, true);
           values.push(await p.fn(write));
           const answer = answered();
           // Read below, or dropped with the transaction when a later write throws first.
@@ -268,6 +276,14 @@ async function runOptimistic(db: Database, bus: SignalBus, orgId: string, batch:
             took = true;
             head = revision;
           }
+        }
+        if (head !== undefined && head !== start) {
+          // A write of the batch deleted the organization: the batch runs again, each write on its own, to say which fail.
+          answers.push(
+            tx.query('UPDATE orgs SET head_revision = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING id', [orgId, head]).then((rows) => {
+              if (rows.length === 0) throw notFound('organization');
+            }),
+          );
         }
         for (const o of await Promise.allSettled(answers)) if (o.status === 'rejected') throw o.reason;
       } catch (err) {
@@ -341,8 +357,10 @@ async function runIsolated(db: Database, bus: SignalBus, orgId: string, batch: r
  * insert. A missing or deleted organization locks nothing; the write then
  * fails with 404 as before.
  */
-function lockHead(tx: Queryable, orgId: string): Promise<unknown> {
-  return tx.query('SELECT 1 FROM orgs WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE', [orgId]);
+async function lockHead(tx: Queryable, orgId: string): Promise<number | undefined> {
+  const rows = await tx.query<{ head_revision: unknown }>('SELECT head_revision FROM orgs WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE', [orgId]);
+  const row = rows[0];
+  return row === undefined ? undefined : Number(row.head_revision);
 }
 
 /** Fails with 404 unless the organization exists and isn't deleted. */
