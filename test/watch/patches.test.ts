@@ -97,6 +97,35 @@ describe('patch events', () => {
     expect(plain(client.state)).toEqual(plain(await serverState(ws.h, org.id)));
   });
 
+  it('a resumed kind gets the changes up to the head its stream started at whole: its client may lack their bases', async () => {
+    const org = await ws.h.createOrg();
+    const x = await ws.h.createDevice(org.id, { hostname: 'x' });
+    const y = await ws.h.createDevice(org.id, { hostname: 'y' });
+    // A live watcher keeps the tail cache filled change by change, so each change below has its patch there.
+    const live = await openWatch(ws.target(org.id), [{ kind: 'device', patches: true }]);
+    await untilTails(live, 1);
+    const p = await patchDevice(ws.h, org.id, x.id, { hostname: 'x1' });
+    await objectEvents(live, 1);
+    const q = await patchDevice(ws.h, org.id, y.id, { hostname: 'y1' });
+    await objectEvents(live, 1);
+    const r = await patchDevice(ws.h, org.id, x.id, { hostname: 'x2' });
+    const [livePatch] = await objectEvents(live, 1);
+    expect(livePatch).toMatchObject({ type: 'patch', value: { revision: r.revision, from_revision: p.revision } });
+
+    // A client cut inside a catch-up can hold y at q and x still at its creation (the read that sent y found x
+    // already at r), and resume from q at its tail. x at r must not come as a patch from p, which it never got.
+    const resumed = await openWatch(ws.target(org.id), [{ kind: 'device', gt_revision: q.revision, at_tail: true, patches: true }]);
+    const [next] = await objectEvents(resumed, 1);
+    // Served from the tail cache (the live watcher keeps it), where x at r has its patch: still sent whole.
+    expect(next).toEqual({ kind: 'device', type: 'change', value: r });
+    // After the head it started at, patches again.
+    const s = await patchDevice(ws.h, org.id, x.id, { hostname: 'x3' });
+    const [after] = await objectEvents(resumed, 1);
+    expect(after).toMatchObject({ type: 'patch', value: { revision: s.revision, from_revision: r.revision } });
+    resumed.destroy();
+    live.destroy();
+  });
+
   it('a delete stays a delete, and an object made again is sent whole', async () => {
     const org = await ws.h.createOrg();
     const d = await ws.h.createDevice(org.id);

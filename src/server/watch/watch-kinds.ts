@@ -10,11 +10,13 @@ interface KindState {
   /** The client applies `patch` events of this kind. */
   readonly patches: boolean;
   /**
-   * Events up to this revision go out whole. A kind resumed inside its
-   * list (gt > 0, no tail yet) holds each listed object at its latest
-   * revision as of that list's head, not the versions in between: a patch
-   * on one of those could name a base it never got. That head is at most
-   * this stream's start head.
+   * Events up to this revision go out whole. A resumed kind (gt > 0) holds
+   * what earlier streams sent it, and a list or a database read there sent
+   * each object at its latest revision as of that read, not the versions
+   * in between (a stream cut inside a list or a catch-up leaves a client
+   * with such gaps below its gt): a patch on one of those could name a base
+   * it never got. What superseded such a version is at most that read's
+   * head, so at most this stream's start head.
    */
   readonly wholeThrough: number;
   tailPending: boolean;
@@ -55,8 +57,7 @@ export class WatchKinds {
     for (const w of sorted) {
       const gt = w.gt_revision ?? 0;
       list.push(w.kind);
-      const midList = gt > 0 && w.at_tail !== true;
-      this.#states.push({ gt, deletesAfter: gt > 0 ? gt : startHead, patches: w.patches === true, wholeThrough: midList ? startHead : 0, tailPending: w.at_tail !== true });
+      this.#states.push({ gt, deletesAfter: gt > 0 ? gt : startHead, patches: w.patches === true, wholeThrough: gt > 0 ? startHead : 0, tailPending: w.at_tail !== true });
       from = Math.min(from, gt);
       known = Math.max(known, gt);
       if (gt === 0) listUntil = startHead;
