@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WATCH_KINDS, applyPatch, paths, type DeviceObject, type Organization, type WatchEvent } from '../../src/protocol/index.js';
-import { openWatch, watchRequest, type WatchStream } from './support/watch-client.js';
+import { openWatch, untilTails, watchRequest, type WatchStream } from './support/watch-client.js';
 import { startWatchServer, type WatchServer } from './support/watch-server.js';
 import { ResumingClient, plain, serverState } from './support/client-state.js';
 import { patchDevice } from './support/objects.js';
@@ -12,18 +12,6 @@ async function objectEvents(s: WatchStream, n: number): Promise<WatchEvent[]> {
     const e = await s.next();
     if (e === undefined) throw new Error(`stream ended after ${out.length} of ${n} events`);
     if (e.type === 'change' || e.type === 'patch' || e.type === 'delete') out.push(e);
-  }
-  return out;
-}
-
-async function untilTails(s: WatchStream, kinds: number): Promise<WatchEvent[]> {
-  const out: WatchEvent[] = [];
-  let tails = 0;
-  while (tails < kinds) {
-    const e = await s.next();
-    if (e === undefined) throw new Error('stream ended before its tails');
-    out.push(e);
-    if (e.type === 'tail') tails++;
   }
   return out;
 }
