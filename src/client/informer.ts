@@ -149,9 +149,9 @@ export class KindInformer<K extends WatchKind> implements Informer<K> {
   /** Throws PatchBaseError when the cache doesn't hold the patch's base: the stream must list again. */
   handlePatch(patch: PatchValue): void {
     if (patch.revision <= this.#revision) return;
-    const next = applyPatch(this.#cache.get(patch.id), patch);
+    const held = this.#cache.get(patch.id);
+    const next = applyPatch(held, patch);
     if (next === undefined) {
-      const held = this.#cache.get(patch.id);
       throw new PatchBaseError({
         code: 'invalid_response',
         message: `watch: a patch of ${this.kind} ${patch.id} from revision ${patch.from_revision}, which this client holds ${held ? `at revision ${held.revision}` : 'not at all'}`,

@@ -260,7 +260,6 @@ async function runOptimistic(db: Database, bus: SignalBus, orgId: string, batch:
       try {
         // The counter is read with its lock and written once, after the last write: 200 writes were 200 updates of one row.
         let head = await lockHead(tx, orgId);
-        const start = head;
         const prefetched = await prefetch(tx, orgId, batch);
         for (const p of batch) {
           // A write that declared nothing may change any object: what was read for the others is stale from then on.
@@ -277,8 +276,8 @@ async function runOptimistic(db: Database, bus: SignalBus, orgId: string, batch:
             head = revision;
           }
         }
-        if (head !== undefined && head !== start) {
-          // A write of the batch deleted the organization: the batch runs again, each write on its own, to say which fail.
+        if (took && head !== undefined) {
+          // Fails when a write of the batch deleted the organization: the batch then runs again, each write on its own, to say which fail.
           answers.push(
             tx.query('UPDATE orgs SET head_revision = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING id', [orgId, head]).then((rows) => {
               if (rows.length === 0) throw notFound('organization');

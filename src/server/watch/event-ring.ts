@@ -1,4 +1,3 @@
-import type { EncodedPatch } from './patch-event.js';
 import type { WatchKind } from '../../protocol/index.js';
 
 /** One change, encoded once for every watcher. */
@@ -9,11 +8,11 @@ export interface CachedEvent {
   /** The complete chunk written to sockets. */
   readonly bytes: Buffer;
   /**
-   * The same change as a `patch` line, when the feed knew the object's
-   * previous state and the patch is smaller: for watchers that asked for
-   * patches and have been sent `patch.from`.
+   * The same change as a `patch` line (complete chunk), when the feed held
+   * the revision the write replaced and the patch is smaller: for watchers
+   * that asked for patches (see WatchKinds.outgoing).
    */
-  readonly patch?: EncodedPatch;
+  readonly patch?: Buffer;
 }
 
 /**

@@ -5,7 +5,7 @@ import { CatchUpReads } from './catch-up-reads.js';
 import { EventRing, type CachedEvent } from './event-ring.js';
 import { OrgSnapshot, type SnapshotBudget } from './org-snapshot.js';
 import { encodeBookmark, encodeObjectEvent } from './encode.js';
-import { encodePatch, type EncodedPatch } from './patch-event.js';
+import { encodePatch } from './patch-event.js';
 import type { WatchMetrics } from './watch-metrics.js';
 
 /** What a feed needs from a watcher: it is woken when new events are in the ring. */
@@ -199,7 +199,7 @@ export class OrgFeed {
     return { revision: row.revision, kind: row.kind, deleted: row.deleted, bytes, ...(patch ? { patch } : {}) };
   }
 
-  #patch(row: ChangeRow, previous: Buffer, fullBytes: number): EncodedPatch | undefined {
+  #patch(row: ChangeRow, previous: Buffer, fullBytes: number): Buffer | undefined {
     try {
       return encodePatch(row.kind, previous, row.value, row.previousRevision, fullBytes);
     } catch (err) {

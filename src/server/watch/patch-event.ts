@@ -1,15 +1,6 @@
-import type { WatchKind } from '../../protocol/index.js';
+import { watchLineHead, type WatchKind } from '../../protocol/index.js';
 import type { StoredValue } from '../store/index.js';
 import { chunk } from '../streams/index.js';
-import { watchLineHead } from '../../protocol/index.js';
-
-/** A change as a `patch` line, for the watchers that asked for patches and hold `from`. */
-export interface EncodedPatch {
-  /** The revision the patch applies to: the object's previous one. */
-  readonly from: number;
-  /** The complete chunk written to sockets. */
-  readonly bytes: Buffer;
-}
 
 /** The JSON of a cached chunk (`<size>\r\n<json>\n\r\n`). */
 function chunkJson(bytes: Buffer): string {
@@ -33,10 +24,11 @@ function previousValue(previous: Buffer): StoredValue | undefined {
  * went away). Members are compared by their JSON: both sides come from the
  * database's jsonb, whose key order is canonical.
  */
-export function encodePatch(kind: WatchKind, previous: Buffer, value: StoredValue, previousRevision: number | undefined, fullBytes: number): EncodedPatch | undefined {
-  const old = previousValue(previous);
+export function encodePatch(kind: WatchKind, previous: Buffer, value: StoredValue, previousRevision: number | undefined, fullBytes: number): Buffer | undefined {
   // Only from the revision the write replaced: a copy older than that missed a version a client may hold.
-  if (!old || previousRevision === undefined || old.revision !== previousRevision || old.revision >= value.revision) return undefined;
+  if (previousRevision === undefined) return undefined;
+  const old = previousValue(previous);
+  if (old?.revision !== previousRevision) return undefined;
   for (const key of Object.keys(old)) if (!(key in value)) return undefined;
   const set: string[] = [];
   for (const [key, v] of Object.entries(value)) {
@@ -47,6 +39,5 @@ export function encodePatch(kind: WatchKind, previous: Buffer, value: StoredValu
   // `revision` first: a reader that needs only it finds it right after the line's head.
   const json = `${watchLineHead('patch', kind)}{"revision":${value.revision},"from_revision":${old.revision},"id":${JSON.stringify(value.id)},"set":{${set.join(',')}}}}`;
   const bytes = chunk(json);
-  if (bytes.length >= fullBytes) return undefined;
-  return { from: old.revision, bytes };
+  return bytes.length < fullBytes ? bytes : undefined;
 }

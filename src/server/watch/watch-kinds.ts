@@ -9,16 +9,6 @@ interface KindState {
   readonly deletesAfter: number;
   /** The client applies `patch` events of this kind. */
   readonly patches: boolean;
-  /**
-   * Events up to this revision go out whole. A resumed kind (gt > 0) holds
-   * what earlier streams sent it, and a list or a database read there sent
-   * each object at its latest revision as of that read, not the versions
-   * in between (a stream cut inside a list or a catch-up leaves a client
-   * with such gaps below its gt): a patch on one of those could name a base
-   * it never got. What superseded such a version is at most that read's
-   * head, so at most this stream's start head.
-   */
-  readonly wholeThrough: number;
   tailPending: boolean;
 }
 
@@ -57,7 +47,7 @@ export class WatchKinds {
     for (const w of sorted) {
       const gt = w.gt_revision ?? 0;
       list.push(w.kind);
-      this.#states.push({ gt, deletesAfter: gt > 0 ? gt : startHead, patches: w.patches === true, wholeThrough: gt > 0 ? startHead : 0, tailPending: w.at_tail !== true });
+      this.#states.push({ gt, deletesAfter: gt > 0 ? gt : startHead, patches: w.patches === true, tailPending: w.at_tail !== true });
       from = Math.min(from, gt);
       known = Math.max(known, gt);
       if (gt === 0) listUntil = startHead;
@@ -70,28 +60,25 @@ export class WatchKinds {
 
   /** Whether the stream is sent `e`. */
   wanted(e: Row): boolean {
-    const k = this.#states[this.list.indexOf(e.kind)];
-    if (!k || e.revision <= k.gt) return false;
-    return !(e.deleted && e.revision <= k.deletesAfter);
+    return this.#sent(e) !== undefined;
   }
 
   /**
-   * The bytes a wanted event goes out as for a stream at `position`: its
-   * patch when the kind takes patches and the client holds the object at
-   * the patch's base, else the whole object. The client holds it when the
-   * stream (or the state it resumed from) reached that revision, and no
-   * database read of the stream could have skipped it: a read returns each
-   * object at its latest revision, so a version superseded before the read
-   * never reached the client. What superseded it is at most the read's head
-   * (`wholeThrough`, the highest over the stream's reads), so only events
-   * after that are safe as patches.
+   * What the stream is sent for a change from the tail cache: nothing (not
+   * wanted), its patch (the kind takes patches, the feed made one, and the
+   * event is past `wholeThrough`, see Watcher), else the whole object. One
+   * lookup per event and watcher: this is the fan-out's inner loop.
    */
-  bytesOf(e: Pick<CachedEvent, 'kind' | 'revision' | 'bytes' | 'patch'>, position: number, wholeThrough: number): Buffer {
-    const p = e.patch;
-    if (p === undefined || e.revision <= wholeThrough) return e.bytes;
+  outgoing(e: CachedEvent, wholeThrough: number): Buffer | undefined {
+    const k = this.#sent(e);
+    if (k === undefined) return undefined;
+    return k.patches && e.patch !== undefined && e.revision > wholeThrough ? e.patch : e.bytes;
+  }
+
+  #sent(e: Row): KindState | undefined {
     const k = this.#states[this.list.indexOf(e.kind)];
-    if (k?.patches !== true || e.revision <= k.wholeThrough) return e.bytes;
-    return Math.max(position, k.gt) >= p.from ? p.bytes : e.bytes;
+    if (!k || e.revision <= k.gt) return undefined;
+    return e.deleted && e.revision <= k.deletesAfter ? undefined : k;
   }
 
   /**

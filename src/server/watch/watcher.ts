@@ -72,8 +72,17 @@ export class Watcher implements FeedListener, GuardedOwnedStream {
   private readonly openedMark: number;
   /** Issue number of the last catch-up page used: the next one must be newer. */
   private lastIssued = 0;
-  /** The highest head of the database reads it was sent: events up to it go out whole (see WatchKinds.bytesOf). */
-  private wholeThrough = 0;
+  /**
+   * Changes up to this revision go out whole, never as patches: the client
+   * may lack their base. A list or a database read sends each object at its
+   * latest revision as of the read, not the versions in between, and what
+   * superseded a skipped version is at most the read's head. So this is the
+   * highest head of the database reads the stream was sent and, when the
+   * stream resumes (the client's state came from earlier streams' reads,
+   * perhaps cut inside one), its start head. Past it the tail cache is
+   * contiguous from the client's state: it was sent every patch's base.
+   */
+  private wholeThrough: number;
   /** Set while `listing`. */
   private snapshotList: SnapshotList | undefined;
   private slowTimer: NodeJS.Timeout | undefined;
@@ -88,6 +97,7 @@ export class Watcher implements FeedListener, GuardedOwnedStream {
     this.connection = tcpConnection(w.socket);
     this.kinds = new WatchKinds(w.watches, w.startHead);
     this.position = this.kinds.from;
+    this.wholeThrough = this.kinds.known > 0 ? w.startHead : 0;
     this.openedMark = w.feed.catchUp.mark();
     // A fresh list at the snapshot's head is written from memory; resumes and mixed requests read as before.
     const snapshot = w.feed.snapshot;
@@ -212,8 +222,8 @@ export class Watcher implements FeedListener, GuardedOwnedStream {
     try {
       for (let i = from; i < ring.size; i++) {
         const e = ring.at(i);
-        if (this.kinds.wanted(e)) {
-          const bytes = this.kinds.bytesOf(e, this.position, this.wholeThrough);
+        const bytes = this.kinds.outgoing(e, this.wholeThrough);
+        if (bytes !== undefined) {
           if (!this.admitted(bytes.length)) return;
           this.out.write(bytes, true);
           if (bytes !== e.bytes) this.o.metrics.written.patches++;
