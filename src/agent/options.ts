@@ -4,7 +4,7 @@
  * over the default.
  */
 import { hostname as osHostname } from 'node:os';
-import { AGENT_LOCAL_DEFAULT_PORT, isEndpointAddress, STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../protocol/index.js';
+import { AGENT_LOCAL_DEFAULT_PORT, cidrNetwork, hasHostBits, isEndpointAddress, STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../protocol/index.js';
 import { parseCommandLine, type CommandLineGrammar } from '../util/command-line.js';
 import { DURATION_EXAMPLES, parseDuration } from '../util/duration.js';
 import { didYouMeanFlag } from '../util/nearest-name.js';
@@ -36,6 +36,12 @@ export interface AgentOptions {
   listenPort: number;
   /** `ADDR:PORT` values published as `manual` endpoints; empty: interface addresses with the listen port. */
   endpoints: string[];
+  /**
+   * The routes this device requests (`advertise_cidrs`): canonical CIDRs,
+   * without repeats, in the order given. The agent owns the request: it is
+   * sent at enrollment and set again at every start (empty clears it).
+   */
+  advertiseRoutes: string[];
   /** Loopback port of the local API; 0 picks a free one (logged). */
   localPort: number;
   /** Discover the WireGuard port's public mapping with STUN and publish it (linux dataplane only). */
@@ -97,6 +103,12 @@ export const AGENT_FLAGS = {
   hostname: { flag: 'hostname', env: 'FLEETPLANE_AGENT_HOSTNAME', kind: 'string', help: "Hostname to enroll with (default: the machine's)." },
   listenPort: { flag: 'listen-port', env: 'FLEETPLANE_AGENT_LISTEN_PORT', kind: 'port', help: `WireGuard listen port (default ${DEFAULT_LISTEN_PORT}).` },
   endpoints: { flag: 'endpoint', env: 'FLEETPLANE_AGENT_ENDPOINT', kind: 'list', help: 'ADDR:PORT where peers reach this device (repeatable; env: comma separated). Default: interface addresses.' },
+  advertiseRoutes: {
+    flag: 'advertise-routes',
+    env: 'FLEETPLANE_AGENT_ADVERTISE_ROUTES',
+    kind: 'list',
+    help: 'CIDRs of networks behind this device that peers may route through it, comma separated (repeatable), e.g. 10.20.0.0/16,192.168.5.0/24. Requested at every start (none: the request is cleared); applied once an admin approves them (ctl devices approve-routes).',
+  },
   localPort: { flag: 'local-port', env: 'FLEETPLANE_AGENT_LOCAL_PORT', kind: 'port', help: `Port of the local API on 127.0.0.1 (default ${AGENT_LOCAL_DEFAULT_PORT}; 0: any).` },
   stun: { flag: 'stun', env: 'FLEETPLANE_AGENT_STUN', kind: 'bool', help: 'Publish the public address of the WireGuard port, found with STUN (default true; --stun=false: off; needs --dataplane linux).' },
   stunServer: { flag: 'stun-server', env: 'FLEETPLANE_AGENT_STUN_SERVER', kind: 'string', help: 'STUN server host, IPv4 address or name (default: the host of --server).' },
@@ -130,6 +142,10 @@ export const AGENT_EXAMPLES: readonly { readonly what: string; readonly args: re
   {
     what: 'A server with a private CA; STUN re-checked at most every 5 minutes, full re-applies every 10',
     args: ['--server', 'https://fleet.internal:8443', '--ca-file', '/etc/fleetplane/ca.pem', '--state-dir', '/var/lib/fleetplane', '--stun-interval', '5m', '--resync-interval', '10m'],
+  },
+  {
+    what: 'A subnet router: peers reach these networks through this machine once an admin approves them (fleetplane ctl devices approve-routes)',
+    args: ['--server', 'https://fleet.example.com', '--state-dir', '/var/lib/fleetplane', '--dataplane', 'linux', '--advertise-routes', '10.20.0.0/16,192.168.5.0/24'],
   },
 ];
 
@@ -225,6 +241,26 @@ function choice<T extends string>(raw: Raw, key: Key, choices: readonly T[], fal
   return found;
 }
 
+/**
+ * `--advertise-routes`: each value a comma-separated list of CIDRs, written
+ * without host bits (the server refuses `10.20.0.1/16`; saying so here
+ * stops the agent before it enrolls), and no default route (exit nodes are
+ * not supported).
+ */
+function routes(raw: Raw): string[] {
+  const given = raw.advertiseRoutes;
+  const words = (Array.isArray(given) ? given : []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
+  const out: string[] = [];
+  for (const word of words) {
+    const network = cidrNetwork(word);
+    if (network === undefined) throw new AgentOptionsError(`${where('advertiseRoutes')}: expected CIDRs such as 10.20.0.0/16, got ${JSON.stringify(word)}`);
+    if (hasHostBits(word)) throw new AgentOptionsError(`${where('advertiseRoutes')}: ${word} has host bits set; expected ${network}`);
+    if (network.endsWith('/0')) throw new AgentOptionsError(`${where('advertiseRoutes')}: ${word} is a default route; exit nodes are not supported`);
+    if (!out.includes(network)) out.push(network);
+  }
+  return out;
+}
+
 function serverUrl(text: string | undefined): string | undefined {
   if (text === undefined) return undefined;
   let url: URL;
@@ -254,6 +290,7 @@ export function parseAgentOptions(argv: readonly string[], env: Readonly<Record<
   for (const ep of endpoints) {
     if (!isEndpointAddress(ep)) throw new AgentOptionsError(`${where('endpoints')}: expected ADDR:PORT (or [v6]:PORT), got ${JSON.stringify(ep)}`);
   }
+  const advertiseRoutes = routes(raw);
   const hostname = str(raw, 'hostname') ?? osHostname();
   if (hostname.length < 1 || hostname.length > 253) throw new AgentOptionsError(`${where('hostname')}: expected 1..253 characters`);
   const cleanup = raw.cleanupOnExit;
@@ -280,6 +317,7 @@ export function parseAgentOptions(argv: readonly string[], env: Readonly<Record<
     hostname,
     listenPort: port(raw, 'listenPort', AGENT_DEFAULTS.listenPort, 1),
     endpoints: [...new Set(endpoints)],
+    advertiseRoutes,
     localPort: port(raw, 'localPort', AGENT_DEFAULTS.localPort, 0),
     stun: raw.stun !== false,
     relay: raw.relay !== false,

@@ -17,6 +17,7 @@ export * from './agent-local.js';
 export * from './bus.js';
 export * from './stun.js';
 export * from './relay.js';
+export * from './references.js';
 export * from './schemas/common.js';
 export * from './schemas/organization.js';
 export * from './schemas/device.js';

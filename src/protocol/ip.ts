@@ -140,3 +140,71 @@ export function isEndpointAddress(text: string): boolean {
   if (m[1] !== undefined) return isIpv6(m[1]);
   return m[2] !== undefined && parseIpv4(m[2]) !== undefined;
 }
+
+/**
+ * IPv6 as inet_ntop writes it (what `wg` and `ip` print): RFC 5952 zero
+ * compression, lower case, and an IPv4 tail for `::a.b.c.d` and
+ * `::ffff:a.b.c.d`. `groups`: the eight 16-bit groups (see ipv6Groups).
+ */
+export function formatIpv6(groups: readonly number[]): string {
+  const words = Array.from({ length: 8 }, (_, i) => (groups[i] ?? 0) & 0xffff);
+  let bestStart = -1;
+  let bestLen = 0;
+  for (let i = 0; i < 8; ) {
+    if (words[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && words[j] === 0) j++;
+    if (j - i > bestLen) {
+      bestStart = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  if (bestLen < 2) bestStart = -1;
+  const hex = (from: number, to: number): string[] => words.slice(from, to).map((w) => w.toString(16));
+  if (bestStart === 0 && (bestLen === 6 || (bestLen === 5 && words[5] === 0xffff))) {
+    const low = ((words[6] ?? 0) * 65536 + (words[7] ?? 0)) >>> 0;
+    return `::${bestLen === 5 ? 'ffff:' : ''}${formatIpv4(low)}`;
+  }
+  if (bestStart < 0) return hex(0, 8).join(':');
+  return `${hex(0, bestStart).join(':')}::${hex(bestStart + bestLen, 8).join(':')}`;
+}
+
+/** `parsed`'s address with the bits after the first `kept` cleared, written canonically. */
+function maskedAddress(parsed: ParsedCidr, kept: number): string {
+  if (parsed.family === 4) {
+    const size = 2 ** (32 - kept);
+    const value = parseIpv4(parsed.address) ?? 0;
+    return formatIpv4(value - (value % size));
+  }
+  return formatIpv6(
+    ipv6Groups(parsed.address).map((group, i) => {
+      const bits = Math.min(16, Math.max(0, kept - i * 16));
+      return group & ((0xffff << (16 - bits)) & 0xffff);
+    }),
+  );
+}
+
+/**
+ * The network a CIDR names, written canonically: its address with the host
+ * bits cleared, IPv6 as formatIpv6 writes it (`10.20.0.0/16` for
+ * `10.20.0.1/16`, `fd00:20::/48` for `FD00:20::1/48`); undefined if `text`
+ * isn't a CIDR.
+ */
+export function cidrNetwork(text: string): string | undefined {
+  const parsed = parseCidr(text);
+  return parsed ? `${maskedAddress(parsed, parsed.prefix)}/${parsed.prefix}` : undefined;
+}
+
+/**
+ * True when `text` is a CIDR with host bits set (`10.20.0.1/16`): it names
+ * an address in a network, not the network, so it is refused where a route
+ * is expected (docs/protocol.md "Routes"), as Tailscale does.
+ */
+export function hasHostBits(text: string): boolean {
+  const parsed = parseCidr(text);
+  return parsed !== undefined && maskedAddress(parsed, parsed.prefix) !== maskedAddress(parsed, parsed.family === 4 ? 32 : 128);
+}

@@ -76,11 +76,21 @@ describe('what the device publishes (wantedSpec)', () => {
 });
 
 describe('EndpointPublisher', () => {
-  function setup(table: () => InterfaceTable, state: () => StunState = () => ({ kind: 'off' }), manualEndpoints: string[] = []) {
-    const patches: unknown[] = [];
+  function setup(
+    table: () => InterfaceTable,
+    state: () => StunState = () => ({ kind: 'off' }),
+    manualEndpoints: string[] = [],
+    routes: { advertiseRoutes?: string[]; refuse?: (patch: Record<string, unknown>) => boolean } = {},
+  ) {
+    const patches: Record<string, unknown>[] = [];
     const fetch: FetchLike = async (_url, init) => {
       expect(init.method).toBe('PATCH');
-      patches.push(JSON.parse(String(init.body)));
+      const patch = JSON.parse(String(init.body)) as Record<string, unknown>;
+      patches.push(patch);
+      if (routes.refuse?.(patch)) {
+        const body = { error: { code: 'conflict', message: '10.20.0.0/16 overlaps 10.0.0.0/8, approved for device x (other)' } };
+        return new Response(JSON.stringify(body), { status: 409, headers: { 'content-type': 'application/json' } });
+      }
       return new Response(JSON.stringify({ id: 'd', revision: patches.length }), { status: 200, headers: { 'content-type': 'application/json' } });
     };
     const publisher = new EndpointPublisher({
@@ -93,6 +103,7 @@ describe('EndpointPublisher', () => {
       logger: pino({ level: 'silent' }),
       interfaces: table,
       stun: state,
+      ...(routes.advertiseRoutes ? { advertiseRoutes: routes.advertiseRoutes } : {}),
     });
     return { publisher, patches };
   }
@@ -147,6 +158,48 @@ describe('EndpointPublisher', () => {
     state = { kind: 'mapped', endpoint: '203.0.113.102:31000', symmetric: true };
     expect(await publisher.check(held([l]))).toBe(true);
     expect(patches).toEqual([{ endpoints: [stun('203.0.113.102:31000'), l], symmetric_nat: true }]);
+  });
+
+  describe('the route request (--advertise-routes)', () => {
+    const table = (): InterfaceTable => ({ eth0: [info('192.0.2.3', 'IPv4')] }) as InterfaceTable;
+    const l = local('192.0.2.3:51820');
+    const held = (advertise_cidrs: string[], endpoints: Endpoint[] = [l]) => ({ endpoints, symmetric_nat: false, advertise_cidrs });
+
+    it('sets advertise_cidrs at the first check when the device holds other prefixes, in one PATCH with changed endpoints', async () => {
+      const same = setup(table, undefined, [], { advertiseRoutes: ['10.20.0.0/16', 'fd00:20::/48'] });
+      // The same prefixes, in another order and spelling: nothing to do.
+      expect(await same.publisher.check(held(['FD00:20::/48', '10.20.0.0/16']))).toBe(false);
+      expect(same.patches).toEqual([]);
+
+      const changed = setup(table, undefined, [], { advertiseRoutes: ['10.30.0.0/24'] });
+      expect(await changed.publisher.check(held(['10.20.0.0/16']))).toBe(true);
+      expect(await changed.publisher.check(held(['10.20.0.0/16']))).toBe(false);
+      expect(changed.patches).toEqual([{ advertise_cidrs: ['10.30.0.0/24'] }]);
+
+      const both = setup(table, undefined, [], { advertiseRoutes: ['10.30.0.0/24'] });
+      expect(await both.publisher.check(held([], []))).toBe(true);
+      expect(both.patches).toEqual([{ endpoints: [l], advertise_cidrs: ['10.30.0.0/24'] }]);
+    });
+
+    it('clears the request when the agent requests nothing, and leaves it alone when it does not manage it', async () => {
+      const cleared = setup(table, undefined, [], { advertiseRoutes: [] });
+      expect(await cleared.publisher.check(held(['10.20.0.0/16']))).toBe(true);
+      expect(cleared.patches).toEqual([{ advertise_cidrs: [] }]);
+
+      const unmanaged = setup(table);
+      expect(await unmanaged.publisher.check(held(['10.20.0.0/16']))).toBe(false);
+      expect(unmanaged.patches).toEqual([]);
+    });
+
+    it('a refused request (409) does not keep the endpoints from being published, and is not sent again', async () => {
+      let now = table;
+      const { publisher, patches } = setup(() => now(), undefined, [], { advertiseRoutes: ['10.20.0.0/16'], refuse: (p) => 'advertise_cidrs' in p });
+      expect(await publisher.check(held([], []))).toBe(true);
+      expect(patches).toEqual([{ endpoints: [l], advertise_cidrs: ['10.20.0.0/16'] }, { endpoints: [l] }]);
+      now = () => ({ eth0: [info('192.0.2.4', 'IPv4')] }) as InterfaceTable;
+      expect(await publisher.check(undefined)).toBe(true);
+      expect(patches.at(-1)).toEqual({ endpoints: [local('192.0.2.4:51820')] });
+    });
   });
 });
 

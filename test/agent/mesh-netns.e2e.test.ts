@@ -195,7 +195,8 @@ describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (lin
   it('a security group allowing only ICMP from one peer drops what it does not allow', async () => {
     const a = device.get('a')!;
     const c = device.get('c')!;
-    const listener = spawnNode(['-e', `require('node:net').createServer((s)=>s.end('hi')).listen(${TCP_PORT},'0.0.0.0',()=>process.stdout.write('listening\\n'))`], {
+    // A client that exits at once resets its connection: the listener ignores that, and outlives every test's connects.
+    const listener = spawnNode(['-e', `require('node:net').createServer((s)=>{s.on('error',()=>{});s.end('hi')}).listen(${TCP_PORT},'0.0.0.0',()=>process.stdout.write('listening\\n'))`], {
       prefix: ['ip', 'netns', 'exec', NS.c],
     });
     helpers.push(listener);
@@ -222,6 +223,41 @@ describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (lin
     const rules = await inNs(NS.c).run('nft', ['list', 'table', 'inet', 'fleetplane']);
     expect(rules.stdout).toContain(a.tunnel_ip);
     await allAtHead(3, 'the mesh at the head with the group');
+  });
+
+  it('a rule naming a tag lets in the peers carrying it and keeps the others out, before and after a membership change', async () => {
+    const a = device.get('a')!;
+    const b = device.get('b')!;
+    const c = device.get('c')!;
+    const syncC = async (revision: number): Promise<void> => {
+      const synced = (await admin.devices.rpc(org, c.id, 'force-sync')) as { applied_revision: number };
+      expect(synced.applied_revision).toBeGreaterThanOrEqual(revision);
+    };
+    await admin.devices.update(org, a.id, { tags: ['tag:web'] });
+    const group = await admin.securityGroups.create(org, {
+      name: 'db',
+      inbound_rules: [
+        { ip_protocol: 'tcp', from_port: TCP_PORT, to_port: TCP_PORT, ip_ranges: [], devices: ['tag:web'] },
+        { ip_protocol: 'icmp', from_port: 0, to_port: 0, ip_ranges: [] },
+      ],
+      outbound_rules: [{ ip_protocol: 'any', from_port: 0, to_port: 0, ip_ranges: [] }],
+    });
+    await syncC((await admin.devices.update(org, c.id, { security_group_id: group.id })).revision);
+    expect(await connects('a', c.tunnel_ip)).toBe(true);
+    expect(await connects('b', c.tunnel_ip)).toBe(false);
+    // One named set holds the tag's members: the rule names the set, not each peer.
+    const before = (await inNs(NS.c).run('nft', ['list', 'table', 'inet', 'fleetplane'])).stdout;
+    expect(before).toMatch(new RegExp(`set ref0_v4 \\{[^}]*elements = \\{ ${a.tunnel_ip.replaceAll('.', '\\.')} \\}`));
+    expect(before).toContain(`ip saddr @ref0_v4 tcp dport ${TCP_PORT} accept`);
+
+    // The tag moves from a to b: two device changes, and c's rule follows them with no change to the group.
+    await admin.devices.update(org, a.id, { tags: [] });
+    await syncC((await admin.devices.update(org, b.id, { tags: ['tag:web'] })).revision);
+    expect(await connects('b', c.tunnel_ip)).toBe(true);
+    expect(await connects('a', c.tunnel_ip)).toBe(false);
+    const after = (await inNs(NS.c).run('nft', ['list', 'table', 'inet', 'fleetplane'])).stdout;
+    expect(after).toMatch(new RegExp(`set ref0_v4 \\{[^}]*elements = \\{ ${b.tunnel_ip.replaceAll('.', '\\.')} \\}`));
+    await allAtHead(3, 'the mesh at the head after the tag moved');
   });
 
   it('deleting a device removes it as a peer everywhere, and /convergence reports the rest at the head', async () => {

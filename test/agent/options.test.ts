@@ -16,6 +16,7 @@ describe('agent flags and environment', () => {
       interfaceName: AGENT_DEFAULTS.interfaceName,
       listenPort: 51820,
       endpoints: [],
+      advertiseRoutes: [],
       localPort: 8722,
       stun: true,
       stunServer: undefined,
@@ -44,6 +45,8 @@ describe('agent flags and environment', () => {
         '--listen-port', '51900',
         '--endpoint', '192.0.2.1:51900',
         '--endpoint=[2001:db8::1]:51900',
+        '--advertise-routes', '10.20.0.0/16,FD00:20::/48',
+        '--advertise-routes=192.168.5.0/24',
         '--local-port', '0',
         '--stun=false',
         '--stun-server', 'stun.example.net',
@@ -69,6 +72,7 @@ describe('agent flags and environment', () => {
       hostname: 'box-1',
       listenPort: 51900,
       endpoints: ['192.0.2.1:51900', '[2001:db8::1]:51900'],
+      advertiseRoutes: ['10.20.0.0/16', 'fd00:20::/48', '192.168.5.0/24'],
       localPort: 0,
       stun: false,
       stunServer: 'stun.example.net',
@@ -149,6 +153,23 @@ describe('agent flags and environment', () => {
   ])('rejects %j', (argv, message) => {
     expect(() => parseAgentOptions(argv, {})).toThrow(AgentOptionsError);
     expect(() => parseAgentOptions(argv, {})).toThrow(message);
+  });
+
+  it('takes --advertise-routes as comma-separated CIDRs, from the environment too; empty requests none', () => {
+    expect(parseAgentOptions(base, { FLEETPLANE_AGENT_ADVERTISE_ROUTES: '10.20.0.0/16, 192.168.5.0/24,10.20.0.0/16' }).advertiseRoutes).toEqual(['10.20.0.0/16', '192.168.5.0/24']);
+    expect(parseAgentOptions([...base, '--advertise-routes', '10.30.0.0/24'], { FLEETPLANE_AGENT_ADVERTISE_ROUTES: '10.20.0.0/16' }).advertiseRoutes).toEqual(['10.30.0.0/24']);
+    expect(parseAgentOptions([...base, '--advertise-routes='], { FLEETPLANE_AGENT_ADVERTISE_ROUTES: '10.20.0.0/16' }).advertiseRoutes).toEqual([]);
+    expect(parseAgentOptions(base, { FLEETPLANE_AGENT_ADVERTISE_ROUTES: '' }).advertiseRoutes).toEqual([]);
+  });
+
+  it.each([
+    ['10.20.0.1/16', '--advertise-routes: 10.20.0.1/16 has host bits set; expected 10.20.0.0/16'],
+    ['fd00:20::1/48', '--advertise-routes: fd00:20::1/48 has host bits set; expected fd00:20::/48'],
+    ['10.20.0.0', '--advertise-routes: expected CIDRs such as 10.20.0.0/16, got "10.20.0.0"'],
+    ['10.20.0.0/16,lan', '--advertise-routes: expected CIDRs such as 10.20.0.0/16, got "lan"'],
+    ['0.0.0.0/0', '--advertise-routes: 0.0.0.0/0 is a default route; exit nodes are not supported'],
+  ])('refuses --advertise-routes %s, saying what it should be', (value, message) => {
+    expect(() => parseAgentOptions([...base, '--advertise-routes', value], {})).toThrow(new AgentOptionsError(message));
   });
 
   it('rejects a bad environment value, naming the variable', () => {

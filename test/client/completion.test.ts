@@ -33,13 +33,14 @@ describe('fleetplane completion', () => {
       ['fleetplane ', ['serve', 'agent', 'ctl', 'completion']],
       ['fleetplane completion ', ['bash', 'zsh', 'fish']],
       ['fleetplane ctl d', ['devices']],
-      ['fleetplane ctl devices ', ['list', 'get', 'create', 'update', 'delete', 'rpc']],
+      ['fleetplane ctl devices ', ['list', 'get', 'create', 'update', 'delete', 'approve-routes', 'rpc']],
       ['fleetplane ctl device l', ['list']],
       ['fleetplane ctl sg c', ['create']],
       ['fleetplane ctl devices list --o', ['--org', '--output']],
       ['fleetplane ctl --org acme devices list --w', ['--watch']],
       ['fleetplane ctl devices list -o ', ['table', 'wide', 'json', 'yaml']],
       ['fleetplane ctl devices update web-1 --if', ['--if-match']],
+      ['fleetplane ctl devices approve-routes router-1 --a', ['--all']],
       ['fleetplane ctl sg create --al', ['--allow']],
       ['fleetplane ctl watch ', ['device', 'security-group', 'organization', 'all']],
       ['fleetplane ctl watch device s', ['security-group']],
@@ -61,7 +62,7 @@ describe('fleetplane completion', () => {
     const fish = completionScript('fish');
     expect(fish).toContain("complete -c fleetplane -n '__fish_use_subcommand' -a 'serve agent ctl completion'");
     expect(fish).toContain(
-      "complete -c fleetplane -n '__fish_seen_subcommand_from ctl; and __fish_seen_subcommand_from devices device dev; and not __fish_seen_subcommand_from list get create update delete rpc' -a 'list get create update delete rpc'",
+      "complete -c fleetplane -n '__fish_seen_subcommand_from ctl; and __fish_seen_subcommand_from devices device dev; and not __fish_seen_subcommand_from list get create update delete approve-routes rpc' -a 'list get create update delete approve-routes rpc'",
     );
     expect(fish).toMatch(/__fish_seen_subcommand_from list' -l output -s o -x -a 'table wide json yaml' -d /);
   });

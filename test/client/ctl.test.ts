@@ -63,7 +63,7 @@ describe('fleetplane ctl: lists, names, output', () => {
     expect(rows[2]).toMatch(/^dev-c\s+gamma\s+\S+\s+false\s+never\s/);
 
     const wide = await ctl(['devices', 'list', '--org', server.org, '-o', 'wide']);
-    expect(wide.out.split('\n')[0]).toMatch(/REVISION\s+PUBLIC KEY\s+SECURITY GROUP\s+AGENT\s+ENDPOINTS\s+PENDING ROUTES\s+APPLY ERROR\s+EPHEMERAL\s+TOKEN EXPIRES$/);
+    expect(wide.out.split('\n')[0]).toMatch(/REVISION\s+PUBLIC KEY\s+SECURITY GROUP\s+TAGS\s+AGENT\s+ENDPOINTS\s+PENDING ROUTES\s+APPLY ERROR\s+EPHEMERAL\s+TOKEN EXPIRES$/);
 
     const json = await ctl(['devices', 'list', '--org', server.org, '--output', 'json']);
     expect((JSON.parse(json.out) as unknown[])[0]).toEqual(a);
@@ -255,8 +255,8 @@ describe('fleetplane ctl: help, version, usage errors and exit codes', () => {
     [['devices', 'list', '--sever=http://x'], 'fleetplane ctl devices list: unknown flag --sever (did you mean --server?) (see --help)'],
     [['invitations', 'create', '--org', 'o', '--expires-in', 'soon'], 'fleetplane ctl invitations create: --expires-in: "soon" is not a duration (e.g. 30, 10m, 1h30m, 7d) (see --help)'],
     [['planets', 'list'], 'fleetplane ctl: unknown command or resource "planets" (see --help)'],
-    [['devices', 'fly'], 'fleetplane ctl devices: unknown verb "fly" (one of list, get, create, update, delete, rpc) (see --help)'],
-    [['devices'], 'fleetplane ctl devices: missing verb: list, get, create, update, delete, rpc (see --help)'],
+    [['devices', 'fly'], 'fleetplane ctl devices: unknown verb "fly" (one of list, get, create, update, delete, approve-routes, rpc) (see --help)'],
+    [['devices'], 'fleetplane ctl devices: missing verb: list, get, create, update, delete, approve-routes, rpc (see --help)'],
     [['devices', 'get', '--org', 'acme'], 'fleetplane ctl devices get: missing <device> (see --help)'],
     [['devices', 'get', 'a', 'b', '--org', 'acme'], 'fleetplane ctl devices get: unexpected argument "b" (see --help)'],
     [['devices', 'list'], 'fleetplane ctl devices list: --org is required for this command (or set a default: fleetplane ctl config set-context NAME --org ORG) (see --help)'],
@@ -272,7 +272,7 @@ describe('fleetplane ctl: help, version, usage errors and exit codes', () => {
     [['sg', 'create', '--org', 'o', '--allow', 'tcp:90-80'], 'fleetplane ctl security-groups create: --allow tcp:90-80: the range ends before it starts (see --help)'],
     [['sg', 'create', '--org', 'o', '--from', '10.0.0.0/8'], "fleetplane ctl security-groups create: --from must follow an --allow (it gives that rule's sources) (see --help)"],
     [['sg', 'create', '--org', 'o', '--egress-allow', 'any', '--from', '10.0.0.0/8'], "fleetplane ctl security-groups create: --from must follow an --allow (it gives that rule's sources) (see --help)"],
-    [['sg', 'create', '--org', 'o', '--allow', 'tcp', '--from', '10.0.0.0/33'], 'fleetplane ctl security-groups create: --from "10.0.0.0/33": expected a CIDR (10.0.0.0/8), an IP or a range IP-IP (see --help)'],
+    [['sg', 'create', '--org', 'o', '--allow', 'tcp', '--from', '10.0.0.0/33'], 'fleetplane ctl security-groups create: --from "10.0.0.0/33": expected a CIDR (10.0.0.0/8), an IP, a range IP-IP, tag:<name> or group:<name> (see --help)'],
   ])('usage error %j → exit 2, one line, nothing asked of the server', async (argv, message) => {
     const before = server.requests.length;
     const r = await ctl(argv);
@@ -330,6 +330,23 @@ describe('fleetplane ctl security-groups: rules as flags', () => {
     });
     const wide = await ctl(['sg', 'list', '--org', 'acme', '-o', 'wide']);
     expect(wide.out).toMatch(/tcp:22 from 10\.0\.0\.0\/8,192\.0\.2\.1,192\.0\.2\.10-192\.0\.2\.20; udp:51820-51830; icmp\s+any; tcp:443 to 203\.0\.113\.0\/24\s+web$/m);
+  });
+
+  it('--from and --to take tag: and group: references beside addresses; --name names the group', async () => {
+    const r = await ctl([
+      'sg', 'create', '--org', 'acme', '--name', 'db',
+      '--allow', 'tcp:5432', '--from', 'tag:web,10.0.0.0/8', '--from', 'group:ops',
+      '--egress-allow', 'any', '--to', 'group:db',
+      '-o', 'json',
+    ]);
+    expect(r).toMatchObject({ code: 0, err: '' });
+    expect(JSON.parse(server.requests.at(-1)!.body)).toEqual({
+      name: 'db',
+      inbound_rules: [{ ip_protocol: 'tcp', from_port: 5432, to_port: 5432, ip_ranges: ['10.0.0.0/8'], devices: ['tag:web', 'group:ops'] }],
+      outbound_rules: [{ ip_protocol: 'any', from_port: 0, to_port: 0, ip_ranges: [], devices: ['group:db'] }],
+    });
+    const bad = await ctl(['sg', 'create', '--org', 'acme', '--allow', 'tcp:22', '--from', 'tag:Web']);
+    expect(bad.code).toBe(2);
   });
 
   it('update with rule flags replaces only the side given; --data stays raw', async () => {

@@ -53,6 +53,31 @@ describe.each(backends())('network-wide routes on $name', ({ name, available }) 
       expect(created.json<ErrorDetails>().error.details).toMatchObject({ path: '/network/routes/0/destination', tunnel_pool: POOL });
     });
 
+    it('refuses (400) a network route or an auto-approve prefix with host bits set, naming the entry and the prefix it should be', async () => {
+      const s = h();
+      const o = await org(s, ['10.9.0.0/16']);
+      const cases: [Record<string, unknown>, string, string][] = [
+        [{ routes: [{ destination: '10.9.0.0/16' }, { destination: '10.20.0.1/16' }] }, '/network/routes/1/destination', '10.20.0.0/16'],
+        [{ auto_approve_cidrs: ['fd00:20::1/48'] }, '/network/auto_approve_cidrs/0', 'fd00:20::/48'],
+      ];
+      for (const [network, path, should] of cases) {
+        const res = await s.call('PATCH', paths.organization(o.id), { token: s.admin, body: { network } });
+        expect([res.statusCode, errorCode(res)], res.body).toEqual([400, 'validation_failed']);
+        const { error } = res.json<ErrorDetails>();
+        expect(error.details).toMatchObject({ path });
+        expect(error.message).toContain(should);
+        expect(error.message).toContain('host bits');
+      }
+      const after = await s.ok<Organization>(200, 'GET', paths.organization(o.id));
+      expect([after.revision, after.network.routes, after.network.auto_approve_cidrs]).toEqual([o.revision, [{ destination: '10.9.0.0/16' }], []]);
+      const created = await s.call('POST', paths.organizations(), {
+        token: s.admin,
+        body: { name: 'host-bits', network: { ipv4_cidr: POOL, routes: [{ destination: '192.168.5.7/24' }] } },
+      });
+      expect([created.statusCode, errorCode(created)]).toEqual([400, 'validation_failed']);
+      expect(created.json<ErrorDetails>().error).toMatchObject({ details: { path: '/network/routes/0/destination' }, message: expect.stringContaining('192.168.5.0/24') });
+    });
+
     it('checks every route against a new pool, and only new routes against the same pool', async () => {
       const s = h();
       const o = await org(s, ['10.9.0.0/16']);

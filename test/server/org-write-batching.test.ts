@@ -5,6 +5,9 @@ import type { Database } from '../../src/server/db/index.js';
 import { writeInOrg } from '../../src/server/store/org-write.js';
 import { pgAdminUrl, startTestServer, wgKey, type BackendName } from './fixtures.js';
 
+/** These writes stand for the admin token's: every tag is theirs to give. */
+const ALL_TAGS = { all: true } as const;
+
 /** Records the UPDATE statements sent in transactions of `db` until the returned function is called. */
 function watchUpdates(db: Database, out: string[]): () => void {
   const original = db.transaction.bind(db);
@@ -34,10 +37,10 @@ describe.each(backends)('writes of one organization that arrive together commit 
         const store = server.ctx.store;
         const org = await store.organizations.create({ name: 'burst' });
         const taken = wgKey();
-        const head = (await store.devices.create(org.id, { hostname: 'first', public_key: taken })).device.revision;
+        const head = (await store.devices.create(org.id, { hostname: 'first', public_key: taken }, undefined, 0, ALL_TAGS)).device.revision;
         // Forty creates at once; every tenth reuses a public key, which the store refuses (409).
         const results = await Promise.allSettled(
-          Array.from({ length: 40 }, (_, i) => store.devices.create(org.id, { hostname: `d${i}`, public_key: i % 10 === 9 ? taken : wgKey() })),
+          Array.from({ length: 40 }, (_, i) => store.devices.create(org.id, { hostname: `d${i}`, public_key: i % 10 === 9 ? taken : wgKey() }, undefined, 0, ALL_TAGS)),
         );
         const ok = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value.device.revision] : []));
         const failed = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
@@ -48,7 +51,7 @@ describe.each(backends)('writes of one organization that arrive together commit 
         // Arrival order: the creates were started in index order.
         expect(ok).toEqual([...ok].sort((a, b) => a - b));
         // Nothing of the refused writes took a revision: the next write takes the one after the last success.
-        expect((await store.devices.create(org.id, { hostname: 'after', public_key: wgKey() })).device.revision).toBe(head + 37);
+        expect((await store.devices.create(org.id, { hostname: 'after', public_key: wgKey() }, undefined, 0, ALL_TAGS)).device.revision).toBe(head + 37);
       } finally {
         await server.close();
       }
@@ -181,16 +184,16 @@ describe.each(backends)('writes of one organization that arrive together commit 
       try {
         const store = server.ctx.store;
         const org = await store.organizations.create({ name: 'reads' });
-        const a = (await store.devices.create(org.id, { hostname: 'a', public_key: wgKey() })).device;
-        const b = (await store.devices.create(org.id, { hostname: 'b', public_key: wgKey() })).device;
+        const a = (await store.devices.create(org.id, { hostname: 'a', public_key: wgKey() }, undefined, 0, ALL_TAGS)).device;
+        const b = (await store.devices.create(org.id, { hostname: 'b', public_key: wgKey() }, undefined, 0, ALL_TAGS)).device;
         const alone = () => writeInOrg(server.db, store.bus, org.id, async (w) => w.tx.query('SELECT pg_sleep(0.05)'));
         // Two batches: one where every write succeeds (no second run to mend a stale read), then one with a failure.
         const [, first, second] = await Promise.allSettled([
           alone(),
-          store.devices.patch(org.id, a.id, { hostname: 'a1' }),
-          store.devices.patch(org.id, a.id, { endpoints: [{ source: 'stun', address: '203.0.113.1:20000' }] }),
+          store.devices.patch(org.id, a.id, { hostname: 'a1' }, ALL_TAGS),
+          store.devices.patch(org.id, a.id, { endpoints: [{ source: 'stun', address: '203.0.113.1:20000' }] }, ALL_TAGS),
         ]);
-        const [, deleted, late] = await Promise.allSettled([alone(), store.devices.delete(org.id, b.id), store.devices.patch(org.id, b.id, { hostname: 'b1' })]);
+        const [, deleted, late] = await Promise.allSettled([alone(), store.devices.delete(org.id, b.id), store.devices.patch(org.id, b.id, { hostname: 'b1' }, ALL_TAGS)]);
         expect(first).toMatchObject({ status: 'fulfilled', value: { hostname: 'a1' } });
         // The second patch kept the first's hostname: it read the row the first left, not the one read before the batch.
         expect(second).toMatchObject({ status: 'fulfilled', value: { hostname: 'a1', endpoints: [{ source: 'stun', address: '203.0.113.1:20000' }] } });
@@ -211,12 +214,12 @@ describe.each(backends)('writes of one organization that arrive together commit 
         const store = server.ctx.store;
         const org = await store.organizations.create({ name: 'counter' });
         const devices = [];
-        for (let i = 0; i < 12; i++) devices.push((await store.devices.create(org.id, { hostname: `d${i}`, public_key: wgKey() })).device);
+        for (let i = 0; i < 12; i++) devices.push((await store.devices.create(org.id, { hostname: `d${i}`, public_key: wgKey() }, undefined, 0, ALL_TAGS)).device);
         const updates: string[] = [];
         const counted = writeInOrg(server.db, store.bus, org.id, async (w) => w.tx.query('SELECT pg_sleep(0.05)'));
         // The twelve patches wait behind the write above, then run as one batch; the statements they send are counted.
         const unsubscribe = watchUpdates(server.db, updates);
-        const patched = await Promise.all(devices.map((d, i) => store.devices.patch(org.id, d.id, { hostname: `p${i}` })));
+        const patched = await Promise.all(devices.map((d, i) => store.devices.patch(org.id, d.id, { hostname: `p${i}` }, ALL_TAGS)));
         await counted;
         unsubscribe();
         const revisions = patched.map((d) => d.revision);

@@ -9,6 +9,9 @@ import { runAudited, SYSTEM_SCOPE } from '../../src/server/audit/index.js';
 import { createDatabase } from '../support/postgres-server.js';
 import { pgAdminUrl, prng, startTestServer, wgKey } from './fixtures.js';
 
+/** These writes stand for the admin token's: every tag is theirs to give. */
+const ALL_TAGS = { all: true } as const;
+
 const WRITERS = 8;
 const WRITES_EACH = 50;
 
@@ -95,7 +98,7 @@ describe.runIf(pgAdminUrl() !== '')('revisions become visible in order (PostgreS
           }
           // Every write creates an object, so each revision stays visible as itself.
           if (rnd() < 0.5) return (await store.securityGroups.create(org.id, { description: `${w}/${i}` })).revision;
-          return (await store.devices.create(org.id, { hostname: `${w}-${i}`, public_key: wgKey() }))
+          return (await store.devices.create(org.id, { hostname: `${w}-${i}`, public_key: wgKey() }, undefined, 0, ALL_TAGS))
             .device.revision;
         },
         async (after) => (await store.changes.read(org.id, after, 1000)).rows.map((r) => r.revision),

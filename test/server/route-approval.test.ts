@@ -101,6 +101,35 @@ describe.each(backends())('route approval and admin fields on $name', ({ name, a
       expect((await s.ok<{ items: Device[] }>(200, 'GET', paths.devices(org))).items).toHaveLength(1);
     });
 
+    it('refuses (400) a requested or approved route with host bits set, naming the entry and the prefix it should be; nothing is written', async () => {
+      const s = h();
+      const { org, key } = await orgWithKey(s);
+      const enrolling = await s.call('POST', paths.devices(org), { token: key, body: { hostname: 'r', public_key: wgKey(), advertise_cidrs: ['10.20.0.1/16'] } });
+      expect([enrolling.statusCode, errorCode(enrolling)]).toEqual([400, 'validation_failed']);
+      expect(enrolling.json<ErrorDetails>().error).toEqual({
+        code: 'validation_failed',
+        message: '/advertise_cidrs/0: a prefix without host bits: 10.20.0.0/16 (10.20.0.1/16 has host bits set)',
+        details: { path: '/advertise_cidrs/0', expected: 'a prefix without host bits: 10.20.0.0/16 (10.20.0.1/16 has host bits set)' },
+      });
+      // The key enrolled nothing, and enrolls once the request is written as a prefix.
+      expect((await s.ok<{ items: Device[] }>(200, 'GET', paths.devices(org))).items).toEqual([]);
+      const device = await s.createDevice(org, { advertise_cidrs: ['10.20.0.0/16'] }, key);
+      const cases: [Record<string, unknown>, string, string][] = [
+        [{ advertise_cidrs: ['10.20.0.0/16', 'FD00:20::1/48'] }, '/advertise_cidrs/1', 'fd00:20::/48'],
+        [{ approved_cidrs: ['192.168.5.7/24'] }, '/approved_cidrs/0', '192.168.5.0/24'],
+      ];
+      for (const [body, path, should] of cases) {
+        const res = await s.call('PATCH', paths.device(org, device.id), { token: s.admin, body });
+        expect([res.statusCode, errorCode(res)], res.body).toEqual([400, 'validation_failed']);
+        expect(res.json<ErrorDetails>().error.details).toMatchObject({ path });
+        expect(res.json<ErrorDetails>().error.message).toContain(should);
+      }
+      const own = await s.call('PATCH', paths.device(org, device.id), { token: device.device_token, body: { advertise_cidrs: ['10.20.0.1/16'] } });
+      expect([own.statusCode, errorCode(own)]).toEqual([400, 'validation_failed']);
+      const after = await s.ok<Device>(200, 'GET', paths.device(org, device.id));
+      expect([after.revision, after.advertise_cidrs, after.approved_cidrs]).toEqual([device.revision, ['10.20.0.0/16'], []]);
+    });
+
     it('auto-approves requested routes inside network.auto_approve_cidrs, still refusing conflicts', async () => {
       const s = h();
       const { org, key } = await orgWithKey(s, { auto_approve_cidrs: ['10.40.0.0/16'] });

@@ -3,7 +3,7 @@
  * `wg show` and `ip -j` print, so desired and current state compare as
  * strings), and address intervals for firewall sets.
  */
-import { ipv6Groups, isEndpointAddress, isIpv6, parseCidr, parseIpv4, type IpFamily } from '../../protocol/index.js';
+import { cidrNetwork, formatIpv4, formatIpv6, ipv6Groups, isEndpointAddress, isIpv6, parseCidr, parseIpv4, type IpFamily } from '../../protocol/index.js';
 
 export interface IpValue {
   family: IpFamily;
@@ -28,41 +28,12 @@ export function parseIp(text: string): IpValue | undefined {
   return { family: 6, value };
 }
 
-/**
- * Formats like glibc's inet_ntop (what `wg` and `ip` print): RFC 5952 zero
- * compression, lower case, and an IPv4 tail for `::a.b.c.d` / `::ffff:a.b.c.d`.
- */
+/** Canonical text: as glibc's inet_ntop writes it (what `wg` and `ip` print; see formatIpv6). */
 export function formatIp(ip: IpValue): string {
-  if (ip.family === 4) {
-    const v = Number(ip.value);
-    return [v >>> 24, (v >>> 16) & 255, (v >>> 8) & 255, v & 255].join('.');
-  }
+  if (ip.family === 4) return formatIpv4(Number(ip.value));
   const words: number[] = [];
   for (let i = 7; i >= 0; i--) words.push(Number((ip.value >> BigInt(i * 16)) & 0xffffn));
-  let bestStart = -1;
-  let bestLen = 0;
-  for (let i = 0; i < 8; ) {
-    if (words[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && words[j] === 0) j++;
-    if (j - i > bestLen) {
-      bestStart = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  if (bestLen < 2) bestStart = -1;
-  const v4Tail = bestStart === 0 && (bestLen === 6 || (bestLen === 5 && words[5] === 0xffff));
-  const hex = (from: number, to: number): string[] => words.slice(from, to).map((w) => w.toString(16));
-  if (v4Tail) {
-    const low = Number(ip.value & 0xffffffffn);
-    return `::${bestLen === 5 ? 'ffff:' : ''}${formatIp({ family: 4, value: BigInt(low) })}`;
-  }
-  if (bestStart < 0) return hex(0, 8).join(':');
-  return `${hex(0, bestStart).join(':')}::${hex(bestStart + bestLen, 8).join(':')}`;
+  return formatIpv6(words);
 }
 
 function mask(family: IpFamily, prefix: number): bigint {
@@ -73,11 +44,7 @@ function mask(family: IpFamily, prefix: number): bigint {
 
 /** `addr/prefix` with host bits cleared, in canonical text; undefined if invalid. */
 export function canonicalCidr(text: string): string | undefined {
-  const parsed = parseCidr(text);
-  if (!parsed) return undefined;
-  const ip = parseIp(parsed.address);
-  if (!ip) return undefined;
-  return `${formatIp({ family: ip.family, value: ip.value & mask(ip.family, parsed.prefix) })}/${parsed.prefix}`;
+  return cidrNetwork(text);
 }
 
 /** The host route for an address: `a.b.c.d/32` or `…/128`. */
@@ -164,4 +131,11 @@ export function compareCidrs(a: string, b: string): number {
   const px = parseCidr(a)?.prefix ?? BITS[x.family];
   const py = parseCidr(b)?.prefix ?? BITS[y.family];
   return px - py;
+}
+
+/** Whether CIDR `outer` holds every address of CIDR `inner` (equal ones included); false for invalid text. */
+export function cidrContains(outer: string, inner: string): boolean {
+  const o = rangeToInterval(outer);
+  const i = rangeToInterval(inner);
+  return o !== undefined && i !== undefined && o.family === i.family && o.start <= i.start && i.end <= o.end;
 }

@@ -8,9 +8,11 @@ import { canonicalCidr, canonicalIp, compareCidrs, hostCidr, parseIp } from './a
 import { peerCandidates } from './endpoint-choice.js';
 import { chooseRelayDevice, needsRelay } from './relay-device.js';
 import { desiredFirewall, type DesiredFirewall, type SkippedItem } from './desired-firewall.js';
+import { kernelRoutes, type DesiredRoute } from './kernel-routes.js';
+import { claimRoutes, subnetRoutes, type Claimant } from './route-claims.js';
 import { isWireGuardKey } from './keys.js';
 
-export type { DesiredFirewall, FirewallRule, FirewallProtocol, PortRange, SkippedItem } from './desired-firewall.js';
+export type { AddressSet, DesiredFirewall, FirewallRule, FirewallProtocol, PortRange, SkippedItem } from './desired-firewall.js';
 
 /** Default keepalive for peers with an endpoint, so NAT mappings stay open. */
 export const DEFAULT_PERSISTENT_KEEPALIVE = 25;
@@ -74,11 +76,7 @@ export interface RelayedDevice {
   via_public_key: string;
 }
 
-/** A route via the tunnel interface; `via` optional gateway. Destination is canonical. */
-export interface DesiredRoute {
-  destination: string;
-  via: string | null;
-}
+export type { DesiredRoute } from './kernel-routes.js';
 
 export interface DesiredDataplane {
   device_id: string;
@@ -89,8 +87,18 @@ export interface DesiredDataplane {
   relayed: RelayedDevice[];
   /** This device is the organization's relay device: it forwards between its WireGuard peers. */
   forwarding: boolean;
-  /** Sorted by destination. */
+  /**
+   * Kernel routes into the tunnel, sorted by destination: the network routes
+   * and the routes peers serve, none inside this device's own (kernelRoutes).
+   */
   routes: DesiredRoute[];
+  /**
+   * The routes this device serves (a subnet router), canonical and sorted:
+   * its own requested and approved ones (claimRoutes, subnetRoutes). It
+   * forwards traffic from the tunnel to them and masquerades it, so hosts
+   * there need no route back to the tunnel pool.
+   */
+  subnet_routes: string[];
   firewall: DesiredFirewall;
   /** Inputs left out (invalid or conflicting), sorted; for logs and status. */
   skipped: SkippedItem[];
@@ -110,31 +118,16 @@ function byText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/**
- * A device's approved routes, canonical. A route is applied only while the
- * device requests it and an admin approved it (issue 12): one device alone
- * can't draw other devices' traffic. Objects an older server wrote have no
- * `approved_cidrs`, so they approve nothing.
- */
-function approvedSet(device: DeviceObject): Set<string> {
-  const approved: readonly string[] | undefined = device.approved_cidrs;
-  const set = new Set<string>();
-  for (const cidr of approved ?? []) {
-    const canonical = canonicalCidr(cidr);
-    if (canonical) set.add(canonical);
-  }
-  return set;
-}
-
+/** The peers, and which routes each device gets (claimRoutes), this device's own included. */
 function computePeers(
   self: DeviceObject,
   devices: readonly DeviceObject[],
   keepalive: number,
   pathManaged: boolean,
   skipped: SkippedItem[],
-): DesiredPeer[] {
+): { peers: DesiredPeer[]; claims: Map<string, string[]> } {
   const others = devices.filter((d) => d.id !== self.id).sort((a, b) => byText(a.id, b.id));
-  const usable: { device: DeviceObject; tunnel: string }[] = [];
+  const usable: Claimant[] = [];
   const keys = new Set<string>([self.public_key]);
   for (const device of others) {
     const tunnel = hostCidr(device.tunnel_ip);
@@ -149,47 +142,23 @@ function computePeers(
       usable.push({ device, tunnel });
     }
   }
-  // WireGuard routes each allowed IP to exactly one peer; a CIDR claimed twice would flap
-  // between peers on every apply. Tunnel IPs win, then the lowest device id.
-  const owner = new Map<string, string>();
-  for (const { device, tunnel } of usable) owner.set(tunnel, device.id);
   const ownTunnel = hostCidr(self.tunnel_ip);
-  if (ownTunnel) owner.set(ownTunnel, self.id);
+  const claims = claimRoutes(ownTunnel ? [...usable, { device: self, tunnel: ownTunnel }] : usable, self.id, skipped);
   const peers: DesiredPeer[] = [];
   for (const { device, tunnel } of usable) {
-    const approved = approvedSet(device);
-    const advertised = new Set<string>();
-    for (const cidr of device.advertise_cidrs) {
-      const canonical = canonicalCidr(cidr);
-      if (!canonical) {
-        skipped.push({ kind: 'allowed-ip', subject: `${device.id} ${cidr}`, reason: 'not a CIDR' });
-        continue;
-      }
-      if (!approved.has(canonical)) {
-        skipped.push({ kind: 'allowed-ip', subject: `${device.id} ${canonical}`, reason: 'not approved' });
-        continue;
-      }
-      const claimedBy = owner.get(canonical);
-      if (claimedBy !== undefined && claimedBy !== device.id) {
-        skipped.push({ kind: 'allowed-ip', subject: `${device.id} ${canonical}`, reason: `already routed to ${claimedBy}` });
-        continue;
-      }
-      owner.set(canonical, device.id);
-      if (canonical !== tunnel) advertised.add(canonical);
-    }
     const candidates = peerCandidates(self, device, skipped);
     const endpoint = pathManaged ? null : (candidates[0] ?? null);
     peers.push({
       device_id: device.id,
       hostname: device.hostname,
       public_key: device.public_key,
-      allowed_ips: [tunnel, ...[...advertised].sort(compareCidrs)],
+      allowed_ips: [tunnel, ...[...(claims.get(device.id) ?? [])].sort(compareCidrs)],
       endpoint,
       candidates,
       persistent_keepalive: endpoint === null && !pathManaged ? 0 : keepalive,
     });
   }
-  return peers;
+  return { peers, claims };
 }
 
 /**
@@ -229,27 +198,9 @@ function throughRelayDevice(
   return { peers: kept, relayed, forwarding: false };
 }
 
-function computeRoutes(organization: Organization, pool: string, skipped: SkippedItem[]): DesiredRoute[] {
-  const routes = new Map<string, DesiredRoute>();
-  for (const route of organization.network.routes) {
-    const destination = canonicalCidr(route.destination);
-    const via = route.via === undefined ? null : canonicalIp(route.via);
-    if (!destination) {
-      skipped.push({ kind: 'route', subject: route.destination, reason: 'destination is not a CIDR' });
-    } else if (via === undefined) {
-      skipped.push({ kind: 'route', subject: route.destination, reason: 'via is not an IP address' });
-    } else if (via !== null && parseIp(via)?.family !== parseIp(destination.split('/')[0] ?? '')?.family) {
-      skipped.push({ kind: 'route', subject: route.destination, reason: 'via is of another address family' });
-    } else if (destination === pool) {
-      // The interface address already routes the pool; replacing that kernel route would break the tunnel.
-      skipped.push({ kind: 'route', subject: route.destination, reason: 'is the tunnel pool itself' });
-    } else if (routes.has(destination)) {
-      skipped.push({ kind: 'route', subject: route.destination, reason: 'duplicate destination' });
-    } else {
-      routes.set(destination, { destination, via });
-    }
-  }
-  return [...routes.values()].sort((a, b) => compareCidrs(a.destination, b.destination));
+/** The prefixes a device requests, canonical (approved or not: either way they are its own networks). */
+function requestedBy(device: DeviceObject): string[] {
+  return device.advertise_cidrs.flatMap((cidr) => canonicalCidr(cidr) ?? []);
 }
 
 function compareSkipped(a: SkippedItem, b: SkippedItem): number {
@@ -284,6 +235,8 @@ export function computeDesiredState(input: DesiredStateInput): DesiredDataplane 
     if (ip) resolvers.push(ip);
     else skipped.push({ kind: 'resolver', subject: r, reason: 'not an IP address' });
   }
+  const { peers, claims } = computePeers(self, input.devices, keepalive, input.pathManaged === true, skipped);
+  const served = [...claims].flatMap(([id, routes]) => (id === self.id ? [] : routes));
   const result: DesiredDataplane = {
     device_id: self.id,
     interface: {
@@ -294,9 +247,10 @@ export function computeDesiredState(input: DesiredStateInput): DesiredDataplane 
       listen_port: input.listenPort,
       resolvers,
     },
-    ...throughRelayDevice(self, input.devices, computePeers(self, input.devices, keepalive, input.pathManaged === true, skipped)),
-    routes: computeRoutes(input.organization, pool, skipped),
-    firewall: desiredFirewall(self.security_group_id, input.securityGroups, skipped),
+    ...throughRelayDevice(self, input.devices, peers),
+    routes: kernelRoutes({ network: input.organization.network, pool, served, own: requestedBy(self) }, skipped),
+    subnet_routes: subnetRoutes(claims.get(self.id) ?? [], pool, skipped),
+    firewall: desiredFirewall(self.security_group_id, input.devices, input.securityGroups, skipped),
     skipped,
   };
   skipped.sort(compareSkipped);

@@ -39,6 +39,20 @@ export type WireGuardBackend = 'kernel' | 'userspace';
 
 const WIREGUARD_GO_ENV = { LOG_LEVEL: 'silent' } as const;
 
+const FORWARDING_SYSCTL = { 4: 'net.ipv4.ip_forward', 6: 'net.ipv6.conf.all.forwarding' } as const;
+
+/**
+ * The address families this device forwards: both for the relay device
+ * (between its peers); for a subnet router, those of its routes only (turning
+ * IPv6 forwarding on makes Linux ignore router advertisements, which an
+ * IPv4-only router must not pay for).
+ */
+function forwardedFamilies(desired: DesiredDataplane): (4 | 6)[] {
+  if (desired.forwarding) return [4, 6];
+  const families = new Set(desired.subnet_routes.map((route) => (route.includes(':') ? 6 : 4)));
+  return ([4, 6] as const).filter((f) => families.has(f));
+}
+
 export class LinuxDataplane implements Dataplane {
   readonly mode = 'linux' as const;
   private readonly name: string;
@@ -82,7 +96,8 @@ export class LinuxDataplane implements Dataplane {
       await this.step('address', signal, () => this.applyLink(desired, actions, signal));
       await this.step('peers', signal, () => this.applyPeers(desired, dump, actions, signal));
       await this.step('routes', signal, () => this.applyRoutes(desired, actions, signal));
-      if (desired.forwarding) await this.step('routes', signal, () => this.enableForwarding(actions, signal));
+      const families = forwardedFamilies(desired);
+      if (families.length > 0) await this.step('routes', signal, () => this.enableForwarding(families, actions, signal));
       this.last = desired;
       this.appliedAt = new Date();
       if (actions.length > 0) this.options.logger?.info({ interface: this.name, actions }, 'dataplane applied');
@@ -300,12 +315,13 @@ export class LinuxDataplane implements Dataplane {
   }
 
   /**
-   * A relay device forwards between its peers. Forwarding is turned on and
-   * never off: other software on the machine may rely on it, and the
-   * firewall's forward chain limits what comes from the tunnel to the tunnel.
+   * Turns on forwarding of `families` (forwardedFamilies). Forwarding is
+   * turned on and never off: other software on the machine may rely on it,
+   * and the firewall's forward chain limits what comes from the tunnel to
+   * the tunnel (a relay device) and to the device's own routes.
    */
-  private async enableForwarding(actions: string[], signal?: AbortSignal): Promise<void> {
-    for (const key of ['net.ipv4.ip_forward', 'net.ipv6.conf.all.forwarding']) {
+  private async enableForwarding(families: readonly (4 | 6)[], actions: string[], signal?: AbortSignal): Promise<void> {
+    for (const key of families.map((f) => FORWARDING_SYSCTL[f])) {
       const now = (await this.run('sysctl', ['-n', key], signal)).stdout.trim();
       if (now === '1') continue;
       await this.run('sysctl', ['-w', `${key}=1`], signal);

@@ -6,11 +6,14 @@
  * literals and typed Tokens only (rendered-text.ts), and
  * `assertOwnTableOnly` (nft-own-table.ts) checks it before `nft` sees it.
  */
-import type { DesiredDataplane, FirewallRule } from './desired-state.js';
+import type { AddressSet, DesiredDataplane, FirewallRule } from './desired-state.js';
 import { IP_PROTOCOLS } from '../../protocol/index.js';
+import { renderRoutingChains } from './render-nftables-routing.js';
 import {
   addressRange,
+  comment,
   fileOf,
+  integer,
   interfaceName,
   joined,
   line,
@@ -65,41 +68,78 @@ function protocolMatch(rule: FirewallRule, family: 4 | 6): Token | undefined {
   }
 }
 
-function ruleLines(rule: FirewallRule, direction: 'saddr' | 'daddr'): Line[] {
+/** `ref<N>_v4` / `ref<N>_v6`: built from the set's index only, so no reference text reaches a statement. */
+function setName(name: string, family: 4 | 6): Token {
+  const match = /^ref([0-9]{1,4})$/.exec(name);
+  if (!match?.[1]) throw new RenderValueError('a set name', name);
+  return phrase`${literal('ref')}${integer(Number(match[1]), 0, 9999, 'set index')}${family === 4 ? literal('_v4') : literal('_v6')}`;
+}
+
+/** Each reference's named set, per family (a family without members has no set: no rule names it). */
+function setLines(sets: readonly AddressSet[]): Line[] {
   const out: Line[] = [];
-  const dir = literal(direction === 'saddr' ? 'saddr' : 'daddr');
-  for (const family of [4, 6] as const) {
-    const elements = family === 4 ? rule.ipv4 : rule.ipv6;
-    const proto = protocolMatch(rule, family);
-    if (elements.length === 0 || proto === undefined) continue;
-    const whole = family === 4 ? '0.0.0.0/0' : '::/0';
-    const address =
-      elements.length === 1 && elements[0] === whole
-        ? family === 4
-          ? literal('meta nfproto ipv4')
-          : literal('meta nfproto ipv6')
-        : phrase`${family === 4 ? literal('ip') : literal('ip6')} ${dir} ${addressSet(elements)}`;
-    out.push(line`\t\t${joined([address, proto, literal('accept')].filter((p) => p !== ''), ' ')}`);
+  for (const set of sets) {
+    for (const family of [4, 6] as const) {
+      const elements = family === 4 ? set.ipv4 : set.ipv6;
+      if (elements.length === 0) continue;
+      const tokens = elements.map((e) => addressRange(e, 'set element'));
+      out.push(
+        line`\tset ${setName(set.name, family)} {`,
+        line`\t\ttype ${family === 4 ? literal('ipv4_addr') : literal('ipv6_addr')}`,
+        line`\t\tflags interval`,
+        line`\t\telements = { ${joined(tokens, ', ')} }`,
+        line`\t}`,
+        line``,
+      );
+    }
   }
   return out;
 }
 
-function filterChain(name: Token, rules: readonly FirewallRule[] | null, direction: 'saddr' | 'daddr'): Line[] {
+function ruleLines(rule: FirewallRule, direction: 'saddr' | 'daddr', sets: ReadonlyMap<string, AddressSet>): Line[] {
+  const out: Line[] = [];
+  const dir = literal(direction === 'saddr' ? 'saddr' : 'daddr');
+  for (const family of [4, 6] as const) {
+    const proto = protocolMatch(rule, family);
+    if (proto === undefined) continue;
+    const ipWord = family === 4 ? literal('ip') : literal('ip6');
+    const addresses: Token[] = [];
+    const elements = family === 4 ? rule.ipv4 : rule.ipv6;
+    const whole = family === 4 ? '0.0.0.0/0' : '::/0';
+    if (elements.length === 1 && elements[0] === whole) addresses.push(family === 4 ? literal('meta nfproto ipv4') : literal('meta nfproto ipv6'));
+    else if (elements.length > 0) addresses.push(phrase`${ipWord} ${dir} ${addressSet(elements)}`);
+    for (const name of rule.sets) {
+      const set = sets.get(name);
+      if (!set || (family === 4 ? set.ipv4 : set.ipv6).length === 0) continue;
+      addresses.push(phrase`${ipWord} ${dir} @${setName(name, family)}`);
+    }
+    for (const address of addresses) out.push(line`\t\t${joined([address, proto, literal('accept')].filter((p) => p !== ''), ' ')}`);
+  }
+  return out;
+}
+
+function filterChain(name: Token, rules: readonly FirewallRule[] | null, direction: 'saddr' | 'daddr', sets: ReadonlyMap<string, AddressSet>): Line[] {
   const body =
     rules === null
       ? [line`\t\taccept`]
-      : [line`\t\tct state established,related accept`, ...rules.flatMap((r) => ruleLines(r, direction)), line`\t\tdrop`];
+      : [line`\t\tct state established,related accept`, ...rules.flatMap((r) => ruleLines(r, direction, sets)), line`\t\tdrop`];
   return [line`\tchain ${name} {`, ...body, line`\t}`];
 }
 
-function header(desired: DesiredDataplane): Line {
+function header(desired: DesiredDataplane): Line[] {
   const device = uuid(desired.device_id, 'device id');
   const fw = desired.firewall;
-  if (fw.mode === 'allow-all') return line`# fleetplane: firewall of device ${device}: no security group, the tunnel accepts all.`;
+  if (fw.mode === 'allow-all') return [line`# fleetplane: firewall of device ${device}: no security group, the tunnel accepts all.`];
   const group = uuid(fw.security_group_id, 'security group id');
-  return fw.group_found
-    ? line`# fleetplane: firewall of device ${device}: security group ${group}.`
-    : line`# fleetplane: firewall of device ${device}: security group ${group} (not found: everything new is dropped).`;
+  if (!fw.group_found) return [line`# fleetplane: firewall of device ${device}: security group ${group} (not found: everything new is dropped).`];
+  return [
+    line`# fleetplane: firewall of device ${device}: security group ${group}.`,
+    ...fw.sets.map((set) =>
+      set.ipv4.length + set.ipv6.length === 0
+        ? line`# fleetplane: ${comment(set.reference)} selects no device: what names it matches nothing.`
+        : line`# fleetplane: sets ${setName(set.name, 4)} and ${setName(set.name, 6)}: the devices of ${comment(set.reference)}.`,
+    ),
+  ];
 }
 
 /**
@@ -111,34 +151,26 @@ function header(desired: DesiredDataplane): Line {
 export function renderNftables(desired: DesiredDataplane): string {
   const iface = phrase`"${interfaceName(desired.interface.name)}"`;
   const fw = desired.firewall;
+  const sets = new Map(fw.mode === 'filter' ? fw.sets.map((set) => [set.name, set]) : []);
   const lines: Line[] = [
-    header(desired),
+    ...header(desired),
     ...REMOVAL,
     line`table ${TABLE} {`,
+    ...setLines([...sets.values()]),
     line`\tchain input {`,
     line`\t\ttype filter hook input priority filter; policy accept;`,
     line`\t\tiifname ${iface} jump tunnel-in`,
     line`\t}`,
     line``,
-    ...filterChain(literal('tunnel-in'), fw.mode === 'allow-all' ? null : fw.inbound, 'saddr'),
+    ...filterChain(literal('tunnel-in'), fw.mode === 'allow-all' ? null : fw.inbound, 'saddr', sets),
     line``,
     line`\tchain output {`,
     line`\t\ttype filter hook output priority filter; policy accept;`,
     line`\t\toifname ${iface} jump tunnel-out`,
     line`\t}`,
     line``,
-    ...filterChain(literal('tunnel-out'), fw.mode === 'allow-all' ? null : fw.outbound, 'daddr'),
-    // A relay device forwards between its WireGuard peers, and nowhere else: a peer must not reach this machine's other networks through it.
-    ...(desired.forwarding === true
-      ? [
-          line``,
-          line`\tchain forward {`,
-          line`\t\ttype filter hook forward priority filter; policy accept;`,
-          line`\t\tiifname ${iface} oifname ${iface} accept`,
-          line`\t\tiifname ${iface} drop`,
-          line`\t}`,
-        ]
-      : []),
+    ...filterChain(literal('tunnel-out'), fw.mode === 'allow-all' ? null : fw.outbound, 'daddr', sets),
+    ...renderRoutingChains(desired, iface),
     line`}`,
   ];
   return fileOf(lines);

@@ -32,7 +32,8 @@ function routeLine(route: DesiredRoute): Line {
 /**
  * Renders wg-quick text. It contains the private key: whoever writes it must
  * keep it private (mode 0600). `Table = off` because the agent routes only
- * the organization's routes (as PostUp lines), not every peer's AllowedIPs.
+ * its desired routes (the organization's and those peers serve, as PostUp
+ * lines), not every peer's AllowedIPs.
  * Throws RenderValueError when a value is not of its type (rendered-text.ts):
  * no value can add a line or a key.
  */

@@ -34,6 +34,8 @@ export interface EnrollmentInput {
   hostname: string;
   /** Published at enrollment, so the first endpoint check has nothing to change. */
   endpoints: Endpoint[];
+  /** The routes the device requests (`--advertise-routes`), sent at enrollment for the same reason; default none. */
+  advertiseCidrs?: readonly string[] | undefined;
   logger: Logger;
   fetch?: FetchLike | undefined;
 }
@@ -137,7 +139,17 @@ export async function ensureEnrolled(input: EnrollmentInput, signal: AbortSignal
         }
         const device = accepted(
           checkEnrolledDevice,
-          await client.devices.enroll(org, registrationKey, { hostname: input.hostname, public_key: keys.publicKey, endpoints: input.endpoints }, { signal }),
+          await client.devices.enroll(
+            org,
+            registrationKey,
+            {
+              hostname: input.hostname,
+              public_key: keys.publicKey,
+              endpoints: input.endpoints,
+              ...(input.advertiseCidrs?.length ? { advertise_cidrs: [...input.advertiseCidrs] } : {}),
+            },
+            { signal },
+          ),
           'enrollment answer',
         );
         if (device.organization_id !== org || device.public_key !== keys.publicKey) {

@@ -43,19 +43,28 @@ function mapped<A, B>(check: Check<A>, map: (value: A) => B): Check<B> {
   };
 }
 
-const deviceShape = compileCheck(relaxRequired(DeviceObject, ['approved_cidrs', 'ephemeral']));
+const deviceShape = compileCheck(relaxRequired(DeviceObject, ['approved_cidrs', 'ephemeral', 'tags']));
 
 /** A device of a watch event or a list (the status a list adds is not checked: the agent doesn't read others'). */
-export const checkDevice: Check<DeviceObject> = mapped(deviceShape, (d) => ({ ...d, approved_cidrs: d.approved_cidrs ?? [], ephemeral: d.ephemeral ?? false }));
+export const checkDevice: Check<DeviceObject> = mapped(deviceShape, (d) => ({
+  ...d,
+  approved_cidrs: d.approved_cidrs ?? [],
+  ephemeral: d.ephemeral ?? false,
+  tags: d.tags ?? [],
+}));
 
-export const checkSecurityGroup: Check<SecurityGroup> = compileCheck(SecurityGroup);
+const securityGroupShape = compileCheck(relaxRequired(SecurityGroup, ['name']));
+
+/** A security group; one from a server before v1.12 has no name. */
+export const checkSecurityGroup: Check<SecurityGroup> = mapped(securityGroupShape, (g) => ({ ...g, name: g.name ?? null }));
 
 const organizationShape = compileCheck(
-  Type.Unsafe<Omit<Organization, 'network' | 'audit_readable_by_read'> & {
+  Type.Unsafe<Omit<Organization, 'network' | 'audit_readable_by_read' | 'tag_owners'> & {
     network: Omit<Network, 'auto_approve_cidrs'> & Partial<Pick<Network, 'auto_approve_cidrs'>>;
     audit_readable_by_read?: boolean;
+    tag_owners?: Organization['tag_owners'];
   }>({
-    ...Object.fromEntries(Object.entries(relaxRequired(Organization, ['audit_readable_by_read']))),
+    ...Object.fromEntries(Object.entries(relaxRequired(Organization, ['audit_readable_by_read', 'tag_owners']))),
     properties: { ...Organization.properties, network: relaxRequired(Network, ['auto_approve_cidrs']) },
   }),
 );
@@ -64,9 +73,10 @@ export const checkOrganization: Check<Organization> = mapped(organizationShape, 
   ...o,
   network: { ...o.network, auto_approve_cidrs: o.network.auto_approve_cidrs ?? [] },
   audit_readable_by_read: o.audit_readable_by_read ?? false,
+  tag_owners: o.tag_owners ?? {},
 }));
 
-const enrolledShape = compileCheck(relaxRequired(EnrolledDevice, ['approved_cidrs', 'ephemeral', 'device_token_expires_at']), (d) =>
+const enrolledShape = compileCheck(relaxRequired(EnrolledDevice, ['approved_cidrs', 'ephemeral', 'tags', 'device_token_expires_at']), (d) =>
   tokenProblem(d.device_token, '/device_token'),
 );
 
@@ -75,6 +85,7 @@ export const checkEnrolledDevice: Check<EnrolledDevice> = mapped(enrolledShape, 
   ...d,
   approved_cidrs: d.approved_cidrs ?? [],
   ephemeral: d.ephemeral ?? false,
+  tags: d.tags ?? [],
   device_token_expires_at: d.device_token_expires_at ?? null,
 }));
 

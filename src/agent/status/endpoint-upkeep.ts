@@ -1,20 +1,19 @@
 /**
- * The loop that keeps the device's published endpoints and its status'
- * local addresses current.
+ * The loop that keeps the device's published endpoints (and its route
+ * request) and its status' local addresses current.
  */
 import type { Logger } from 'pino';
 import { AuthError, NotFoundError } from '../../client/index.js';
 import { logRetry } from '../transient.js';
 import type { Wakeup } from '../wakeup.js';
-import type { EndpointPublisher } from './endpoint-publisher.js';
-import type { PublishedSpec } from './endpoints.js';
+import type { EndpointPublisher, OwnSpec } from './endpoint-publisher.js';
 import type { StatusReporter } from './status-reporter.js';
 
 export interface EndpointUpkeepOptions {
   publisher: EndpointPublisher;
   reporter: StatusReporter;
-  /** The device's endpoints and `symmetric_nat` as the server has them (the watch's copy), or undefined. */
-  own: () => PublishedSpec | undefined;
+  /** The device's endpoints, `symmetric_nat` and `advertise_cidrs` as the server has them (the watch's copy), or undefined. */
+  own: () => OwnSpec | undefined;
   /** Between two rounds. */
   intervalMs: number;
   /** Fired for a round now (STUN's state changed). */

@@ -17,7 +17,7 @@ export async function createTarget(store: Store, label: string): Promise<WriteTa
   // Audited as the server's own writes, as every store write must be.
   const org = await runAudited(SYSTEM_SCOPE, () => store.organizations.create({ name: `storage-${label}-${process.pid}-${serial++}` }));
   const created = await runAudited(SYSTEM_SCOPE, () =>
-    store.devices.create(org.id, { hostname: `${label}-0`, public_key: randomBytes(32).toString('base64') }),
+    store.devices.create(org.id, { hostname: `${label}-0`, public_key: randomBytes(32).toString('base64') }, undefined, 0, { all: true }),
   );
   return { orgId: org.id, deviceId: created.device.id };
 }
@@ -28,7 +28,7 @@ export async function createTarget(store: Store, label: string): Promise<WriteTa
  * rewrites the device's row, signals the bus, then reads its status.
  */
 export async function writeOnce(store: Store, t: WriteTarget): Promise<void> {
-  await runAudited(SYSTEM_SCOPE, () => store.devices.patch(t.orgId, t.deviceId, { hostname: `w-${serial++}` }));
+  await runAudited(SYSTEM_SCOPE, () => store.devices.patch(t.orgId, t.deviceId, { hostname: `w-${serial++}` }, { all: true }));
 }
 
 function series(latencies: readonly number[], seconds: number): WriteSeries {

@@ -48,3 +48,9 @@ export function noExtraArgs(args: readonly string[], count: number): void {
   const extra = args[count];
   if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
 }
+
+/** A comma-separated list flag (`a,b`); "" is the empty list, absent is undefined. */
+export function listFlag(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  return value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+}

@@ -1,4 +1,4 @@
-import { IP_PROTOCOLS, isIpRange, type Rule } from '../../protocol/index.js';
+import { IP_PROTOCOLS, isIpRange, parseDeviceReference, type Rule } from '../../protocol/index.js';
 import { UsageError } from '../exit-codes.js';
 import type { Flags } from './argv.js';
 
@@ -9,10 +9,11 @@ export const RULE_GRAMMAR = [
   'Rules as flags (they replace the group\'s inbound or outbound rules; --data stays for raw JSON):',
   '  --allow PROTO[:PORTS]        one inbound rule; PROTO is tcp, udp, icmp, icmpv6 or any;',
   '                               PORTS (tcp and udp only) is N or N-M, 1..65535; default all ports',
-  '  --from RANGE[,RANGE...]      sources of the --allow before it; RANGE is a CIDR, an IP or IP-IP;',
+  '  --from SRC[,SRC...]          sources of the --allow before it; SRC is a CIDR, an IP, IP-IP, or the',
+  '                               devices of a tag (tag:web) or security group (group:db);',
   '                               repeatable; without --from the rule allows any source',
   '  --egress-allow PROTO[:PORTS] one outbound rule, as --allow',
-  '  --to RANGE[,RANGE...]        destinations of the --egress-allow before it; default any',
+  '  --to DST[,DST...]            destinations of the --egress-allow before it, as --from; default any',
 ].join('\n');
 
 /** Inbound and outbound rules given as flags; a side is undefined when no flag gave it. */
@@ -48,12 +49,13 @@ export function parseRuleSpec(flag: string, spec: string): Rule {
   return { ip_protocol: proto, from_port: from, to_port: to, ip_ranges: [] };
 }
 
-function parseRanges(flag: string, text: string): string[] {
-  const ranges = text.split(',').map((r) => r.trim());
-  for (const r of ranges) {
-    if (!isIpRange(r)) throw new UsageError(`${flag} ${JSON.stringify(r)}: expected a CIDR (10.0.0.0/8), an IP or a range IP-IP`);
+/** Adds the addresses and device references of one --from/--to to `rule`. */
+function addAddresses(rule: Rule, flag: string, text: string): void {
+  for (const item of text.split(',').map((r) => r.trim())) {
+    if (parseDeviceReference(item)) (rule.devices ??= []).push(item);
+    else if (isIpRange(item)) rule.ip_ranges.push(item);
+    else throw new UsageError(`${flag} ${JSON.stringify(item)}: expected a CIDR (10.0.0.0/8), an IP, a range IP-IP, tag:<name> or group:<name>`);
   }
-  return ranges;
 }
 
 /**
@@ -75,7 +77,7 @@ export function rulesFromFlags(flags: Flags): RuleFlags {
     const wants = o.name === 'from' ? 'inbound' : 'outbound';
     const owner = wants === 'inbound' ? '--allow' : '--egress-allow';
     if (last === undefined || last.side !== wants) throw new UsageError(`${o.raw} must follow an ${owner} (it gives that rule's ${o.name === 'from' ? 'sources' : 'destinations'})`);
-    last.rule.ip_ranges.push(...parseRanges(o.raw, text));
+    addAddresses(last.rule, o.raw, text);
   }
   return out;
 }
@@ -84,6 +86,7 @@ export function rulesFromFlags(flags: Flags): RuleFlags {
 export function formatRule(rule: Rule, direction: 'from' | 'to'): string {
   const all = rule.from_port === 0 && rule.to_port === 0;
   const ports = all ? '' : rule.from_port === rule.to_port ? `:${rule.from_port}` : `:${rule.from_port}-${rule.to_port}`;
-  const ranges = rule.ip_ranges.length === 0 ? '' : ` ${direction} ${rule.ip_ranges.join(',')}`;
+  const addresses = [...rule.ip_ranges, ...(rule.devices ?? [])];
+  const ranges = addresses.length === 0 ? '' : ` ${direction} ${addresses.join(',')}`;
   return `${rule.ip_protocol}${ports}${ranges}`;
 }

@@ -113,6 +113,8 @@ export function DeviceView(props: { org: string; id: string }): JSX.Element {
             <tr><th scope="row">Agent</th><td>{s.agent_version ?? '—'} on {s.os ?? '—'}</td></tr>
             <tr><th scope="row">Endpoints</th><td>{device.endpoints.map((e) => e.address).join(', ') || '—'}</td></tr>
             <tr><th scope="row">Routes</th><td>{device.approved_cidrs.join(', ') || '—'}</td></tr>
+            {/* Servers before v1.12 send no tags. */}
+            <tr><th scope="row">Tags</th><td data-testid="device-tags">{(device.tags ?? []).join(', ') || '—'}</td></tr>
             <tr><th scope="row">Id</th><td><code>{device.id}</code></td></tr>
           </tbody>
         </table>

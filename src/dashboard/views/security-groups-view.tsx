@@ -1,6 +1,7 @@
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import type { SecurityGroup } from '../../client/index.js';
+import { GROUP_PREFIX, TAG_PREFIX } from '../../protocol/index.js';
 
 type Rule = SecurityGroup['inbound_rules'][number];
 import { EmptyState, ErrorState, FieldError, fieldError } from '../components/ui.js';
@@ -14,9 +15,21 @@ function emptyRule(): Rule {
   return { ip_protocol: 'tcp', from_port: 0, to_port: 0, ip_ranges: [] };
 }
 
+/** One text field for a rule's addresses: ranges, and devices by tag:/group: reference. */
+function addressesText(r: Rule): string {
+  return [...r.ip_ranges, ...(r.devices ?? [])].join(', ');
+}
+
+function addressesOf(text: string): Pick<Rule, 'ip_ranges' | 'devices'> {
+  const items = text.split(',').map((x) => x.trim()).filter(Boolean);
+  const isReference = (x: string): boolean => x.startsWith(TAG_PREFIX) || x.startsWith(GROUP_PREFIX);
+  return { ip_ranges: items.filter((x) => !isReference(x)), devices: items.filter(isReference) };
+}
+
 /** One group's rules, editable; the server's validation error is shown at the field it names. */
 function GroupEditor(props: { org: string; group: SecurityGroup | undefined; onDone: () => void }): JSX.Element {
   const client = useClient();
+  const [name, setName] = useState(props.group?.name ?? '');
   const [description, setDescription] = useState(props.group?.description ?? '');
   const [rules, setRules] = useState<Record<Direction, Rule[]>>({
     inbound_rules: props.group?.inbound_rules.map((r) => ({ ...r })) ?? [],
@@ -27,7 +40,7 @@ function GroupEditor(props: { org: string; group: SecurityGroup | undefined; onD
   const save = async (e: Event): Promise<void> => {
     e.preventDefault();
     try {
-      const body = { description, ...rules };
+      const body = { name: name === '' ? null : name, description, ...rules };
       if (props.group) await client.securityGroups.update(props.org, props.group.id, body);
       else await client.securityGroups.create(props.org, body);
       setError(undefined);
@@ -45,7 +58,7 @@ function GroupEditor(props: { org: string; group: SecurityGroup | undefined; onD
             <th scope="col">Protocol</th>
             <th scope="col">From port</th>
             <th scope="col">To port</th>
-            <th scope="col">IP ranges (comma separated)</th>
+            <th scope="col">Addresses: CIDRs, IPs, tag:NAME, group:NAME (comma separated)</th>
             <th scope="col"><span class="visually-hidden">Remove</span></th>
           </tr>
         </thead>
@@ -68,8 +81,9 @@ function GroupEditor(props: { org: string; group: SecurityGroup | undefined; onD
                   <FieldError error={error} path={`${at}/to_port`} />
                 </td>
                 <td>
-                  <input aria-label={`${title} rule ${i + 1} IP ranges`} data-testid={`sg-${dir}-${i}-ranges`} value={r.ip_ranges.join(', ')} onInput={(e) => set(dir, i, { ip_ranges: e.currentTarget.value.split(',').map((x) => x.trim()).filter(Boolean) })} />
+                  <input aria-label={`${title} rule ${i + 1} IP ranges`} data-testid={`sg-${dir}-${i}-ranges`} value={addressesText(r)} onInput={(e) => set(dir, i, addressesOf(e.currentTarget.value))} />
                   <FieldError error={error} path={`${at}/ip_ranges`} />
+                  <FieldError error={error} path={`${at}/devices`} />
                 </td>
                 <td>
                   <button type="button" class="danger" onClick={() => setRules({ ...rules, [dir]: rules[dir].filter((_, j) => j !== i) })}>Remove</button>
@@ -83,9 +97,12 @@ function GroupEditor(props: { org: string; group: SecurityGroup | undefined; onD
       <button type="button" data-testid={`sg-add-${dir}`} onClick={() => setRules({ ...rules, [dir]: [...rules[dir], emptyRule()] })}>Add a rule</button>
     </fieldset>
   );
-  const named = ['/description', '/inbound_rules', '/outbound_rules'].some((p) => fieldError(error, p) !== undefined);
+  const named = ['/name', '/description', '/inbound_rules', '/outbound_rules'].some((p) => fieldError(error, p) !== undefined);
   return (
-    <form onSubmit={(e) => void save(e)} aria-label={props.group ? `Edit ${props.group.description || props.group.id}` : 'New security group'}>
+    <form onSubmit={(e) => void save(e)} aria-label={props.group ? `Edit ${props.group.name ?? (props.group.description || props.group.id)}` : 'New security group'}>
+      <label for="sg-name">Name (what group:NAME in rules selects)</label>
+      <input id="sg-name" data-testid="sg-name" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      <FieldError error={error} path="/name" />
       <label for="sg-description">Description</label>
       <input id="sg-description" data-testid="sg-description" value={description} onInput={(e) => setDescription(e.currentTarget.value)} style={{ width: '100%' }} />
       <FieldError error={error} path="/description" />
@@ -128,6 +145,7 @@ export function SecurityGroupsView(props: { org: string }): JSX.Element {
           <table>
             <thead>
               <tr>
+                <th scope="col">Name</th>
                 <th scope="col">Description</th>
                 <th scope="col">Inbound</th>
                 <th scope="col">Outbound</th>
@@ -138,6 +156,7 @@ export function SecurityGroupsView(props: { org: string }): JSX.Element {
             <tbody>
               {sorted.map((g) => (
                 <tr key={g.id} data-testid="sg-row" data-sg-id={g.id}>
+                  <td>{g.name ?? '—'}</td>
                   <td>{g.description || <span class="muted">{g.id}</span>}</td>
                   <td>{g.inbound_rules.length} rules</td>
                   <td>{g.outbound_rules.length} rules</td>

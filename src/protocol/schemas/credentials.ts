@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { OrNull, Timestamp, Uuid, strict } from './common.js';
+import { Tags } from './device.js';
 
 export const TOKEN_ROLES = ['admin', 'read'] as const;
 export type TokenRole = (typeof TOKEN_ROLES)[number];
@@ -65,6 +66,7 @@ export const RegistrationKey = Type.Object({
   description: Type.String(),
   single_use: Type.Boolean(),
   ephemeral: Type.Boolean({ description: 'Devices it enrolls are ephemeral: deleted once offline longer than --ephemeral-offline-timeout.' }),
+  tags: Type.Array(Type.String(), { description: 'The tags of the devices it enrolls (sorted, without repeats).' }),
   expires_at: OrNull(Timestamp),
   used: Type.Boolean(),
   created_at: Timestamp,
@@ -78,6 +80,7 @@ export const RegistrationKeyCreate = Type.Object(
     description: Type.Optional(Type.String({ maxLength: 1024 })),
     single_use: Type.Optional(Type.Boolean()),
     ephemeral: Type.Optional(Type.Boolean()),
+    tags: Type.Optional(Tags),
     expires_at: Type.Optional(
       OrNull(Timestamp, {
         description: 'Default: --registration-key-ttl from now; at most --registration-key-max-ttl from now; null (never) only when the server sets no maximum.',

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ChangeListOf, Cidr, OrNull, Revision, Timestamp, Uuid, strict } from './common.js';
+import { TAG_PATTERN } from '../references.js';
 
 export const Endpoint = Type.Object(
   {
@@ -77,6 +78,9 @@ const PublicKey = Type.String({ format: 'wireguard-key', description: 'WireGuard
 const Endpoints = Type.Array(Endpoint, { maxItems: 32 });
 const SecurityGroupRef = OrNull(Uuid);
 
+/** A device's tags (`tag:<name>`), at most 64; the server stores them sorted, without repeats. */
+export const Tags = Type.Array(Type.String({ pattern: TAG_PATTERN, maxLength: 67 }), { maxItems: 64 });
+
 /** A device as the watch stream carries it: spec and server-assigned fields, no status. */
 export const DeviceObject = Type.Object({
   id: Uuid,
@@ -89,6 +93,7 @@ export const DeviceObject = Type.Object({
   relay: Type.Boolean(),
   symmetric_nat: Type.Boolean(),
   security_group_id: SecurityGroupRef,
+  tags: Type.Array(Type.String(), { description: 'Sorted, without repeats; what `tag:<name>` references in rules select (docs/protocol.md "Tags and references").' }),
   tunnel_ip: Type.String(),
   ephemeral: Type.Boolean({ description: 'Enrolled with an ephemeral registration key: deleted once offline longer than the server\'s --ephemeral-offline-timeout. Set by the server.' }),
   revision: Revision,
@@ -112,6 +117,7 @@ export const DeviceCreate = Type.Object(
     relay: Type.Optional(Type.Boolean()),
     symmetric_nat: Type.Optional(Type.Boolean()),
     security_group_id: Type.Optional(SecurityGroupRef),
+    tags: Type.Optional(Tags),
   },
   { ...strict, $id: 'DeviceCreate' },
 );
@@ -127,8 +133,9 @@ export const DEVICE_SELF_FIELDS = ['advertise_cidrs', 'endpoints', 'hostname', '
 
 /**
  * Fields an enrollment (a registration key) may set. `relay`,
- * `security_group_id` and `approved_cidrs` decide what other devices send to
- * this one, so only an organization admin sets them (issue 12).
+ * `security_group_id`, `approved_cidrs` and `tags` decide what other devices
+ * send to this one, so only an organization admin sets them (issue 12); a
+ * device enrolled by a key gets the key's tags.
  */
 export const ENROLLMENT_FIELDS = ['advertise_cidrs', 'endpoints', 'hostname', 'public_key', 'symmetric_nat'] as const;
 

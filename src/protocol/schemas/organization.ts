@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Cidr, Ip, Revision, Timestamp, Uuid, strict } from './common.js';
 import { CreatedInvitation, InviteeEmail } from './members.js';
+import { TAG_OWNER_PATTERN, TAG_PATTERN } from '../references.js';
 
 export const Route = Type.Object({ destination: Cidr, via: Type.Optional(Ip) }, { ...strict, $id: 'Route' });
 
@@ -20,6 +21,17 @@ export const Network = Type.Object(
 
 export const NetworkInput = Type.Partial(Network, { ...strict, $id: 'NetworkInput' });
 
+/**
+ * Which callers may give each tag (Tailscale's `tagOwners`). Empty: any
+ * organization admin gives any tag. Otherwise only the tags listed may be
+ * given, each by its owners (and the admin token, and server admins).
+ */
+export const TagOwners = Type.Record(
+  Type.String({ pattern: TAG_PATTERN, maxLength: 67 }),
+  Type.Array(Type.String({ pattern: TAG_OWNER_PATTERN, maxLength: 320 }), { maxItems: 64 }),
+  { maxProperties: 256, $id: 'TagOwners', description: 'tag:<name> → [role:owner | role:admin | email]; docs/protocol.md "Tags and references".' },
+);
+
 export const Organization = Type.Object({
   id: Uuid,
   name: Type.String(),
@@ -28,6 +40,7 @@ export const Organization = Type.Object({
   audit_readable_by_read: Type.Boolean({
     description: "Whether the organization's read tokens and read members may read its audit log (docs/protocol.md \"Audit log\"); admins always may.",
   }),
+  tag_owners: TagOwners,
   revision: Revision,
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -50,6 +63,7 @@ export const OrganizationCreate = Type.Object(
     description: Type.Optional(Description),
     network: Type.Optional(NetworkInput),
     audit_readable_by_read: Type.Optional(Type.Boolean()),
+    tag_owners: Type.Optional(TagOwners),
     owner_user_id: Type.Optional(Uuid),
     owner_email: Type.Optional(InviteeEmail),
   },
@@ -68,12 +82,14 @@ export const OrganizationPatch = Type.Object(
     description: Type.Optional(Description),
     network: Type.Optional(NetworkInput),
     audit_readable_by_read: Type.Optional(Type.Boolean()),
+    tag_owners: Type.Optional(TagOwners),
   },
   { ...strict, $id: 'OrganizationPatch' },
 );
 
 export type Route = Static<typeof Route>;
 export type Network = Static<typeof Network>;
+export type TagOwners = Static<typeof TagOwners>;
 export type Organization = Static<typeof Organization>;
 export type OrganizationCreate = Static<typeof OrganizationCreate>;
 export type CreatedOrganization = Static<typeof CreatedOrganization>;

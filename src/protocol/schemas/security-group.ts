@@ -1,27 +1,43 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ChangeListOf, Revision, Timestamp, Uuid, strict } from './common.js';
+import { ChangeListOf, OrNull, Revision, Timestamp, Uuid, strict } from './common.js';
+import { DEVICE_REFERENCE_PATTERN, GROUP_NAME_PATTERN } from '../references.js';
 
 export const IP_PROTOCOLS = ['tcp', 'udp', 'icmp', 'icmpv6', 'any'] as const;
 
 const Port = Type.Integer({ minimum: 0, maximum: 65535 });
 
-/** `from_port = to_port = 0` means all ports; otherwise `from_port ≤ to_port` (checked by the server). */
+/**
+ * `from_port = to_port = 0` means all ports; otherwise `from_port ≤ to_port`
+ * (checked by the server). The rule's addresses (sources of an inbound rule,
+ * destinations of an outbound one) are `ip_ranges` and the addresses of the
+ * devices `devices` names; with both empty, every address.
+ */
 export const Rule = Type.Object(
   {
     ip_protocol: Type.Union(IP_PROTOCOLS.map((p) => Type.Literal(p))),
     from_port: Port,
     to_port: Port,
     ip_ranges: Type.Array(Type.String({ format: 'ip-range', description: 'CIDR, IP, or IP-IP' }), { maxItems: 256 }),
+    devices: Type.Optional(
+      Type.Array(Type.String({ pattern: DEVICE_REFERENCE_PATTERN, maxLength: 70 }), {
+        maxItems: 64,
+        description: 'Devices by tag (`tag:web`) or security group (`group:db`, or `group:<id>`): their tunnel IPs and approved routes. Absent: none.',
+      }),
+    ),
   },
   { ...strict, $id: 'Rule' },
 );
 
 const Rules = Type.Array(Rule, { maxItems: 512 });
 const Description = Type.String({ maxLength: 1024 });
+const GroupName = OrNull(Type.String({ pattern: GROUP_NAME_PATTERN, maxLength: 63 }), {
+  description: 'Unique among the organization\'s groups; what `group:<name>` references and a policy document name it by. Null: unnamed.',
+});
 
 export const SecurityGroup = Type.Object({
   id: Uuid,
   organization_id: Uuid,
+  name: GroupName,
   description: Type.String(),
   inbound_rules: Type.Array(Rule),
   outbound_rules: Type.Array(Rule),
@@ -33,7 +49,7 @@ export const SecurityGroup = Type.Object({
 /** `GET .../security_groups`: groups, and tombstones with `gt_revision` or a cursor. */
 export const SecurityGroupList = ChangeListOf(SecurityGroup, 'SecurityGroupList');
 
-const securityGroupFields = { description: Type.Optional(Description), inbound_rules: Type.Optional(Rules), outbound_rules: Type.Optional(Rules) };
+const securityGroupFields = { name: Type.Optional(GroupName), description: Type.Optional(Description), inbound_rules: Type.Optional(Rules), outbound_rules: Type.Optional(Rules) };
 
 export const SecurityGroupCreate = Type.Object(securityGroupFields, { ...strict, $id: 'SecurityGroupCreate' });
 

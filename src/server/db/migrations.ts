@@ -431,6 +431,24 @@ SELECT org_id, 'system', 'delete', 'registration_key', id::text,
 ALTER TABLE objects ADD COLUMN prev_revision bigint;
 `,
   },
+  {
+    version: 17,
+    name: 'tags-and-group-names',
+    sql: `
+-- Devices carry tags, and the devices a registration key enrolls get the key's (issue 35, v1.12). Objects
+-- stored before (tombstones included, their last state is sent) carry none, and groups no name.
+ALTER TABLE registration_keys ADD COLUMN tags text[] NOT NULL DEFAULT '{}';
+UPDATE objects SET value = jsonb_set(value, '{tags}', '[]'::jsonb)
+ WHERE kind = 'device' AND value->'tags' IS NULL;
+UPDATE objects SET value = jsonb_set(value, '{name}', 'null'::jsonb)
+ WHERE kind = 'security-group' AND value->'name' IS NULL;
+UPDATE objects SET value = jsonb_set(value, '{tag_owners}', '{}'::jsonb)
+ WHERE kind = 'organization' AND value->'tag_owners' IS NULL;
+-- group:<name> in a rule names exactly one live group.
+CREATE UNIQUE INDEX objects_group_name ON objects (org_id, (value->>'name'))
+ WHERE kind = 'security-group' AND NOT deleted AND value->>'name' IS NOT NULL;
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

@@ -1,3 +1,4 @@
+import type { TagCaller } from './tag-ownership.js';
 import { SECRET_PREFIX } from '../../protocol/index.js';
 import type { Database } from '../db/index.js';
 import type { ApiKeyCreate, CreatedOrgToken, OrgToken, OrgTokenCreate, RegistrationKeyCreate } from '../../protocol/index.js';
@@ -92,8 +93,8 @@ export class CredentialRepository {
   };
 
   /** Creates a registration key made by `maker`, expiring as `terms` say; the secret is returned only here. */
-  createRegistrationKey = (orgId: string, input: RegistrationKeyCreate, maker: Maker, terms: creds.RegistrationKeyTerms) =>
-    this.#db.transaction((tx) => creds.createRegistrationKey(tx, orgId, input, maker, terms));
+  createRegistrationKey = (orgId: string, input: RegistrationKeyCreate, maker: Maker, terms: creds.RegistrationKeyTerms, tagCaller: TagCaller) =>
+    this.#db.transaction((tx) => creds.createRegistrationKey(tx, orgId, input, maker, terms, tagCaller));
   reparentRegistrationKey = (orgId: string, id: string, to: creds.ReparentTo) =>
     this.#db.transaction((tx) => creds.reparentRegistrationKey(tx, orgId, id, to));
   listRegistrationKeys = (orgId: string) => creds.listRegistrationKeys(this.#db, orgId);

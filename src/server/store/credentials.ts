@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/index.js';
 import {
+  normalTags,
   SECRET_PREFIX,
   type CreatedOrgToken,
   type CreatedRegistrationKey,
@@ -9,10 +10,13 @@ import {
   type RegistrationKey,
   type RegistrationKeyCreate,
   type MemberRole,
+  type Organization,
   type TokenRole,
 } from '../../protocol/index.js';
 import { ApiError, notFound, validationFailed } from '../errors.js';
 import { requireOrg } from './org-write.js';
+import { getObject, type StoredValue } from './objects.js';
+import { checkTagChange, type TagCaller } from './tag-ownership.js';
 import { recordAudit } from '../audit/record.js';
 import { hashSecret, newSecret, sameHash } from './secrets.js';
 import type { IndexedToken } from './token-index.js';
@@ -40,6 +44,7 @@ function toRegistrationKey(r: Record<string, unknown>): RegistrationKey {
     description: r['description'] as string,
     single_use: r['single_use'] === true,
     ephemeral: r['ephemeral'] === true,
+    tags: Array.isArray(r['tags']) ? (r['tags'] as string[]) : [],
     expires_at: iso(r['expires_at']),
     used: r['used_at'] !== null && r['used_at'] !== undefined,
     created_at: iso(r['created_at']) ?? '',
@@ -261,15 +266,31 @@ export async function createRegistrationKey(
   input: RegistrationKeyCreate,
   maker: Maker,
   terms: RegistrationKeyTerms,
+  tagCaller: TagCaller,
 ): Promise<CreatedRegistrationKey> {
   const expiresAt = registrationKeyExpiry(input.expires_at, terms, Date.now());
   await requireOrg(q, orgId);
+  if (input.tags !== undefined && input.tags.length > 0) {
+    // The key gives its tags to every device it enrolls: making it is giving them.
+    const org = await getObject<Organization & StoredValue>(q, orgId, 'organization', orgId);
+    checkTagChange(org?.tag_owners, [], normalTags(input.tags), tagCaller, '/tags');
+  }
   const made = await lockMaker(q, orgId, maker);
   const key = newSecret(SECRET_PREFIX.registrationKey);
   const rows = await q.query(
-    `INSERT INTO registration_keys (id, secret_hash, org_id, description, single_use, expires_at, ephemeral, created_by_kind, created_by_credential, created_by_user, maker_chain)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[]) RETURNING *`,
-    [randomUUID(), hashSecret(key), orgId, input.description ?? '', input.single_use ?? false, expiresAt, input.ephemeral ?? false, ...makerValues(made)],
+    `INSERT INTO registration_keys (id, secret_hash, org_id, description, single_use, expires_at, ephemeral, created_by_kind, created_by_credential, created_by_user, maker_chain, tags)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::uuid[], $12::text[]) RETURNING *`,
+    [
+      randomUUID(),
+      hashSecret(key),
+      orgId,
+      input.description ?? '',
+      input.single_use ?? false,
+      expiresAt,
+      input.ephemeral ?? false,
+      ...makerValues(made),
+      normalTags(input.tags ?? []),
+    ],
   );
   const created = toRegistrationKey(rows[0] ?? {});
   await recordAudit(q, {
@@ -277,7 +298,7 @@ export async function createRegistrationKey(
     action: 'create',
     kind: 'registration_key',
     objectId: created.id,
-    details: { single_use: created.single_use, ephemeral: created.ephemeral, expires_at: created.expires_at, created_by: created.created_by },
+    details: { single_use: created.single_use, ephemeral: created.ephemeral, tags: created.tags, expires_at: created.expires_at, created_by: created.created_by },
   });
   return { ...created, key };
 }

@@ -1,3 +1,4 @@
+import type { TagCaller } from './tag-ownership.js';
 import type { Database } from '../db/index.js';
 import type { SignalBus } from '../bus/index.js';
 import type { DeviceCreate, DevicePatch } from '../../protocol/index.js';
@@ -32,8 +33,8 @@ export class DeviceRepository {
    * registered with; `tokenTtlSeconds`: the token's lifetime (0: it never
    * expires). The token authenticates once the creation committed.
    */
-  create = (orgId: string, input: DeviceCreate, registrationKeyId?: string, tokenTtlSeconds = 0) =>
-    afterCommit(this.tokens, devices.createDevice(this.#db, this.bus, orgId, input, registrationKeyId, tokenTtlSeconds), (created) => ({
+  create = (orgId: string, input: DeviceCreate, registrationKeyId: string | undefined, tokenTtlSeconds: number, tagCaller: TagCaller) =>
+    afterCommit(this.tokens, devices.createDevice(this.#db, this.bus, orgId, input, registrationKeyId, tokenTtlSeconds, tagCaller), (created) => ({
       added: [
         {
           hash: hashSecret(created.deviceToken),
@@ -42,9 +43,9 @@ export class DeviceRepository {
       ],
     }));
   get = (orgId: string, id: string) => devices.getDevice(this.#db, orgId, id, this.staleAfterSeconds);
-  /** `ifMatch`: the revision the caller last read; a newer one refuses the patch. */
-  patch = (orgId: string, id: string, patch: DevicePatch, ifMatch?: string) =>
-    devices.patchDevice(this.#db, this.bus, orgId, id, patch, this.staleAfterSeconds, ifMatch);
+  /** `ifMatch`: the revision the caller last read; a newer one refuses the patch. `tagCaller`: whose tag changes these are. */
+  patch = (orgId: string, id: string, patch: DevicePatch, tagCaller: TagCaller, ifMatch?: string) =>
+    devices.patchDevice(this.#db, this.bus, orgId, id, patch, this.staleAfterSeconds, tagCaller, ifMatch);
   /** Deletes it; its tokens stop authenticating once the deletion committed. */
   delete = (orgId: string, id: string, ifMatch?: string) =>
     afterCommit(this.tokens, devices.deleteDevice(this.#db, this.bus, orgId, id, ifMatch), () => ({ deviceDeleted: id }));

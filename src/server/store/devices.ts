@@ -4,6 +4,7 @@ import { pgConstraint, pgErrorCode, UNIQUE_VIOLATION } from '../db/index.js';
 import type { SignalBus } from '../bus/index.js';
 import {
   EMPTY_STATUS,
+  normalTags,
   formatIpv4,
   SECRET_PREFIX,
   type Device,
@@ -22,7 +23,8 @@ import { effectiveStatus, statusColumns, statusesOf, type StatusRow } from './de
 import { releaseTunnelIp, takeTunnelIp } from './tunnel-ips.js';
 import { hashSecret, newSecret } from './secrets.js';
 import { makersValid } from './makers.js';
-import { checkNewApprovals, nextApprovedCidrs } from './route-approval.js';
+import { checkDevicePrefixes, checkNewApprovals, nextApprovedCidrs } from './route-approval.js';
+import { checkTagChange, type TagCaller } from './tag-ownership.js';
 
 const KIND = 'device' as const;
 type StoredDevice = DeviceObject & StoredValue;
@@ -79,28 +81,34 @@ export async function createDevice(
   bus: SignalBus,
   orgId: string,
   input: DeviceCreate,
-  registrationKeyId?: string,
-  tokenTtlSeconds = 0,
+  registrationKeyId: string | undefined,
+  tokenTtlSeconds: number,
+  tagCaller: TagCaller,
 ): Promise<CreatedDevice> {
+  checkDevicePrefixes(input);
   try {
     return await writeInOrg(db, bus, orgId, async (w) => {
       let ephemeral = false;
+      let tags = normalTags(input.tags ?? []);
       if (registrationKeyId !== undefined) {
-        const used = await w.tx.query<{ ephemeral: boolean }>(
+        const used = await w.tx.query<{ ephemeral: boolean; tags: string[] }>(
           `UPDATE registration_keys k SET used_at = COALESCE(k.used_at, now())
             WHERE k.id = $1 AND k.org_id = $2 AND (NOT k.single_use OR k.used_at IS NULL)
               AND (k.expires_at IS NULL OR k.expires_at > now()) AND ${makersValid('k')}
-            RETURNING k.ephemeral`,
+            RETURNING k.ephemeral, k.tags`,
           [registrationKeyId, orgId],
         );
         const key = used[0];
         if (!key) throw new ApiError('unauthorized', 'the registration key is used up or expired');
         ephemeral = key.ephemeral === true;
+        tags = normalTags(key.tags);
       }
       const revision = await w.revision();
       await checkGroup(w, input.security_group_id);
       const id = randomUUID();
-      const { network } = await orgValue(w.tx, orgId);
+      const { network, tag_owners } = await orgValue(w.tx, orgId);
+      // A key's tags were checked when the key was made, against its maker.
+      if (registrationKeyId === undefined) checkTagChange(tag_owners, [], tags, tagCaller, '/tags');
       const ip = await takeTunnelIp(w.tx, orgId, id, network.ipv4_cidr);
       const approved = nextApprovedCidrs([], input.approved_cidrs, input.advertise_cidrs, network);
       await checkNewApprovals(w.tx, orgId, id, network, [], approved, approvalPath(input));
@@ -116,6 +124,7 @@ export async function createDevice(
         relay: input.relay ?? false,
         symmetric_nat: input.symmetric_nat ?? false,
         security_group_id: input.security_group_id ?? null,
+        tags,
         tunnel_ip: formatIpv4(ip),
         ephemeral,
         revision,
@@ -167,20 +176,28 @@ export async function patchDevice(
   id: string,
   patch: DevicePatch,
   staleAfterSeconds: number,
+  tagCaller: TagCaller,
   ifMatch?: string,
 ): Promise<Device> {
+  checkDevicePrefixes(patch);
   try {
     const { device, statuses } = await writeInOrg(db, bus, orgId, async (w) => {
       const current = await w.lock<StoredDevice>(KIND, id);
       checkIfMatch(ifMatch, current.revision);
       const next: StoredDevice = { ...current };
       for (const [k, v] of Object.entries(patch)) if (v !== undefined) (next as Record<string, unknown>)[k] = v;
+      if (patch.tags !== undefined) next.tags = normalTags(patch.tags);
       let network: Organization['network'] | undefined;
       if (patch.approved_cidrs !== undefined || patch.advertise_cidrs !== undefined) {
         network = (await orgValue(w.tx, orgId)).network;
         next.approved_cidrs = nextApprovedCidrs(current.approved_cidrs, patch.approved_cidrs, patch.advertise_cidrs, network);
       }
       if (sameJson(next, current)) return { device: current, statuses: undefined };
+      // Devices stored before v1.12 have no tags.
+      const tagsBefore: readonly string[] = current.tags ?? [];
+      if (patch.tags !== undefined && !sameJson(next.tags, tagsBefore)) {
+        checkTagChange((await orgValue(w.tx, orgId)).tag_owners, tagsBefore, next.tags, tagCaller, '/tags');
+      }
       const revision = await w.revision();
       if (network !== undefined) await checkNewApprovals(w.tx, orgId, id, network, current.approved_cidrs, next.approved_cidrs, approvalPath(patch));
       if (patch.security_group_id !== undefined && patch.security_group_id !== current.security_group_id) {

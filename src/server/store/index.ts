@@ -15,3 +15,4 @@ export { acceptInvitations, type InvitedUser } from './invitations.js';
 export type { Maker } from './makers.js';
 export type { ReparentTo, RegistrationKeyTerms } from './credentials.js';
 export type { OrganizationCreator } from './organizations.js';
+export type { TagCaller } from './tag-ownership.js';

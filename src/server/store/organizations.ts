@@ -15,7 +15,7 @@ import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, upd
 import { writeInOrg } from './org-write.js';
 import { addOwner } from './members.js';
 import { createInvitation } from './invitations.js';
-import { checkNetworkRoutes } from './route-approval.js';
+import { checkNetworkPrefixes, checkNetworkRoutes } from './route-approval.js';
 import { changedFields, sameJson } from './same-json.js';
 import { recordAudit } from '../audit/record.js';
 
@@ -39,6 +39,7 @@ export async function createOrganization(db: Database, input: OrganizationCreate
   if (input.owner_user_id !== undefined && input.owner_email !== undefined) throw validationFailed('/owner_email', 'owner_user_id or owner_email, not both');
   const id = randomUUID();
   const now = new Date().toISOString();
+  checkNetworkPrefixes(input.network);
   const network: Network = { ...DEFAULT_NETWORK, ...input.network };
   checkNetwork(network);
   checkNetworkRoutes(undefined, network);
@@ -50,6 +51,7 @@ export async function createOrganization(db: Database, input: OrganizationCreate
       description: input.description ?? '',
       network,
       audit_readable_by_read: input.audit_readable_by_read ?? false,
+      tag_owners: input.tag_owners ?? {},
       revision: 1,
       created_at: now,
       updated_at: now,
@@ -98,6 +100,7 @@ export async function patchOrganization(
   patch: OrganizationPatch,
   ifMatch?: string,
 ): Promise<Organization> {
+  checkNetworkPrefixes(patch.network);
   return writeInOrg(db, bus, id, async (w) => {
     const current = await lockObject<Organization & { [k: string]: unknown }>(w.tx, id, KIND, id);
     checkIfMatch(ifMatch, current.revision);
@@ -110,6 +113,8 @@ export async function patchOrganization(
       description: patch.description ?? current.description,
       network,
       audit_readable_by_read: patch.audit_readable_by_read ?? current.audit_readable_by_read,
+      // Organizations stored before v1.12 have none.
+      tag_owners: patch.tag_owners ?? current.tag_owners ?? {},
     };
     if (sameJson(next, current)) return current;
     if (network.ipv4_cidr !== current.network.ipv4_cidr) {

@@ -6,8 +6,8 @@
  * organization's network-wide routes are held to the same tunnel pool rule.
  */
 import type { Queryable } from '../db/index.js';
-import { ipv6Groups, parseCidr, parseIpv4, type IpFamily, type Network } from '../../protocol/index.js';
-import { ApiError } from '../errors.js';
+import { cidrNetwork, hasHostBits, ipv6Groups, parseCidr, parseIpv4, type DevicePatch, type IpFamily, type Network } from '../../protocol/index.js';
+import { ApiError, validationFailed } from '../errors.js';
 
 interface Prefix {
   family: IpFamily;
@@ -40,6 +40,32 @@ const same = (a: Prefix, b: Prefix): boolean => a.family === b.family && a.lengt
 
 function prefixes(cidrs: readonly string[]): Prefix[] {
   return cidrs.map(prefixOf).filter((p): p is Prefix => p !== undefined);
+}
+
+/**
+ * Refuses (400 `validation_failed`, `details.path` the entry) a route
+ * written with host bits set (`10.20.0.1/16`): it names an address inside a
+ * network, not the network a route is for, and `expected` says the prefix
+ * it should be (`10.20.0.0/16`), as Tailscale does. Only what the request
+ * writes is checked: a route stored before this check never fails a write
+ * that leaves it alone.
+ */
+function refuseHostBits(cidrs: readonly string[] | undefined, path: (index: number) => string): void {
+  for (const [index, cidr] of (cidrs ?? []).entries()) {
+    if (hasHostBits(cidr)) throw validationFailed(path(index), `a prefix without host bits: ${cidrNetwork(cidr) ?? cidr} (${cidr} has host bits set)`);
+  }
+}
+
+/** The route prefixes a device write sets (`advertise_cidrs`, `approved_cidrs`), checked as refuseHostBits says. */
+export function checkDevicePrefixes(input: DevicePatch): void {
+  refuseHostBits(input.advertise_cidrs, (i) => `/advertise_cidrs/${i}`);
+  refuseHostBits(input.approved_cidrs, (i) => `/approved_cidrs/${i}`);
+}
+
+/** The route prefixes an organization write sets (`network.routes[].destination`, `network.auto_approve_cidrs`), checked as refuseHostBits says. */
+export function checkNetworkPrefixes(network: Partial<Network> | undefined): void {
+  refuseHostBits(network?.routes?.map((r) => r.destination), (i) => `/network/routes/${i}/destination`);
+  refuseHostBits(network?.auto_approve_cidrs, (i) => `/network/auto_approve_cidrs/${i}`);
 }
 
 /**

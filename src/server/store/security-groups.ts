@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/index.js';
 import type { SignalBus } from '../bus/index.js';
 import type { Rule, SecurityGroup, SecurityGroupCreate, SecurityGroupPatch } from '../../protocol/index.js';
+import { pgConstraint, pgErrorCode, UNIQUE_VIOLATION } from '../db/index.js';
 import { ApiError, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject, type StoredValue } from './objects.js';
 import { writeInOrg } from './org-write.js';
@@ -23,6 +24,14 @@ export function checkRules(rules: readonly Rule[] | undefined, field: string): v
   });
 }
 
+/** Names are unique among an organization's live groups (`group:<name>` must name one group). */
+function nameTaken(err: unknown, name: string | null | undefined): never {
+  if (pgErrorCode(err) === UNIQUE_VIOLATION && pgConstraint(err) === 'objects_group_name') {
+    throw new ApiError('conflict', `another security group of this organization is named ${JSON.stringify(name)}`, { path: '/name' });
+  }
+  throw err;
+}
+
 export async function createSecurityGroup(db: Database, bus: SignalBus, orgId: string, input: SecurityGroupCreate): Promise<SecurityGroup> {
   checkRules(input.inbound_rules, 'inbound_rules');
   checkRules(input.outbound_rules, 'outbound_rules');
@@ -32,6 +41,7 @@ export async function createSecurityGroup(db: Database, bus: SignalBus, orgId: s
     const group: StoredGroup = {
       id: randomUUID(),
       organization_id: orgId,
+      name: input.name ?? null,
       description: input.description ?? '',
       inbound_rules: input.inbound_rules ?? [],
       outbound_rules: input.outbound_rules ?? [],
@@ -42,7 +52,7 @@ export async function createSecurityGroup(db: Database, bus: SignalBus, orgId: s
     await insertObject(w.tx, orgId, KIND, group);
     await recordAudit(w.tx, { orgId, action: 'create', kind: 'security_group', objectId: group.id, revision });
     return group;
-  });
+  }).catch((err: unknown) => nameTaken(err, input.name));
 }
 
 export async function getSecurityGroup(q: Queryable, orgId: string, id: string): Promise<SecurityGroup | undefined> {
@@ -64,6 +74,8 @@ export async function patchSecurityGroup(
     checkIfMatch(ifMatch, current.revision);
     const next: StoredGroup = {
       ...current,
+      // Groups stored before v1.12 have no name.
+      name: patch.name !== undefined ? patch.name : (current.name ?? null),
       description: patch.description ?? current.description,
       inbound_rules: patch.inbound_rules ?? current.inbound_rules,
       outbound_rules: patch.outbound_rules ?? current.outbound_rules,
@@ -74,7 +86,7 @@ export async function patchSecurityGroup(
     await updateObject(w.tx, updated);
     await recordAudit(w.tx, { orgId, action: 'update', kind: 'security_group', objectId: id, revision, details: { fields: changedFields(current, next) } });
     return updated;
-  });
+  }).catch((err: unknown) => nameTaken(err, patch.name));
 }
 
 /** 409 while a device uses the group. The check runs under the revision lock, as device writes do. */

@@ -9,6 +9,7 @@ import {
   parseIp,
   rangeToInterval,
 } from '../../../src/agent/dataplane/addresses.js';
+import { cidrNetwork, hasHostBits } from '../../../src/protocol/index.js';
 
 const fmt = (text: string): string | undefined => {
   const ip = parseIp(text);
@@ -25,6 +26,26 @@ describe('dataplane addresses', () => {
     expect(fmt('::ffff:10.0.0.1')).toBe('::ffff:10.0.0.1');
     expect(fmt('1:0:0:2:0:0:0:3')).toBe('1:0:0:2::3');
     expect(fmt('010.0.0.1')).toBeUndefined();
+  });
+
+  it('writes the network a CIDR names, and tells a CIDR with host bits set (protocol cidrNetwork, hasHostBits)', () => {
+    const cases: [string, string | undefined, boolean][] = [
+      ['10.20.0.1/16', '10.20.0.0/16', true],
+      ['10.20.0.0/16', '10.20.0.0/16', false],
+      ['10.20.0.0/15', '10.20.0.0/15', false],
+      ['10.21.0.0/15', '10.20.0.0/15', true],
+      ['255.255.255.255/1', '128.0.0.0/1', true],
+      ['1.2.3.4/0', '0.0.0.0/0', true],
+      ['1.2.3.4/32', '1.2.3.4/32', false],
+      ['FD00:20::1/48', 'fd00:20::/48', true],
+      ['FD00:20::/48', 'fd00:20::/48', false],
+      ['2001:db8::8000/113', '2001:db8::8000/113', false],
+      ['2001:db8::c000/113', '2001:db8::8000/113', true],
+      ['::ffff:10.0.0.1/120', '::ffff:10.0.0.0/120', true],
+      ['10.0.0.0/33', undefined, false],
+      ['lan', undefined, false],
+    ];
+    for (const [text, network, hostBits] of cases) expect([text, cidrNetwork(text), hasHostBits(text)]).toEqual([text, network, hostBits]);
   });
 
   it('canonicalizes CIDRs and endpoints', () => {

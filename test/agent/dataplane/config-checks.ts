@@ -96,7 +96,7 @@ export function nftablesProblems(text: string): string[] {
     for (const m of line.matchAll(/\btable\b/g)) {
       if (line.slice((m.index ?? 0) + 5, (m.index ?? 0) + 21) !== ' inet fleetplane') problems.push(`${at}: another table`);
     }
-    if (line.includes(';') && !/^\t\ttype filter hook (input|output|forward) priority filter; policy accept;$/.test(line)) {
+    if (line.includes(';') && !/^\t\ttype (?:filter hook (?:input|output|forward) priority filter|nat hook postrouting priority srcnat); policy accept;$/.test(line)) {
       problems.push(`${at}: ; outside a base chain's hook line`);
     }
     if (depth === 0 && !/^(?:table inet fleetplane|delete table inet fleetplane|table inet fleetplane \{)$/.test(line)) {

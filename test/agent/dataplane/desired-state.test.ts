@@ -216,6 +216,107 @@ describe('computeDesiredState: routes', () => {
   });
 });
 
+describe('computeDesiredState: routes peers serve, and the routes this device serves', () => {
+  const router = (overrides: Partial<DeviceObject>) => device(2, { hostname: 'router', ...overrides });
+
+  it('routes an approved and requested prefix into the tunnel, to the peer that serves it', () => {
+    const d = computeDesiredState(input([device(1), router({ advertise_cidrs: ['10.20.0.0/16'], approved_cidrs: ['10.20.0.0/16'] })]));
+    expect(d.peers[0]?.allowed_ips).toEqual(['100.64.0.2/32', '10.20.0.0/16']);
+    expect(d.routes).toEqual([{ destination: '10.20.0.0/16', via: null }]);
+    expect(d.subnet_routes).toEqual([]);
+  });
+
+  it('routes nothing for a requested prefix no admin approved: no allowed IP, no kernel route', () => {
+    const d = computeDesiredState(input([device(1), router({ advertise_cidrs: ['10.20.0.0/16'], approved_cidrs: [] })]));
+    expect(d.peers[0]?.allowed_ips).toEqual(['100.64.0.2/32']);
+    expect(d.routes).toEqual([]);
+    expect(d.skipped).toEqual([{ kind: 'allowed-ip', subject: `${deviceId(2)} 10.20.0.0/16`, reason: 'not approved' }]);
+  });
+
+  it('routes nothing for an approved prefix the device does not request', () => {
+    const d = computeDesiredState(input([device(1), router({ advertise_cidrs: [], approved_cidrs: ['10.20.0.0/16'] })]));
+    expect(d.peers[0]?.allowed_ips).toEqual(['100.64.0.2/32']);
+    expect(d.routes).toEqual([]);
+  });
+
+  it("keeps one route per destination, the network route's (its via wins), and merges the others sorted", () => {
+    const base = input([
+      device(1),
+      router({ advertise_cidrs: ['10.20.0.0/16', 'fd00:20::/48'] }),
+      device(3, { advertise_cidrs: ['192.168.5.0/24'] }),
+    ]);
+    const d = computeDesiredState({
+      ...base,
+      organization: organization({ ipv4_cidr: '100.64.0.0/20', routes: [{ destination: '10.20.0.0/16', via: '100.64.0.2' }, { destination: '172.16.0.0/12' }] }),
+    });
+    expect(d.routes).toEqual([
+      { destination: '10.20.0.0/16', via: '100.64.0.2' },
+      { destination: '172.16.0.0/12', via: null },
+      { destination: '192.168.5.0/24', via: null },
+      { destination: 'fd00:20::/48', via: null },
+    ]);
+    expect(d.skipped).toEqual([]);
+  });
+
+  it('routes the prefixes of a device reached through the relay device too (they are in its peer)', () => {
+    const open = [{ source: 'manual' as const, address: '198.51.100.9:51820' }];
+    const d = computeDesiredState(
+      input([
+        device(1, { symmetric_nat: true, endpoints: [{ source: 'stun', address: '203.0.113.1:1000' }] }),
+        device(2, { symmetric_nat: true, endpoints: [{ source: 'stun', address: '203.0.113.2:1000' }], advertise_cidrs: ['10.20.0.0/16'] }),
+        device(9, { relay: true, endpoints: open }),
+      ]),
+    );
+    expect(d.relayed.map((r) => r.device_id)).toEqual([deviceId(2)]);
+    expect(d.peers.map((p) => p.allowed_ips)).toEqual([['100.64.0.9/32', '10.20.0.0/16', '100.64.0.2/32']]);
+    expect(d.routes).toEqual([{ destination: '10.20.0.0/16', via: null }]);
+  });
+
+  it("never routes this device's own requested prefixes into its own tunnel, not even as a network route", () => {
+    const base = input([
+      device(1, { advertise_cidrs: ['10.20.0.0/16', '10.30.0.0/24'], approved_cidrs: ['10.20.0.0/16'] }),
+      device(2, { advertise_cidrs: ['10.30.0.0/24'] }),
+    ]);
+    const d = computeDesiredState({
+      ...base,
+      organization: organization({ ipv4_cidr: '100.64.0.0/20', routes: [{ destination: '10.20.5.0/24' }, { destination: '10.0.0.0/8' }] }),
+    });
+    // The approved one is served here; the unapproved one is still this device's own network.
+    expect(d.subnet_routes).toEqual(['10.20.0.0/16']);
+    expect(d.routes).toEqual([{ destination: '10.0.0.0/8', via: null }]);
+    expect(d.peers[0]?.allowed_ips).toEqual(['100.64.0.2/32', '10.30.0.0/24']);
+    expect(d.skipped).toEqual([
+      { kind: 'route', subject: `${deviceId(1)} 10.30.0.0/24`, reason: 'not approved' },
+      { kind: 'route', subject: '10.20.5.0/24', reason: 'inside 10.20.0.0/16, a route this device requests itself' },
+      { kind: 'route', subject: '10.30.0.0/24', reason: 'inside 10.30.0.0/24, a route this device requests itself' },
+    ]);
+  });
+
+  it('serves no default route and nothing overlapping the tunnel pool, and routes no served default route', () => {
+    const d = computeDesiredState(
+      input([
+        device(1, { advertise_cidrs: ['0.0.0.0/0', '100.64.8.0/24', '192.168.5.0/24'] }),
+        device(2, { advertise_cidrs: ['::/0'] }),
+      ]),
+    );
+    expect(d.subnet_routes).toEqual(['192.168.5.0/24']);
+    expect(d.routes).toEqual([]);
+    expect(d.skipped.map((s) => [s.subject, s.reason])).toEqual([
+      ['0.0.0.0/0', 'is a default route: exit nodes are not supported'],
+      ['100.64.8.0/24', 'overlaps the tunnel pool 100.64.0.0/20'],
+      ['::/0', 'is a default route: exit nodes are not supported'],
+    ]);
+  });
+
+  it('gives a prefix this device and a peer both claim to the lower device id, on both sides', () => {
+    const devices = [device(1, { advertise_cidrs: ['10.20.0.0/16'] }), device(2, { advertise_cidrs: ['10.20.0.0/16'] })];
+    const one = computeDesiredState(input(devices, [], 1));
+    const two = computeDesiredState(input(devices, [], 2));
+    expect([one.subnet_routes, one.peers[0]?.allowed_ips]).toEqual([['10.20.0.0/16'], ['100.64.0.2/32']]);
+    expect([two.subnet_routes, two.peers[0]?.allowed_ips, two.routes]).toEqual([[], ['100.64.0.1/32', '10.20.0.0/16'], []]);
+  });
+});
+
 describe('computeDesiredState: firewall', () => {
   it('allows all on the tunnel without a security group', () => {
     expect(computeDesiredState(input([device(1), device(2)])).firewall).toEqual({ mode: 'allow-all' });
@@ -239,14 +340,15 @@ describe('computeDesiredState: firewall', () => {
       mode: 'filter',
       security_group_id: group.id,
       group_found: true,
+      sets: [],
       inbound: [
-        { protocol: 'icmp', ports: null, ipv4: ['100.64.0.0/16'], ipv6: [] },
-        { protocol: 'icmpv6', ports: null, ipv4: [], ipv6: ['fd00::/8'] },
-        { protocol: 'tcp', ports: null, ipv4: ['100.64.0.3'], ipv6: [] },
-        { protocol: 'tcp', ports: { from: 22, to: 22 }, ipv4: ['10.0.0.0/24', '100.64.0.2'], ipv6: ['fd00::/64'] },
-        { protocol: 'udp', ports: { from: 1000, to: 2000 }, ipv4: ['192.168.1.10-192.168.1.20'], ipv6: ['fd00::1-fd00::9'] },
+        { protocol: 'icmp', ports: null, ipv4: ['100.64.0.0/16'], ipv6: [], sets: [] },
+        { protocol: 'icmpv6', ports: null, ipv4: [], ipv6: ['fd00::/8'], sets: [] },
+        { protocol: 'tcp', ports: null, ipv4: ['100.64.0.3'], ipv6: [], sets: [] },
+        { protocol: 'tcp', ports: { from: 22, to: 22 }, ipv4: ['10.0.0.0/24', '100.64.0.2'], ipv6: ['fd00::/64'], sets: [] },
+        { protocol: 'udp', ports: { from: 1000, to: 2000 }, ipv4: ['192.168.1.10-192.168.1.20'], ipv6: ['fd00::1-fd00::9'], sets: [] },
       ],
-      outbound: [{ protocol: 'any', ports: null, ipv4: ['0.0.0.0/0'], ipv6: ['::/0'] }],
+      outbound: [{ protocol: 'any', ports: null, ipv4: ['0.0.0.0/0'], ipv6: ['::/0'], sets: [] }],
     });
   });
 
@@ -259,7 +361,7 @@ describe('computeDesiredState: firewall', () => {
 
   it('fails closed when the named group is not in the snapshot', () => {
     const d = computeDesiredState(input([device(1, { security_group_id: groupId(9) })], [securityGroup(1, [])]));
-    expect(d.firewall).toEqual({ mode: 'filter', security_group_id: groupId(9), group_found: false, inbound: [], outbound: [] });
+    expect(d.firewall).toEqual({ mode: 'filter', security_group_id: groupId(9), group_found: false, sets: [], inbound: [], outbound: [] });
   });
 
   it("uses only the device's own group", () => {

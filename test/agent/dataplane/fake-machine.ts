@@ -30,7 +30,7 @@ export interface Call {
   env?: Readonly<Record<string, string>>;
 }
 
-const MUTATING: readonly RegExp[] = [/^wg set/, /^ip (addr|link|route) (replace|add|del|set)/, /^nft -f/, /^wireguard-go/];
+const MUTATING: readonly RegExp[] = [/^wg set/, /^ip (addr|link|route) (replace|add|del|set)/, /^nft -f/, /^wireguard-go/, /^sysctl -w/];
 
 export class FakeMachine implements CommandRunner {
   calls: Call[] = [];
@@ -39,6 +39,11 @@ export class FakeMachine implements CommandRunner {
   /** Routes of proto 70 on the interface: destination → via. */
   routes = new Map<string, string | null>();
   nftTable: string | null = null;
+  /** The kernel settings `sysctl` reads and writes (forwarding off at first). */
+  sysctls = new Map<string, string>([
+    ['net.ipv4.ip_forward', '0'],
+    ['net.ipv6.conf.all.forwarding', '0'],
+  ]);
   fail: ((command: string, args: readonly string[]) => boolean) | null = null;
   /** Paths `wg set … private-key` was given. */
   keyFiles: string[] = [];
@@ -82,6 +87,17 @@ export class FakeMachine implements CommandRunner {
     return this.iface;
   }
 
+  private sysctl(args: readonly string[]): string {
+    const [flag, setting = ''] = args;
+    if (flag === '-n' && this.sysctls.has(setting)) return `${this.sysctls.get(setting)}\n`;
+    const [key = '', value] = setting.split('=');
+    if (flag === '-w' && this.sysctls.has(key) && value !== undefined) {
+      this.sysctls.set(key, value);
+      return `${key} = ${value}\n`;
+    }
+    throw this.error('sysctl', args, `sysctl: cannot stat /proc/sys/${key.replaceAll('.', '/')}: No such file or directory`);
+  }
+
   private create(): void {
     this.iface = { privateKey: null, listenPort: 40000, mtu: 1420, up: false, addresses: [], peers: new Map() };
   }
@@ -96,6 +112,7 @@ export class FakeMachine implements CommandRunner {
       return '';
     }
     if (command === 'nft') return this.nft(args);
+    if (command === 'sysctl') return this.sysctl(args);
     if (command !== 'ip') throw new Error(`fake machine: unexpected command ${line}`);
     if (line === `ip link add dev ${n} type wireguard`) {
       if (!this.kernelWireGuard) throw new CommandError(command, args, 2, 'Error: Unknown device type.');

@@ -28,6 +28,7 @@ export function organization(network: Partial<Network> = {}): Organization {
     description: '',
     network: { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [], auto_approve_cidrs: [], ...network },
     audit_readable_by_read: false,
+    tag_owners: {},
     revision: 1,
     created_at: T0,
     updated_at: T0,
@@ -47,6 +48,7 @@ export function device(n: number, overrides: Partial<DeviceObject> = {}): Device
     relay: false,
     symmetric_nat: false,
     security_group_id: null,
+    tags: [],
     tunnel_ip: `100.64.0.${n}`,
     ephemeral: false,
     revision: n,
@@ -64,6 +66,7 @@ export function securityGroup(n: number, inbound: Rule[], outbound: Rule[] = [])
   return {
     id: groupId(n),
     organization_id: ORG_ID,
+    name: null,
     description: `group ${n}`,
     inbound_rules: inbound,
     outbound_rules: outbound,

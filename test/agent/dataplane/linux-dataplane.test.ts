@@ -117,10 +117,13 @@ describe('LinuxDataplane applies differences', () => {
     expect(machine.iface?.peers.get(PK(4))?.handshake).toBe(1_700_000_000);
   });
 
-  it('updates only the allowed IPs of a peer whose advertised CIDRs change', async () => {
+  it('updates only the allowed IPs of a peer whose approved routes change, and routes the new prefix into the tunnel', async () => {
     const { machine, dp } = await converged([peer(2), peer(3)]);
     await dp.apply(desired([peer(2, { advertise_cidrs: ['10.2.0.0/16'] }), peer(3)]));
-    expect(machine.mutations()).toEqual([`wg set ${IF} peer ${PK(2)} allowed-ips 100.64.0.2/32,10.2.0.0/16`]);
+    expect(machine.mutations()).toEqual([
+      `wg set ${IF} peer ${PK(2)} allowed-ips 100.64.0.2/32,10.2.0.0/16`,
+      `ip route replace 10.2.0.0/16 dev ${IF} proto 70`,
+    ]);
     expect(machine.iface?.peers.get(PK(2))?.handshake).toBe(1_700_000_000);
   });
 
@@ -158,6 +161,26 @@ describe('LinuxDataplane applies differences', () => {
       `ip link set dev ${IF} mtu 1420 up`,
       `wg set ${IF} peer ${PK(3)} endpoint 192.168.9.3:51820 persistent-keepalive 25 allowed-ips 100.64.0.3/32`,
     ]);
+  });
+
+  it('a subnet router turns on forwarding of the families of its routes only, once; the relay device both', async () => {
+    const { machine, dp } = setup();
+    await dp.apply(desired([device(1, { advertise_cidrs: ['10.20.0.0/16'] }), peer(2)]));
+    expect(machine.mutations().filter((l) => l.startsWith('sysctl'))).toEqual(['sysctl -w net.ipv4.ip_forward=1']);
+    expect(machine.sysctls).toEqual(new Map([['net.ipv4.ip_forward', '1'], ['net.ipv6.conf.all.forwarding', '0']]));
+    machine.clearCalls();
+    await dp.apply(desired([device(1, { advertise_cidrs: ['10.20.0.0/16'] }), peer(2)]));
+    expect(machine.mutations()).toEqual([]);
+    // Its own route is not routed into the tunnel; nothing is forwarded once it is withdrawn (and forwarding stays on).
+    expect(machine.routes.size).toBe(0);
+    machine.clearCalls();
+    await dp.apply(desired([device(1, { advertise_cidrs: [] }), peer(2)]));
+    expect(machine.lines().filter((l) => l.startsWith('sysctl'))).toEqual([]);
+    expect(machine.sysctls.get('net.ipv4.ip_forward')).toBe('1');
+
+    const relay = setup();
+    await relay.dp.apply(desired([device(1, { relay: true, endpoints: [{ source: 'manual', address: '198.51.100.1:51820' }] }), peer(2)]));
+    expect(relay.machine.mutations().filter((l) => l.startsWith('sysctl'))).toEqual(['sysctl -w net.ipv4.ip_forward=1', 'sysctl -w net.ipv6.conf.all.forwarding=1']);
   });
 
   it('replaces changed routes and removes only its own stale ones', async () => {

@@ -153,19 +153,21 @@ describe.runIf(enabled)('LinuxDataplane in network namespaces (wireguard-go, nft
     expect((await inNs(NS.a).run('ip', ['route', 'show', 'dev', WG.a, 'proto', '70'])).stdout).toBe('');
   });
 
-  it('adds and removes a peer without resetting the existing session', async () => {
+  it('adds and removes a peer without resetting the existing session, and routes its approved route into the tunnel while it is there', async () => {
     const before = (await dp.a.describe()).peers.find((p) => p.device_id === deviceId(2));
     expect(before?.latest_handshake).not.toBeNull();
     const extra = device(3, { advertise_cidrs: ['10.3.0.0/16'] });
     const added = await dp.a.apply(desiredFor('a', [...devices(), extra]));
-    expect(added.actions).toEqual([`peer added ${keyPair(3).publicKey}`]);
+    expect(added.actions).toEqual([`peer added ${keyPair(3).publicKey}`, 'route 10.3.0.0/16']);
+    expect((await inNs(NS.a).run('ip', ['route', 'show', 'dev', WG.a, 'proto', '70'])).stdout.trim()).toBe('10.3.0.0/16 scope link');
     const during = await dp.a.describe();
     expect(during.peers.map((p) => p.device_id).sort()).toEqual([deviceId(2), deviceId(3)]);
     expect(during.peers.find((p) => p.device_id === deviceId(3))?.allowed_ips).toEqual(['100.64.0.3/32', '10.3.0.0/16']);
     expect(during.peers.find((p) => p.device_id === deviceId(2))?.latest_handshake).toBe(before?.latest_handshake);
 
     const removed = await dp.a.apply(desiredFor('a', devices()));
-    expect(removed.actions).toEqual([`peer removed ${keyPair(3).publicKey}`]);
+    expect(removed.actions).toEqual([`peer removed ${keyPair(3).publicKey}`, 'route 10.3.0.0/16 removed']);
+    expect((await inNs(NS.a).run('ip', ['route', 'show', 'dev', WG.a, 'proto', '70'])).stdout).toBe('');
     expect((await dp.a.describe()).peers.map((p) => p.device_id)).toEqual([deviceId(2)]);
     expect(await pings(NS.a, '100.64.0.2', 5)).toBe(true);
   });

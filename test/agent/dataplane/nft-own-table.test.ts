@@ -41,6 +41,8 @@ describe('assertOwnTableOnly (the check before nft -f)', () => {
     ['a table left open', full.replace(/}\n$/, '')],
     ['a script without its final line break', full.slice(0, -1)],
     ['a variable', withLine(5, '\t\tip saddr $evil accept')],
+    ['a nat hook other than postrouting (prerouting could redirect traffic)', withLine(5, '\t\ttype nat hook prerouting priority dstnat; policy accept;')],
+    ['a nat base chain whose policy drops', withLine(5, '\t\ttype nat hook postrouting priority srcnat; policy drop;')],
   ];
   it.each(refused)('refuses %s', (_name, script) => {
     expect(() => assertOwnTableOnly(script)).toThrow(ForeignRulesetError);

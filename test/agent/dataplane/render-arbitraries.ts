@@ -90,13 +90,25 @@ const rule: fc.Arbitrary<FirewallRule> = fc
     withPorts: fc.boolean(),
     ipv4: elements(4),
     ipv6: elements(6),
+    sets: fc.uniqueArray(fc.constantFrom('ref0', 'ref1', 'ref2'), { maxLength: 3 }).map((names) => names.sort()),
   })
-  .map(({ protocol, a, b, withPorts, ipv4, ipv6 }) => ({
+  .map(({ protocol, a, b, withPorts, ipv4, ipv6, sets }) => ({
     protocol,
     ports: withPorts && (protocol === 'tcp' || protocol === 'udp') ? { from: Math.min(a, b), to: Math.max(a, b) } : null,
     ipv4,
     ipv6,
+    sets,
   }));
+
+/** The three sets rules may name, each for a tag or group reference, with members of either family or none. */
+const addressSets = fc
+  .tuple(
+    fc.uniqueArray(fc.stringMatching(/^(?:tag|group):[a-z0-9](?:[a-z0-9-]{0,8}[a-z0-9])?$/), { minLength: 3, maxLength: 3 }),
+    fc.array(fc.tuple(elements(4), elements(6)), { minLength: 3, maxLength: 3 }),
+  )
+  .map(([references, members]) =>
+    references.map((reference, i) => ({ name: `ref${i}`, reference, ipv4: members[i]?.[0] ?? [], ipv6: members[i]?.[1] ?? [] })),
+  );
 
 const peer = fc.record({
   device_id: fc.uuid(),
@@ -120,6 +132,7 @@ export const validDesired: fc.Arbitrary<DesiredDataplane> = fc
     resolvers: fc.array(fc.oneof(ipv4, ipv6), { maxLength: 3 }),
     peers: fc.uniqueArray(peer, { maxLength: 4, selector: (p) => p.public_key }),
     forwarding: fc.boolean(),
+    subnet_routes: fc.uniqueArray(fc.oneof(cidr4, cidr6), { maxLength: 3 }),
     routes: fc.uniqueArray(
       fc.oneof(
         cidr4.map((destination) => ({ destination, via: null })),
@@ -131,6 +144,7 @@ export const validDesired: fc.Arbitrary<DesiredDataplane> = fc
     filter: fc.boolean(),
     security_group_id: fc.uuid(),
     group_found: fc.boolean(),
+    sets: addressSets,
     inbound: fc.array(rule, { maxLength: 3 }),
     outbound: fc.array(rule, { maxLength: 3 }),
   })
@@ -140,9 +154,17 @@ export const validDesired: fc.Arbitrary<DesiredDataplane> = fc
     peers: r.peers,
     relayed: [],
     forwarding: r.forwarding,
+    subnet_routes: r.subnet_routes,
     routes: r.routes,
     firewall: r.filter
-      ? { mode: 'filter' as const, security_group_id: r.security_group_id, group_found: r.group_found, inbound: r.inbound, outbound: r.outbound }
+      ? {
+          mode: 'filter' as const,
+          security_group_id: r.security_group_id,
+          group_found: r.group_found,
+          sets: r.sets,
+          inbound: r.inbound,
+          outbound: r.outbound,
+        }
       : { mode: 'allow-all' as const },
     skipped: [],
   }));

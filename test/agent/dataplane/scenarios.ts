@@ -63,3 +63,41 @@ export function missingGroupScenario(): DesiredDataplane {
     securityGroups: [],
   });
 }
+
+/**
+ * Rules that name devices: device 1 (group `web`) admits postgres from the
+ * devices tagged `tag:app` (2, and 3 with its approved route) and ssh from
+ * the devices of group `ops` (4), and may reach the devices of `group:db`
+ * (none yet) and an unknown group.
+ */
+export function referencesScenario(): DesiredDataplane {
+  const web = {
+    ...securityGroup(
+      1,
+      [
+        { ...rule('tcp', 5432, 5432, []), devices: ['tag:app'] },
+        { ...rule('tcp', 22, 22, ['10.9.0.0/16']), devices: ['group:ops', 'tag:app'] },
+        { ...rule('icmp', 0, 0, []), devices: [`group:${groupId(2)}`] },
+      ],
+      [{ ...rule('any', 0, 0, []), devices: ['group:db', 'group:gone'] }],
+    ),
+    name: 'web',
+  };
+  const ops = { ...securityGroup(2, []), name: 'ops' };
+  const db = { ...securityGroup(3, []), name: 'db' };
+  return computeDesiredState({
+    deviceId: deviceId(1),
+    interfaceName: 'fp0',
+    privateKey: keyPair(1).privateKey,
+    listenPort: 51820,
+    organization: organization(),
+    devices: [
+      device(1, { security_group_id: web.id }),
+      device(2, { tags: ['tag:app'] }),
+      device(3, { tags: ['tag:app', 'tag:edge'], advertise_cidrs: ['10.30.0.0/24', 'fd00:30::/64'], approved_cidrs: ['10.30.0.0/24', 'fd00:30::/64'] }),
+      device(4, { security_group_id: ops.id }),
+      device(5, { tags: ['tag:other'], advertise_cidrs: ['10.40.0.0/24'], approved_cidrs: [] }),
+    ],
+    securityGroups: [web, ops, db],
+  });
+}

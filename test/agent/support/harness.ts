@@ -90,6 +90,7 @@ export function agentOptions(over: Partial<AgentOptions> & Pick<AgentOptions, 's
     hostname: 'test-host',
     listenPort: 51820,
     endpoints: [],
+    advertiseRoutes: [],
     localPort: 0,
     stun: true,
     stunServer: undefined,

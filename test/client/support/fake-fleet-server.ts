@@ -70,6 +70,8 @@ export class FakeFleetServer {
   readonly convergence = new FakeConvergenceFeed();
   /** Every request line (method and URL), with its headers. */
   readonly requests: Array<{ method: string; url: string; headers: IncomingMessage['headers']; body: string }> = [];
+  /** Called with each request once it is recorded, before it is answered (e.g. to make a concurrent change). */
+  onRequest: ((request: { method: string; url: string }) => void) | undefined;
   #server: Server;
   url = '';
 
@@ -163,6 +165,7 @@ export class FakeFleetServer {
     const body = await readBody(req);
     const url = new URL(req.url ?? '/', 'http://x');
     this.requests.push({ method: req.method ?? '', url: url.pathname + url.search, headers: req.headers, body });
+    this.onRequest?.({ method: req.method ?? '', url: url.pathname + url.search });
     if (req.headers.authorization !== `Bearer ${this.token}` && !req.headers.authorization?.startsWith('Bearer fpr_')) {
       return this.#error(res, 'unauthorized');
     }

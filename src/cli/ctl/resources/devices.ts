@@ -15,9 +15,10 @@ import { age } from '../age.js';
 import { durationSeconds, until } from '../duration.js';
 import type { CommandGroup } from '../command-spec.js';
 import type { CtlContext } from '../context.js';
-import { defined } from '../flag-values.js';
+import { defined, listFlag } from '../flag-values.js';
 import { watchList } from '../list-watch.js';
 import { rpcCommand } from '../rpc.js';
+import { approveRoutesCommand } from './approve-routes.js';
 import { crudCommands, type CrudSpec } from './crud.js';
 import { cell, formatTable } from '../table.js';
 import { orgDevices, resolveDevice } from './device-ref.js';
@@ -138,6 +139,8 @@ const devices: CrudSpec<DeviceRow> = {
     { header: 'REVISION', value: (d) => d.revision },
     { header: 'PUBLIC KEY', value: (d) => d.public_key, wide: true },
     { header: 'SECURITY GROUP', value: (d) => d.security_group_id, wide: true },
+    // Devices listed by a server before v1.12 carry no tags.
+    { header: 'TAGS', value: (d) => (d.tags ?? []).join(','), wide: true },
     { header: 'AGENT', value: (d) => d.status?.agent_version, wide: true },
     { header: 'ENDPOINTS', value: (d) => d.endpoints.map((e) => e.address).join(','), wide: true },
     { header: 'PENDING ROUTES', value: pendingRoutes, wide: true },
@@ -146,12 +149,13 @@ const devices: CrudSpec<DeviceRow> = {
     { header: 'TOKEN EXPIRES', value: (d, now) => (d.token_expires_at === undefined ? undefined : until(d.token_expires_at, now)), wide: true },
   ],
   listFlags: ['expiring-within'],
-  fieldFlags: ['hostname', 'public-key', 'security-group', 'approved-routes', 'relay'],
+  fieldFlags: ['hostname', 'public-key', 'security-group', 'tags', 'approved-routes', 'relay'],
   fields: async (ctx) =>
     defined({
       hostname: ctx.flags.string('hostname'),
       public_key: ctx.flags.string('public-key'),
       security_group_id: await securityGroupField(ctx),
+      tags: listFlag(ctx.flags.string('tags')),
       approved_cidrs: approvedRoutesField(ctx),
       relay: relayField(ctx),
     }),
@@ -198,5 +202,5 @@ export const devicesGroup: CommandGroup = {
   name: 'devices',
   aliases: ['device', 'dev'],
   summary: 'devices: the machines of an organization',
-  commands: [...crudCommands(devices), rpcCommand],
+  commands: [...crudCommands(devices), approveRoutesCommand, rpcCommand],
 };

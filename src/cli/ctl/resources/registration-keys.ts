@@ -1,7 +1,7 @@
 import type { RegistrationKey } from '../../../client/index.js';
 import type { CommandGroup } from '../command-spec.js';
 import { orgLabel, type CtlContext, type OrgRef } from '../context.js';
-import { dataFlag, defined, noExtraArgs, requireArg } from '../flag-values.js';
+import { dataFlag, defined, listFlag, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId } from '../names.js';
 import type { Column } from '../output.js';
 import { shownOnce } from './shown-once.js';
@@ -12,6 +12,8 @@ const columns: ReadonlyArray<Column<RegistrationKey>> = [
   { header: 'SINGLE USE', value: (k) => k.single_use },
   { header: 'USED', value: (k) => k.used },
   { header: 'EPHEMERAL', value: (k) => k.ephemeral },
+  // Keys listed by a server before v1.12 carry no tags.
+  { header: 'TAGS', value: (k) => (k.tags ?? []).join(',') },
   { header: 'EXPIRES', value: (k) => k.expires_at ?? 'never' },
   { header: 'CREATED', value: (k) => k.created_at, wide: true },
   { header: 'MADE BY', value: (k) => madeBy(k.created_by), wide: true },
@@ -51,6 +53,7 @@ export const registrationKeysGroup: CommandGroup = {
         'org',
         'single-use',
         'ephemeral',
+        { name: 'tags', help: 'tags of the devices the key enrolls, comma separated (tag:web,tag:db)' },
         'description',
         { name: 'expires-at', help: "RFC 3339 expiry (default: the server's --registration-key-ttl from now, 1 hour unless set; at most its --registration-key-max-ttl)" },
         'data',
@@ -59,6 +62,7 @@ export const registrationKeysGroup: CommandGroup = {
       examples: [
         'fleetplane ctl registration-keys create --org acme --description "rack 4"',
         'fleetplane ctl registration-keys create --org acme --ephemeral --description "CI runners"',
+        'fleetplane ctl registration-keys create --org acme --tags tag:web --description "web tier"',
         'fleetplane ctl registration-keys create --org acme --single-use -o json | jq -r .key',
       ],
       async run(ctx, args) {
@@ -70,6 +74,7 @@ export const registrationKeysGroup: CommandGroup = {
             description: f.string('description'),
             single_use: f.boolean('single-use'),
             ephemeral: f.boolean('ephemeral'),
+            tags: listFlag(f.string('tags')),
             expires_at: f.string('expires-at'),
           }),
         };

@@ -9,20 +9,28 @@ import { crudCommands, type CrudSpec } from './crud.js';
 
 const org = async (ctx: CtlContext) => (await ctx.org()).id;
 
-/** The id of the security group `ref` names: an id, or its description when no other group has it. */
+/** The id of the security group `ref` names: an id, its name, or its description when no other group has it. */
 export async function resolveSecurityGroup(ctx: CtlContext, ref: string): Promise<string> {
   const o = await ctx.org();
   const list = async () => (await ctx.client.securityGroups.list(o.id, { signal: ctx.signal })).items;
-  return resolveId(ref, list, (g) => [g.description], 'security group', ` in organization ${orgLabel(o)}`);
+  // Groups stored before names existed have none.
+  return resolveId(ref, list, (g) => [...(g.name ? [g.name] : []), g.description], 'security group', ` in organization ${orgLabel(o)}`);
+}
+
+/** `--name`: "" clears it. */
+function nameField(ctx: CtlContext): string | null | undefined {
+  const text = ctx.flags.string('name');
+  return text === undefined ? undefined : text === '' ? null : text;
 }
 
 const securityGroups: CrudSpec<SecurityGroup> = {
   noun: 'security group',
   ref: '<group>',
-  refHelp: 'its description (when no other group has it) or id',
+  refHelp: 'its name, its description (when no other group has it) or id',
   scoped: true,
   columns: [
     { header: 'ID', value: (g) => g.id },
+    { header: 'NAME', value: (g) => g.name ?? '' },
     { header: 'INBOUND', value: (g) => g.inbound_rules.length },
     { header: 'OUTBOUND', value: (g) => g.outbound_rules.length },
     { header: 'REVISION', value: (g) => g.revision },
@@ -30,10 +38,10 @@ const securityGroups: CrudSpec<SecurityGroup> = {
     { header: 'OUTBOUND RULES', value: (g) => g.outbound_rules.map((r) => formatRule(r, 'to')).join('; '), wide: true },
     { header: 'DESCRIPTION', value: (g) => g.description },
   ],
-  fieldFlags: [{ name: 'description', help: 'description (also the name other commands take)' }, 'allow', 'from', 'egress-allow', 'to'],
+  fieldFlags: [{ name: 'name', help: 'name, unique in the organization: what group:NAME in rules references ("" for none)' }, { name: 'description', help: 'description (other commands take it when the group has no name)' }, 'allow', 'from', 'egress-allow', 'to'],
   fields: async (ctx) => {
     const rules = rulesFromFlags(ctx.flags);
-    return defined({ description: ctx.flags.string('description'), inbound_rules: rules.inbound, outbound_rules: rules.outbound });
+    return defined({ name: nameField(ctx), description: ctx.flags.string('description'), inbound_rules: rules.inbound, outbound_rules: rules.outbound });
   },
   list: async (ctx) => (await ctx.client.securityGroups.list(await org(ctx), { signal: ctx.signal })).items,
   resolve: resolveSecurityGroup,
@@ -47,18 +55,19 @@ const securityGroups: CrudSpec<SecurityGroup> = {
     list: 'list the security groups of an organization',
     get: 'show one security group',
     create: 'create a security group',
-    update: 'change a security group (description, rules)',
+    update: 'change a security group (name, description, rules)',
     delete: 'delete a security group no device uses',
   },
   examples: {
     list: ['fleetplane ctl sg list --org acme -o wide'],
     get: ['fleetplane ctl sg get web --org acme -o yaml'],
     create: [
-      'fleetplane ctl security-groups create --org acme --description web --allow tcp:22 --from 10.0.0.0/8 --allow tcp:443 --allow icmp --egress-allow any',
+      'fleetplane ctl security-groups create --org acme --name web --allow tcp:22 --from tag:ops --allow tcp:443 --allow icmp --egress-allow any',
+      'fleetplane ctl sg create --org acme --name db --allow tcp:5432 --from group:web,10.0.0.0/8',
       'fleetplane ctl sg create --org acme --description wg --allow udp:51820-51830 --from 192.0.2.10,198.51.100.0/24',
       'fleetplane ctl sg create --org acme --data @group.json',
     ],
-    update: ['fleetplane ctl sg update web --org acme --allow tcp:22 --from 10.1.0.0/16'],
+    update: ['fleetplane ctl sg update web --org acme --allow tcp:22 --from 10.1.0.0/16,tag:ops'],
     delete: ['fleetplane ctl sg delete web --org acme'],
   },
   writeDetails: RULE_GRAMMAR,

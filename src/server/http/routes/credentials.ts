@@ -1,3 +1,4 @@
+import { tagCallerFor } from '../tag-caller.js';
 import {
   CreatedOrgToken,
   CreatedRegistrationKey,
@@ -124,7 +125,8 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
     },
     async (req, reply) => {
       const terms = { ttlSeconds: ctx.settings.registrationKeyTtl, maxTtlSeconds: ctx.settings.registrationKeyMaxTtl };
-      return reply.status(201).send(await ctx.store.credentials.createRegistrationKey(req.params.org, req.body, await makerOf(ctx, req), terms));
+      const tagCaller = await tagCallerFor(ctx, req, req.body.tags);
+      return reply.status(201).send(await ctx.store.credentials.createRegistrationKey(req.params.org, req.body, await makerOf(ctx, req), terms, tagCaller));
     },
   );
   app.post(

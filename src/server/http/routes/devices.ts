@@ -19,6 +19,7 @@ import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
 import { ApiError, notFound } from '../../errors.js';
 import { answeredNotModified, ifMatchOf, sendList, withEtag } from './shared.js';
+import { tagCallerFor } from '../tag-caller.js';
 import { IfMatchHeaders, IfNoneMatchHeaders, RESPONSE_HEADERS, empty, errors, json } from '../route-responses.js';
 
 const tags = ['devices'];
@@ -107,7 +108,13 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
     async (req, reply) => {
       const p = await ctx.access.principalOf(req);
       const keyId = p.type === 'registration' ? p.keyId : undefined;
-      const { device, deviceToken, tokenExpiresAt } = await ctx.store.devices.create(req.params.org, req.body, keyId, ctx.settings.deviceTokenTtl);
+      const { device, deviceToken, tokenExpiresAt } = await ctx.store.devices.create(
+        req.params.org,
+        req.body,
+        keyId,
+        ctx.settings.deviceTokenTtl,
+        await tagCallerFor(ctx, req, req.body.tags),
+      );
       return reply.status(201).send({ ...withEtag(reply, device), device_token: deviceToken, device_token_expires_at: tokenExpiresAt });
     },
   );
@@ -147,7 +154,8 @@ export function registerDeviceRoutes(app: App, ctx: ServerContext): void {
         },
       },
     },
-    async (req, reply) => withEtag(reply, await ctx.store.devices.patch(req.params.org, req.params.id, req.body, ifMatchOf(req))),
+    async (req, reply) =>
+      withEtag(reply, await ctx.store.devices.patch(req.params.org, req.params.id, req.body, await tagCallerFor(ctx, req, req.body.tags), ifMatchOf(req))),
   );
 
   app.delete(

@@ -1,0 +1,61 @@
+/**
+ * What `tag:<name>` and `group:<name|id>` in a rule stand for
+ * (docs/protocol.md "Tags and references"): the addresses of the devices
+ * selected, each device's tunnel IP and the routes it requested that an
+ * admin approved. Pure: resolved from the objects the agent watches, so a
+ * device joining or leaving a tag or group changes every agent's firewall
+ * through that device's one change event.
+ */
+import { parseDeviceReference, type DeviceObject, type SecurityGroup } from '../../protocol/index.js';
+import { canonicalCidr, hostCidr, rangeToInterval, type IpInterval } from './addresses.js';
+
+/** The devices a reference selects, and why none when it can't be resolved. */
+export type Selection = { devices: DeviceObject[] } | { devices: []; problem: string };
+
+/** A device's own addresses: its tunnel IP, and its requested routes that are approved (compared as prefixes). */
+export function deviceAddresses(device: DeviceObject): IpInterval[] {
+  const out: IpInterval[] = [];
+  const tunnel = hostCidr(device.tunnel_ip);
+  const own = tunnel === undefined ? undefined : rangeToInterval(tunnel);
+  if (own) out.push(own);
+  const approved = new Set<string>();
+  for (const cidr of device.approved_cidrs) {
+    const canonical = canonicalCidr(cidr);
+    if (canonical !== undefined) approved.add(canonical);
+  }
+  for (const cidr of device.advertise_cidrs) {
+    const canonical = canonicalCidr(cidr);
+    const interval = canonical !== undefined && approved.has(canonical) ? rangeToInterval(canonical) : undefined;
+    if (interval) out.push(interval);
+  }
+  return out;
+}
+
+/**
+ * Resolves references against one snapshot of the organization. Groups are
+ * looked up once by name and id; a device belongs to the group its
+ * `security_group_id` names.
+ */
+export class DeviceSelector {
+  private readonly groupByName = new Map<string, SecurityGroup>();
+  private readonly groupIds = new Set<string>();
+
+  constructor(
+    private readonly devices: readonly DeviceObject[],
+    groups: readonly SecurityGroup[],
+  ) {
+    for (const group of groups) {
+      this.groupIds.add(group.id);
+      if (group.name !== null) this.groupByName.set(group.name, group);
+    }
+  }
+
+  select(reference: string): Selection {
+    const parsed = parseDeviceReference(reference);
+    if (!parsed) return { devices: [], problem: 'not a tag:<name> or group:<name> reference' };
+    if (parsed.kind === 'tag') return { devices: this.devices.filter((d) => d.tags.includes(parsed.tag)) };
+    const id = 'id' in parsed ? (this.groupIds.has(parsed.id) ? parsed.id : undefined) : this.groupByName.get(parsed.name)?.id;
+    if (id === undefined) return { devices: [], problem: 'no security group of this name or id' };
+    return { devices: this.devices.filter((d) => d.security_group_id === id) };
+  }
+}

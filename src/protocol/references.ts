@@ -1,0 +1,62 @@
+/**
+ * References to devices by what they carry, not by address
+ * (docs/protocol.md "Tags and references"): `tag:<name>` names the devices
+ * carrying that tag, `group:<name>` (or `group:<id>`) the devices in that
+ * security group. Agents resolve them from the objects they watch: each
+ * member's tunnel IP and approved routes.
+ */
+
+/** The prefix of a tag, and of a reference to the devices carrying it. */
+export const TAG_PREFIX = 'tag:';
+/** The prefix of a reference to the devices in a security group. */
+export const GROUP_PREFIX = 'group:';
+
+/** A tag's name: a DNS label (1..63 of `a-z 0-9 -`, no dash at either end). */
+const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
+
+/** `tag:<label>`. */
+export const TAG_PATTERN = `^${TAG_PREFIX}${LABEL}$`;
+
+/** A security group's name: a label, and not shaped like a UUID (`group:<id>` names a group by id). */
+export const GROUP_NAME_PATTERN = `^(?![0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$)${LABEL}$`;
+
+/**
+ * Who may give a tag (an organization's `tag_owners`): `role:owner` (its
+ * owners), `role:admin` (its admins and owners, organization admin tokens
+ * included), or a user's email.
+ */
+export const TAG_OWNER_PATTERN = '^(?:role:owner|role:admin|[^@\\s]{1,64}@[^@\\s]{1,255})$';
+
+/** The owners of a tag that are roles, not users. */
+export const TAG_OWNER_ROLE = { owner: 'role:owner', admin: 'role:admin' } as const;
+
+/** `tag:<label>` or `group:<label or id>`. */
+export const DEVICE_REFERENCE_PATTERN = `^(?:${TAG_PREFIX}|${GROUP_PREFIX})${LABEL}$`;
+
+const TAG = new RegExp(TAG_PATTERN);
+const GROUP_NAME = new RegExp(GROUP_NAME_PATTERN);
+const REFERENCE = new RegExp(DEVICE_REFERENCE_PATTERN);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export type DeviceReference = { kind: 'tag'; tag: string } | { kind: 'group'; name: string } | { kind: 'group'; id: string };
+
+export function isTag(text: string): boolean {
+  return TAG.test(text);
+}
+
+export function isGroupName(text: string): boolean {
+  return GROUP_NAME.test(text);
+}
+
+/** The reference `text` is, or undefined when it is none. `tag` keeps its prefix (`tag:web`), as devices carry it. */
+export function parseDeviceReference(text: string): DeviceReference | undefined {
+  if (!REFERENCE.test(text)) return undefined;
+  if (text.startsWith(TAG_PREFIX)) return { kind: 'tag', tag: text };
+  const rest = text.slice(GROUP_PREFIX.length);
+  return UUID.test(rest) ? { kind: 'group', id: rest } : { kind: 'group', name: rest };
+}
+
+/** Tags as objects carry them: sorted, without repeats. */
+export function normalTags(tags: readonly string[]): string[] {
+  return [...new Set(tags)].sort();
+}
