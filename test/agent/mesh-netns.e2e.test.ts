@@ -8,27 +8,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CommandError, createExecRunner, type CommandRunner } from '../../src/agent/dataplane/index.js';
+import { CommandError } from '../../src/agent/dataplane/index.js';
 import type { AgentStatusView } from '../../src/agent/index.js';
-import { FleetplaneClient } from '../../src/client/index.js';
+import type { FleetplaneClient } from '../../src/client/index.js';
 import type { Convergence, Device } from '../../src/protocol/index.js';
-import { IN_CI, requireBinary, which } from '../support/binaries.js';
 import { until } from './support/harness.js';
+import { buildUnderlay, connectsFrom, inNamespace, linuxAgentArgs, netnsTestEnabled, startLabServer, pingsFrom, tcpListenerSource, tearDownLab } from './support/netns-lab.js';
 import { ensureBuilt, spawnFleetplane, spawnNode, waitForOutput, type Proc } from './support/processes.js';
-import { FORWARDER_SOURCE, unixSocketFetch } from './support/unix-fetch.js';
 
-function rootAvailable(): boolean {
-  if (process.getuid?.() === 0) return true;
-  const msg = '\n*** The agent mesh test (network namespaces, WireGuard, nftables) needs root. ***\n';
-  if (IN_CI) throw new Error(msg);
-  process.stderr.write(`${msg}*** Skipping it because this is not CI. ***\n`);
-  return false;
-}
-
-const TOOLS = ['ip', 'wg', 'wireguard-go', 'nft', 'ping'];
-const enabled =
-  requireBinary(`${TOOLS.join(', ')} (wireguard-tools wireguard-go nftables iproute2 iputils-ping)`, TOOLS.every((t) => which(t) !== undefined)) &&
-  rootAvailable();
+const enabled = netnsTestEnabled('The agent mesh test', ['ip', 'wg', 'wireguard-go', 'nft', 'ping'], 'wireguard-tools wireguard-go nftables iproute2 iputils-ping');
 
 // Namespaces, veth names and /var/run/wireguard sockets are machine-wide: unique per run.
 const tag = process.pid.toString(36);
@@ -45,41 +33,13 @@ const WG_PORT = 51820;
 const TCP_PORT = 7000;
 const ADMIN = 'fpa_mesh_netns_e2e';
 
-const host = createExecRunner();
-const inNs = (ns: string): CommandRunner => createExecRunner({ prefix: ['ip', 'netns', 'exec', ns], timeoutMs: 10_000 });
-
-async function pings(from: Side, ip: string, attempts: number): Promise<boolean> {
-  for (let i = 0; i < attempts; i++) {
-    try {
-      await inNs(NS[from]).run('ping', ['-n', '-c', '1', '-W', '1', ip]);
-      return true;
-    } catch (error) {
-      if (!(error instanceof CommandError)) throw error;
-    }
-  }
-  return false;
-}
-
+const pings = (from: Side, ip: string, attempts: number) => pingsFrom(NS[from], ip, attempts);
 /** TCP connect from `from` to ip:TCP_PORT; true when it connects within 1.5 s. */
-async function connects(from: Side, ip: string): Promise<boolean> {
-  const src = `const s=require('node:net').connect({host:${JSON.stringify(ip)},port:${TCP_PORT}});s.setTimeout(1500);s.on('connect',()=>process.exit(0));s.on('timeout',()=>process.exit(2));s.on('error',()=>process.exit(3));`;
-  try {
-    await inNs(NS[from]).run(process.execPath, ['-e', src]);
-    return true;
-  } catch (error) {
-    if (error instanceof CommandError) return false;
-    throw error;
-  }
-}
+const connects = (from: Side, ip: string) => connectsFrom(NS[from], ip, TCP_PORT);
 
 async function wgPeers(side: Side): Promise<string[]> {
-  const out = await inNs(NS[side]).run('wg', ['show', WG[side], 'peers']);
+  const out = await inNamespace(NS[side]).run('wg', ['show', WG[side], 'peers']);
   return out.stdout.split('\n').filter((l) => l !== '').sort();
-}
-
-async function nsPids(ns: string): Promise<number[]> {
-  const out = await host.run('ip', ['netns', 'pids', ns]).catch(() => ({ stdout: '' }));
-  return out.stdout.split(/\s+/).filter((p) => p !== '').map(Number);
 }
 
 describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (linux dataplane)', () => {
@@ -94,50 +54,17 @@ describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (lin
   beforeAll(async () => {
     ensureBuilt();
     work = await mkdtemp(join(tmpdir(), 'fp-mesh-'));
-    for (const ns of Object.values(NS)) await host.run('ip', ['netns', 'add', ns]);
-    await host.run('ip', ['-n', NS.srv, 'link', 'add', 'br0', 'type', 'bridge']);
-    await host.run('ip', ['-n', NS.srv, 'addr', 'add', `${SERVER_IP}/24`, 'dev', 'br0']);
-    await host.run('ip', ['-n', NS.srv, 'link', 'set', 'br0', 'up']);
-    await host.run('ip', ['-n', NS.srv, 'link', 'set', 'lo', 'up']);
-    for (const side of SIDES) {
-      await host.run('ip', ['link', 'add', VETH_AGENT[side], 'netns', NS[side], 'type', 'veth', 'peer', 'name', VETH_BRIDGE[side], 'netns', NS.srv]);
-      await host.run('ip', ['-n', NS.srv, 'link', 'set', VETH_BRIDGE[side], 'master', 'br0', 'up']);
-      await host.run('ip', ['-n', NS[side], 'addr', 'add', `${UNDERLAY[side]}/24`, 'dev', VETH_AGENT[side]]);
-      await host.run('ip', ['-n', NS[side], 'link', 'set', VETH_AGENT[side], 'up']);
-      await host.run('ip', ['-n', NS[side], 'link', 'set', 'lo', 'up']);
-    }
+    await buildUnderlay(NS.srv, SERVER_IP, SIDES.map((side) => ({ ns: NS[side], vethAgent: VETH_AGENT[side], vethBridge: VETH_BRIDGE[side], ip: UNDERLAY[side] })));
 
-    server = spawnFleetplane(
-      'serve',
-      ['--memory', '--host', SERVER_IP, '--port', String(SERVER_PORT), '--admin-token', ADMIN, '--log-level', 'warn', '--bookmark-interval', '1', '--revocation-check-interval', '0.5'],
-      { prefix: ['ip', 'netns', 'exec', NS.srv] },
-    );
-    await waitForOutput(server, /listening on/, 90_000);
-    const socket = join(work, 'server.sock');
-    const forwarder = spawnNode(['-e', FORWARDER_SOURCE, socket, SERVER_IP, String(SERVER_PORT)], { prefix: ['ip', 'netns', 'exec', NS.srv] });
-    helpers.push(forwarder);
-    await waitForOutput(forwarder, /forwarding/);
-    admin = new FleetplaneClient({ baseUrl: `http://${SERVER_IP}:${SERVER_PORT}`, token: ADMIN, fetch: unixSocketFetch(socket) });
+    const lab = await startLabServer(NS.srv, SERVER_IP, SERVER_PORT, ADMIN, work, ['--bookmark-interval', '1', '--revocation-check-interval', '0.5']);
+    server = lab.server;
+    helpers.push(lab.forwarder);
+    admin = lab.admin;
   }, 120_000);
 
   afterAll(async () => {
-    const problems: unknown[] = [];
-    await Promise.all([...agents.values(), ...helpers].map((p) => p.stop(5_000)));
-    await server?.stop(5_000);
-    // Whatever still runs in the namespaces (a wireguard-go, a listener) was started by this test.
-    for (const ns of Object.values(NS)) {
-      for (const pid of await nsPids(ns)) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch (error) {
-          problems.push(error);
-        }
-      }
-    }
-    for (const side of SIDES) await rm(`/var/run/wireguard/${WG[side]}.sock`, { force: true }).catch((e: unknown) => problems.push(e));
-    for (const ns of Object.values(NS)) await host.run('ip', ['netns', 'del', ns]).catch((e: unknown) => problems.push(e));
+    await tearDownLab('mesh test', Object.values(NS), SIDES.map((side) => WG[side]), [...agents.values(), ...helpers], server);
     if (work) await rm(work, { recursive: true, force: true });
-    if (problems.length > 0) process.stderr.write(`mesh test cleanup problems: ${problems.map(String).join('; ')}\n`);
   }, 60_000);
 
   const convergence = (): Promise<Convergence> => admin.convergence(org);
@@ -154,21 +81,19 @@ describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (lin
     for (const side of SIDES) {
       const agent = spawnFleetplane(
         'agent',
-        [
-          '--server', `http://${SERVER_IP}:${SERVER_PORT}`,
-          '--org', org,
-          '--registration-key', key.key,
-          '--state-dir', join(work, side),
-          '--hostname', `mesh-${side}`,
-          '--dataplane', 'linux',
-          '--interface', WG[side],
-          '--listen-port', String(WG_PORT),
-          '--endpoint', `${UNDERLAY[side]}:${WG_PORT}`,
-          '--status-interval', '2',
-          '--resync-interval', '60',
-          '--cleanup-on-exit',
-          '--log-level', 'info',
-        ],
+        linuxAgentArgs(
+          {
+            server: `http://${SERVER_IP}:${SERVER_PORT}`,
+            org,
+            registrationKey: key.key,
+            stateDir: join(work, side),
+            hostname: `mesh-${side}`,
+            wgInterface: WG[side],
+            listenPort: WG_PORT,
+            endpoint: `${UNDERLAY[side]}:${WG_PORT}`,
+          },
+          ['--log-level', 'info'],
+        ),
         { prefix: ['ip', 'netns', 'exec', NS[side]], logFile: join(work, `${side}.log`) },
       );
       agents.set(side, agent);
@@ -195,8 +120,7 @@ describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (lin
   it('a security group allowing only ICMP from one peer drops what it does not allow', async () => {
     const a = device.get('a')!;
     const c = device.get('c')!;
-    // A client that exits at once resets its connection: the listener ignores that, and outlives every test's connects.
-    const listener = spawnNode(['-e', `require('node:net').createServer((s)=>{s.on('error',()=>{});s.end('hi')}).listen(${TCP_PORT},'0.0.0.0',()=>process.stdout.write('listening\\n'))`], {
+    const listener = spawnNode(['-e', tcpListenerSource(TCP_PORT)], {
       prefix: ['ip', 'netns', 'exec', NS.c],
     });
     helpers.push(listener);
@@ -220,7 +144,7 @@ describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (lin
     expect(await connects('b', c.tunnel_ip)).toBe(false);
     // The rest of the mesh is untouched.
     expect(await pings('b', a.tunnel_ip, 5)).toBe(true);
-    const rules = await inNs(NS.c).run('nft', ['list', 'table', 'inet', 'fleetplane']);
+    const rules = await inNamespace(NS.c).run('nft', ['list', 'table', 'inet', 'fleetplane']);
     expect(rules.stdout).toContain(a.tunnel_ip);
     await allAtHead(3, 'the mesh at the head with the group');
   });
@@ -246,7 +170,7 @@ describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (lin
     expect(await connects('a', c.tunnel_ip)).toBe(true);
     expect(await connects('b', c.tunnel_ip)).toBe(false);
     // One named set holds the tag's members: the rule names the set, not each peer.
-    const before = (await inNs(NS.c).run('nft', ['list', 'table', 'inet', 'fleetplane'])).stdout;
+    const before = (await inNamespace(NS.c).run('nft', ['list', 'table', 'inet', 'fleetplane'])).stdout;
     expect(before).toMatch(new RegExp(`set ref0_v4 \\{[^}]*elements = \\{ ${a.tunnel_ip.replaceAll('.', '\\.')} \\}`));
     expect(before).toContain(`ip saddr @ref0_v4 tcp dport ${TCP_PORT} accept`);
 
@@ -255,7 +179,7 @@ describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (lin
     await syncC((await admin.devices.update(org, b.id, { tags: ['tag:web'] })).revision);
     expect(await connects('b', c.tunnel_ip)).toBe(true);
     expect(await connects('a', c.tunnel_ip)).toBe(false);
-    const after = (await inNs(NS.c).run('nft', ['list', 'table', 'inet', 'fleetplane'])).stdout;
+    const after = (await inNamespace(NS.c).run('nft', ['list', 'table', 'inet', 'fleetplane'])).stdout;
     expect(after).toMatch(new RegExp(`set ref0_v4 \\{[^}]*elements = \\{ ${b.tunnel_ip.replaceAll('.', '\\.')} \\}`));
     await allAtHead(3, 'the mesh at the head after the tag moved');
   });
@@ -279,8 +203,8 @@ describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (lin
     for (const side of ['a', 'c'] as const) {
       const exit = await agents.get(side)!.stop(15_000);
       expect(exit.code).toBe(0);
-      await expect(inNs(NS[side]).run('ip', ['link', 'show', WG[side]])).rejects.toThrow(CommandError);
-      await expect(inNs(NS[side]).run('nft', ['list', 'table', 'inet', 'fleetplane'])).rejects.toThrow(CommandError);
+      await expect(inNamespace(NS[side]).run('ip', ['link', 'show', WG[side]])).rejects.toThrow(CommandError);
+      await expect(inNamespace(NS[side]).run('nft', ['list', 'table', 'inet', 'fleetplane'])).rejects.toThrow(CommandError);
     }
   });
 });

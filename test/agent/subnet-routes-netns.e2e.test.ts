@@ -14,26 +14,17 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CommandError, createExecRunner, type CommandRunner } from '../../src/agent/dataplane/index.js';
-import { FleetplaneClient } from '../../src/client/index.js';
+import type { FleetplaneClient } from '../../src/client/index.js';
 import type { Device } from '../../src/protocol/index.js';
-import { IN_CI, requireBinary, which } from '../support/binaries.js';
 import { until } from './support/harness.js';
+import { buildUnderlay, connectsFrom, host, inNamespace, linuxAgentArgs, netnsTestEnabled, startLabServer, pingsFrom, tcpListenerSource, tearDownLab } from './support/netns-lab.js';
 import { ensureBuilt, MAIN, spawnFleetplane, spawnNode, waitForOutput, type Proc } from './support/processes.js';
-import { FORWARDER_SOURCE, unixSocketFetch } from './support/unix-fetch.js';
 
-function rootAvailable(): boolean {
-  if (process.getuid?.() === 0) return true;
-  const msg = '\n*** The subnet routes test (network namespaces, WireGuard, nftables) needs root. ***\n';
-  if (IN_CI) throw new Error(msg);
-  process.stderr.write(`${msg}*** Skipping it because this is not CI. ***\n`);
-  return false;
-}
-
-const TOOLS = ['ip', 'wg', 'wireguard-go', 'nft', 'ping', 'sysctl'];
-const enabled =
-  requireBinary(`${TOOLS.join(', ')} (wireguard-tools wireguard-go nftables iproute2 iputils-ping procps)`, TOOLS.every((t) => which(t) !== undefined)) &&
-  rootAvailable();
+const enabled = netnsTestEnabled(
+  'The subnet routes test',
+  ['ip', 'wg', 'wireguard-go', 'nft', 'ping', 'sysctl'],
+  'wireguard-tools wireguard-go nftables iproute2 iputils-ping procps',
+);
 
 // Namespaces, veth names and /var/run/wireguard sockets are machine-wide: unique per run.
 const tag = process.pid.toString(36);
@@ -56,39 +47,10 @@ const WG_PORT = 51820;
 const TCP_PORT = 7000;
 const ADMIN = 'fpa_subnet_routes_netns_e2e';
 
-const host = createExecRunner();
-const inNs = (side: Side): CommandRunner => createExecRunner({ prefix: ['ip', 'netns', 'exec', NS[side]], timeoutMs: 10_000 });
-
-async function pings(from: Side, ip: string, attempts: number): Promise<boolean> {
-  for (let i = 0; i < attempts; i++) {
-    try {
-      await inNs(from).run('ping', ['-n', '-c', '1', '-W', '1', ip]);
-      return true;
-    } catch (error) {
-      if (!(error instanceof CommandError)) throw error;
-    }
-  }
-  return false;
-}
-
+const inNs = (side: Side) => inNamespace(NS[side]);
+const pings = (from: Side, ip: string, attempts: number) => pingsFrom(NS[from], ip, attempts);
 /** A TCP connect from C to H's listener; true when it connects within 1.5 s (of `attempts` tries). */
-async function cReachesH(attempts = 1): Promise<boolean> {
-  const src = `const s=require('node:net').connect({host:${JSON.stringify(H_IP)},port:${TCP_PORT}});s.setTimeout(1500);s.on('connect',()=>process.exit(0));s.on('timeout',()=>process.exit(2));s.on('error',()=>process.exit(3));`;
-  for (let i = 0; i < attempts; i++) {
-    try {
-      await inNs('c').run(process.execPath, ['-e', src]);
-      return true;
-    } catch (error) {
-      if (!(error instanceof CommandError)) throw error;
-    }
-  }
-  return false;
-}
-
-async function nsPids(ns: string): Promise<number[]> {
-  const out = await host.run('ip', ['netns', 'pids', ns]).catch(() => ({ stdout: '' }));
-  return out.stdout.split(/\s+/).filter((p) => p !== '').map(Number);
-}
+const cReachesH = (attempts = 1) => connectsFrom(NS.c, H_IP, TCP_PORT, attempts);
 
 describe.runIf(enabled)('subnet routes: a client reaches a host behind a router through the mesh once the route is approved (linux dataplane)', () => {
   let work = '';
@@ -103,18 +65,7 @@ describe.runIf(enabled)('subnet routes: a client reaches a host behind a router 
   beforeAll(async () => {
     ensureBuilt();
     work = await mkdtemp(join(tmpdir(), 'fp-subnet-'));
-    for (const ns of Object.values(NS)) await host.run('ip', ['netns', 'add', ns]);
-    await host.run('ip', ['-n', NS.srv, 'link', 'add', 'br0', 'type', 'bridge']);
-    await host.run('ip', ['-n', NS.srv, 'addr', 'add', `${SERVER_IP}/24`, 'dev', 'br0']);
-    await host.run('ip', ['-n', NS.srv, 'link', 'set', 'br0', 'up']);
-    await host.run('ip', ['-n', NS.srv, 'link', 'set', 'lo', 'up']);
-    for (const side of AGENTS) {
-      await host.run('ip', ['link', 'add', VETH_AGENT[side], 'netns', NS[side], 'type', 'veth', 'peer', 'name', VETH_BRIDGE[side], 'netns', NS.srv]);
-      await host.run('ip', ['-n', NS.srv, 'link', 'set', VETH_BRIDGE[side], 'master', 'br0', 'up']);
-      await host.run('ip', ['-n', NS[side], 'addr', 'add', `${UNDERLAY[side]}/24`, 'dev', VETH_AGENT[side]]);
-      await host.run('ip', ['-n', NS[side], 'link', 'set', VETH_AGENT[side], 'up']);
-      await host.run('ip', ['-n', NS[side], 'link', 'set', 'lo', 'up']);
-    }
+    await buildUnderlay(NS.srv, SERVER_IP, AGENTS.map((side) => ({ ns: NS[side], vethAgent: VETH_AGENT[side], vethBridge: VETH_BRIDGE[side], ip: UNDERLAY[side] })), [NS.h]);
     // The LAN: R and H only. H gets its LAN address and nothing else (no default route, no route to the pool).
     await host.run('ip', ['link', 'add', LAN_R, 'netns', NS.r, 'type', 'veth', 'peer', 'name', LAN_H, 'netns', NS.h]);
     await host.run('ip', ['-n', NS.r, 'addr', 'add', `${LAN_R_IP}/24`, 'dev', LAN_R]);
@@ -123,44 +74,19 @@ describe.runIf(enabled)('subnet routes: a client reaches a host behind a router 
     await host.run('ip', ['-n', NS.h, 'link', 'set', LAN_H, 'up']);
     await host.run('ip', ['-n', NS.h, 'link', 'set', 'lo', 'up']);
 
-    server = spawnFleetplane(
-      'serve',
-      ['--memory', '--host', SERVER_IP, '--port', String(SERVER_PORT), '--admin-token', ADMIN, '--log-level', 'warn', '--bookmark-interval', '1'],
-      { prefix: ['ip', 'netns', 'exec', NS.srv] },
-    );
+    const lab = await startLabServer(NS.srv, SERVER_IP, SERVER_PORT, ADMIN, work, ['--bookmark-interval', '1']);
+    server = lab.server;
+    helpers.push(lab.forwarder);
+    admin = lab.admin;
     // H answers every connection and says where it came from: R's LAN address when R masquerades.
-    listener = spawnNode(
-      ['-e', `require('node:net').createServer((s)=>{process.stdout.write('from '+s.remoteAddress+'\\n');s.end('hi')}).listen(${TCP_PORT},'0.0.0.0',()=>process.stdout.write('listening\\n'))`],
-      { prefix: ['ip', 'netns', 'exec', NS.h] },
-    );
+    listener = spawnNode(['-e', tcpListenerSource(TCP_PORT)], { prefix: ['ip', 'netns', 'exec', NS.h] });
     helpers.push(listener);
     await waitForOutput(listener, /listening/);
-    await waitForOutput(server, /listening on/, 90_000);
-    const socket = join(work, 'server.sock');
-    const forwarder = spawnNode(['-e', FORWARDER_SOURCE, socket, SERVER_IP, String(SERVER_PORT)], { prefix: ['ip', 'netns', 'exec', NS.srv] });
-    helpers.push(forwarder);
-    await waitForOutput(forwarder, /forwarding/);
-    admin = new FleetplaneClient({ baseUrl: `http://${SERVER_IP}:${SERVER_PORT}`, token: ADMIN, fetch: unixSocketFetch(socket) });
   }, 120_000);
 
   afterAll(async () => {
-    const problems: unknown[] = [];
-    await Promise.all([...agents.values(), ...helpers].map((p) => p.stop(5_000)));
-    await server?.stop(5_000);
-    // Whatever still runs in the namespaces (a wireguard-go, a listener) was started by this test.
-    for (const ns of Object.values(NS)) {
-      for (const pid of await nsPids(ns)) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch (error) {
-          problems.push(error);
-        }
-      }
-    }
-    for (const side of AGENTS) await rm(`/var/run/wireguard/${WG[side]}.sock`, { force: true }).catch((e: unknown) => problems.push(e));
-    for (const ns of Object.values(NS)) await host.run('ip', ['netns', 'del', ns]).catch((e: unknown) => problems.push(e));
+    await tearDownLab('subnet routes test', Object.values(NS), AGENTS.map((side) => WG[side]), [...agents.values(), ...helpers], server);
     if (work) await rm(work, { recursive: true, force: true });
-    if (problems.length > 0) process.stderr.write(`subnet routes test cleanup problems: ${problems.map(String).join('; ')}\n`);
   }, 60_000);
 
   /** Resolves once both agents' dataplanes reflect the head (force-sync through the tunnel answers then). */
@@ -174,22 +100,19 @@ describe.runIf(enabled)('subnet routes: a client reaches a host behind a router 
     for (const side of AGENTS) {
       const agent = spawnFleetplane(
         'agent',
-        [
-          '--server', `http://${SERVER_IP}:${SERVER_PORT}`,
-          '--org', org,
-          '--registration-key', key.key,
-          '--state-dir', join(work, side),
-          '--hostname', `subnet-${side}`,
-          '--dataplane', 'linux',
-          '--interface', WG[side],
-          '--listen-port', String(WG_PORT),
-          '--endpoint', `${UNDERLAY[side]}:${WG_PORT}`,
-          '--stun=false',
-          '--status-interval', '2',
-          '--resync-interval', '60',
-          '--cleanup-on-exit',
-          ...(side === 'r' ? ['--advertise-routes', LAN] : []),
-        ],
+        linuxAgentArgs(
+          {
+            server: `http://${SERVER_IP}:${SERVER_PORT}`,
+            org,
+            registrationKey: key.key,
+            stateDir: join(work, side),
+            hostname: `subnet-${side}`,
+            wgInterface: WG[side],
+            listenPort: WG_PORT,
+            endpoint: `${UNDERLAY[side]}:${WG_PORT}`,
+          },
+          ['--stun=false', ...(side === 'r' ? ['--advertise-routes', LAN] : [])],
+        ),
         { prefix: ['ip', 'netns', 'exec', NS[side]], logFile: join(work, `${side}.log`) },
       );
       agents.set(side, agent);
@@ -232,6 +155,7 @@ describe.runIf(enabled)('subnet routes: a client reaches a host behind a router 
     await admin.devices.update(org, device.get('r')!.id, { approved_cidrs: [] });
     await bothSynced();
     expect(await cReachesH()).toBe(false);
+    expect(await pings('c', H_IP, 2)).toBe(false);
     expect((await inNs('c').run('ip', ['route', 'show', LAN])).stdout).toBe('');
     // The mesh itself is untouched.
     expect(await pings('c', device.get('r')!.tunnel_ip, 3)).toBe(true);

@@ -91,7 +91,8 @@ describe.runIf(hasChromium())('the dashboard, in Chromium, with a real server an
     // A security group made in the browser reaches every agent, and the fleet view shows them converge.
     await page.getByRole('link', { name: 'Security groups', exact: true }).click();
     await page.getByTestId('sg-create').click();
-    await page.getByTestId('sg-description').fill('web');
+    await page.getByTestId('sg-name').fill('web');
+    await page.getByTestId('sg-description').fill('web tier');
     await page.getByTestId('sg-add-inbound_rules').click();
     await page.getByTestId('sg-inbound_rules-0-from').fill('70000');
     await page.getByTestId('sg-save').click();
@@ -99,12 +100,14 @@ describe.runIf(hasChromium())('the dashboard, in Chromium, with a real server an
     await page.locator('[data-testid="sg-field-error"][data-path="/inbound_rules/0/from_port"]').waitFor();
     await page.getByTestId('sg-inbound_rules-0-from').fill('443');
     await page.getByTestId('sg-inbound_rules-0-to').fill('443');
-    await page.getByTestId('sg-inbound_rules-0-ranges').fill('10.0.0.0/8');
+    await page.getByTestId('sg-inbound_rules-0-ranges').fill('10.0.0.0/8, tag:lb');
     await page.getByTestId('sg-save').click();
     await page.getByTestId('sg-row').first().waitFor();
     await screenshot(page, 'security-groups');
     const group = (await admin.securityGroups.list(org)).items[0];
-    expect(group?.inbound_rules).toEqual([{ ip_protocol: 'tcp', from_port: 443, to_port: 443, ip_ranges: ['10.0.0.0/8'] }]);
+    expect(group?.name).toBe('web');
+    // One field takes addresses and device references; they are stored apart.
+    expect(group?.inbound_rules).toEqual([{ ip_protocol: 'tcp', from_port: 443, to_port: 443, ip_ranges: ['10.0.0.0/8'], devices: ['tag:lb'] }]);
     for (const a of agents) await admin.devices.update(org, a.id, { security_group_id: group?.id ?? null });
     await page.getByRole('link', { name: 'Overview', exact: true }).click();
     const after = Number(await textUntil(page, 'fleet-head-revision', (t) => Number(t) >= head + 1 + AGENTS, 'the head past the changes'));

@@ -21,6 +21,7 @@ describe('GET /api/registration_key (PGlite)', () => {
       description: 'rack 7',
       single_use: false,
       ephemeral: false,
+      tags: [],
       expires_at: key.expires_at,
       used: false,
       created_at: key.created_at,

@@ -31,9 +31,13 @@ describe.each(backends())('tags, group names and device references on $name', ({
       const own = await s.call('PATCH', paths.device(org, device.id), { token: device.device_token, body: { tags: ['tag:db'] } });
       expect([own.statusCode, errorCode(own)]).toEqual([403, 'forbidden']);
       const admin = await s.createToken(org, 'admin');
+      // Rules naming the tag are not rewritten when a device joins or leaves it: the change is the device's one revision.
+      await s.createGroup(org, { name: 'db', inbound_rules: [{ ip_protocol: 'tcp', from_port: 5432, to_port: 5432, ip_ranges: [], devices: ['tag:db'] }] });
+      const before = await s.head(org);
       const retagged = await s.call('PATCH', paths.device(org, device.id), { token: admin, body: { tags: ['tag:db', 'tag:app'] } });
       expect(retagged.statusCode).toBe(200);
       expect(retagged.json<Device>().tags).toEqual(['tag:app', 'tag:db']);
+      expect(await s.head(org)).toBe(before + 1);
     });
 
     it("with tag_owners declared, only a tag's owners give or take it, and only declared tags are given", async () => {
@@ -75,6 +79,29 @@ describe.each(backends())('tags, group names and device references on $name', ({
       expect((await s.createRegKey(org, { tags: ['tag:prod'] })).tags).toEqual(['tag:prod']);
       // A patch that leaves the tags as they are is no tag change.
       expect((await s.call('PATCH', paths.device(org, device.id), { token: orgAdmin, body: { tags: ['tag:prod', 'tag:ops'], hostname: 'renamed' } })).statusCode).toBe(200);
+    });
+
+    it("approves a route a tagged device requests inside its tag's auto_approvers, on enrollment and when the tag is given", async () => {
+      const s = h();
+      const org = (await s.createOrg({ network: { auto_approvers: [{ cidr: '10.20.0.0/16', tags: ['tag:router'] }] } })).id;
+      const routerKey = await s.createRegKey(org, { tags: ['tag:router'] });
+      const router = await s.createDevice(org, { advertise_cidrs: ['10.20.1.0/24', '10.30.0.0/24'] }, routerKey.key);
+      expect(router.approved_cidrs).toEqual(['10.20.1.0/24']);
+      const plainKey = await s.createRegKey(org);
+      const other = await s.createDevice(org, { advertise_cidrs: ['10.20.2.0/24'] }, plainKey.key);
+      expect(other.approved_cidrs).toEqual([]);
+      // Its standing request is weighed again when the device is given the tag.
+      const tagged = await s.ok<Device>(200, 'PATCH', paths.device(org, other.id), { body: { tags: ['tag:router'] } });
+      expect(tagged.approved_cidrs).toEqual(['10.20.2.0/24']);
+      const hostBits = await s.call('PATCH', paths.organization(org), {
+        token: s.admin,
+        body: { network: { auto_approvers: [{ cidr: '10.20.0.1/16', tags: ['tag:router'] }] } },
+      });
+      expect([hostBits.statusCode, errorCode(hostBits), hostBits.json<ErrorBody>().error.details?.['path']]).toEqual([
+        400,
+        'validation_failed',
+        '/network/auto_approvers/0/cidr',
+      ]);
     });
 
     it('refuses a tag that is not tag:<label> (400, naming it)', async () => {

@@ -60,18 +60,18 @@ export const checkSecurityGroup: Check<SecurityGroup> = mapped(securityGroupShap
 
 const organizationShape = compileCheck(
   Type.Unsafe<Omit<Organization, 'network' | 'audit_readable_by_read' | 'tag_owners'> & {
-    network: Omit<Network, 'auto_approve_cidrs'> & Partial<Pick<Network, 'auto_approve_cidrs'>>;
+    network: Omit<Network, 'auto_approve_cidrs' | 'auto_approvers'> & Partial<Pick<Network, 'auto_approve_cidrs' | 'auto_approvers'>>;
     audit_readable_by_read?: boolean;
     tag_owners?: Organization['tag_owners'];
   }>({
     ...Object.fromEntries(Object.entries(relaxRequired(Organization, ['audit_readable_by_read', 'tag_owners']))),
-    properties: { ...Organization.properties, network: relaxRequired(Network, ['auto_approve_cidrs']) },
+    properties: { ...Organization.properties, network: relaxRequired(Network, ['auto_approve_cidrs', 'auto_approvers']) },
   }),
 );
 
 export const checkOrganization: Check<Organization> = mapped(organizationShape, (o) => ({
   ...o,
-  network: { ...o.network, auto_approve_cidrs: o.network.auto_approve_cidrs ?? [] },
+  network: { ...o.network, auto_approve_cidrs: o.network.auto_approve_cidrs ?? [], auto_approvers: o.network.auto_approvers ?? [] },
   audit_readable_by_read: o.audit_readable_by_read ?? false,
   tag_owners: o.tag_owners ?? {},
 }));

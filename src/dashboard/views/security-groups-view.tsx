@@ -20,10 +20,14 @@ function addressesText(r: Rule): string {
   return [...r.ip_ranges, ...(r.devices ?? [])].join(', ');
 }
 
-function addressesOf(text: string): Pick<Rule, 'ip_ranges' | 'devices'> {
+/** `r` with the addresses `text` gives; a rule naming no device carries no `devices`, as the server stores what it is sent. */
+function withAddresses(r: Rule, text: string): Rule {
   const items = text.split(',').map((x) => x.trim()).filter(Boolean);
   const isReference = (x: string): boolean => x.startsWith(TAG_PREFIX) || x.startsWith(GROUP_PREFIX);
-  return { ip_ranges: items.filter((x) => !isReference(x)), devices: items.filter(isReference) };
+  const { devices: _previous, ...rest } = r;
+  const devices = items.filter(isReference);
+  const ip_ranges = items.filter((x) => !isReference(x));
+  return devices.length > 0 ? { ...rest, ip_ranges, devices } : { ...rest, ip_ranges };
 }
 
 /** One group's rules, editable; the server's validation error is shown at the field it names. */
@@ -37,6 +41,8 @@ function GroupEditor(props: { org: string; group: SecurityGroup | undefined; onD
   });
   const [error, setError] = useState<unknown>(undefined);
   const set = (dir: Direction, i: number, patch: Partial<Rule>): void => setRules({ ...rules, [dir]: rules[dir].map((r, j) => (j === i ? { ...r, ...patch } : r)) });
+  const setAddresses = (dir: Direction, i: number, text: string): void =>
+    setRules({ ...rules, [dir]: rules[dir].map((r, j) => (j === i ? withAddresses(r, text) : r)) });
   const save = async (e: Event): Promise<void> => {
     e.preventDefault();
     try {
@@ -81,7 +87,7 @@ function GroupEditor(props: { org: string; group: SecurityGroup | undefined; onD
                   <FieldError error={error} path={`${at}/to_port`} />
                 </td>
                 <td>
-                  <input aria-label={`${title} rule ${i + 1} IP ranges`} data-testid={`sg-${dir}-${i}-ranges`} value={addressesText(r)} onInput={(e) => set(dir, i, addressesOf(e.currentTarget.value))} />
+                  <input aria-label={`${title} rule ${i + 1} IP ranges`} data-testid={`sg-${dir}-${i}-ranges`} value={addressesText(r)} onInput={(e) => setAddresses(dir, i, e.currentTarget.value)} />
                   <FieldError error={error} path={`${at}/ip_ranges`} />
                   <FieldError error={error} path={`${at}/devices`} />
                 </td>

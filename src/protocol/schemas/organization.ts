@@ -5,6 +5,12 @@ import { TAG_OWNER_PATTERN, TAG_PATTERN } from '../references.js';
 
 export const Route = Type.Object({ destination: Cidr, via: Type.Optional(Ip) }, { ...strict, $id: 'Route' });
 
+/** Routes inside `cidr` that a device carrying one of `tags` requests are approved when requested. */
+export const AutoApprover = Type.Object(
+  { cidr: Cidr, tags: Type.Array(Type.String({ pattern: TAG_PATTERN, maxLength: 67 }), { minItems: 1, maxItems: 64 }) },
+  { ...strict, $id: 'AutoApprover' },
+);
+
 export const Network = Type.Object(
   {
     ipv4_cidr: Type.String({ format: 'ipv4-pool', description: 'Pool tunnel IPs are assigned from (/8../30).' }),
@@ -14,6 +20,10 @@ export const Network = Type.Object(
     auto_approve_cidrs: Type.Array(Cidr, {
       maxItems: 256,
       description: "A device's requested route inside one of these prefixes is approved when requested (docs/protocol.md \"Routes\").",
+    }),
+    auto_approvers: Type.Array(AutoApprover, {
+      maxItems: 256,
+      description: 'A route requested inside `cidr` by a device carrying one of `tags` is approved when requested (Headscale\'s autoApprovers).',
     }),
   },
   { ...strict, $id: 'Network' },
@@ -89,10 +99,11 @@ export const OrganizationPatch = Type.Object(
 
 export type Route = Static<typeof Route>;
 export type Network = Static<typeof Network>;
+export type AutoApprover = Static<typeof AutoApprover>;
 export type TagOwners = Static<typeof TagOwners>;
 export type Organization = Static<typeof Organization>;
 export type OrganizationCreate = Static<typeof OrganizationCreate>;
 export type CreatedOrganization = Static<typeof CreatedOrganization>;
 export type OrganizationPatch = Static<typeof OrganizationPatch>;
 
-export const DEFAULT_NETWORK: Network = { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [], auto_approve_cidrs: [] };
+export const DEFAULT_NETWORK: Network = { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [], auto_approve_cidrs: [], auto_approvers: [] };

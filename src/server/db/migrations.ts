@@ -444,6 +444,8 @@ UPDATE objects SET value = jsonb_set(value, '{name}', 'null'::jsonb)
  WHERE kind = 'security-group' AND value->'name' IS NULL;
 UPDATE objects SET value = jsonb_set(value, '{tag_owners}', '{}'::jsonb)
  WHERE kind = 'organization' AND value->'tag_owners' IS NULL;
+UPDATE objects SET value = jsonb_set(value, '{network,auto_approvers}', '[]'::jsonb)
+ WHERE kind = 'organization' AND value->'network'->'auto_approvers' IS NULL;
 -- group:<name> in a rule names exactly one live group.
 CREATE UNIQUE INDEX objects_group_name ON objects (org_id, (value->>'name'))
  WHERE kind = 'security-group' AND NOT deleted AND value->>'name' IS NOT NULL;

@@ -110,7 +110,7 @@ export async function createDevice(
       // A key's tags were checked when the key was made, against its maker.
       if (registrationKeyId === undefined) checkTagChange(tag_owners, [], tags, tagCaller, '/tags');
       const ip = await takeTunnelIp(w.tx, orgId, id, network.ipv4_cidr);
-      const approved = nextApprovedCidrs([], input.approved_cidrs, input.advertise_cidrs, network);
+      const approved = nextApprovedCidrs([], input.approved_cidrs, input.advertise_cidrs, network, tags);
       await checkNewApprovals(w.tx, orgId, id, network, [], approved, approvalPath(input));
       const now = new Date().toISOString();
       const device: StoredDevice = {
@@ -187,17 +187,19 @@ export async function patchDevice(
       const next: StoredDevice = { ...current };
       for (const [k, v] of Object.entries(patch)) if (v !== undefined) (next as Record<string, unknown>)[k] = v;
       if (patch.tags !== undefined) next.tags = normalTags(patch.tags);
-      let network: Organization['network'] | undefined;
-      if (patch.approved_cidrs !== undefined || patch.advertise_cidrs !== undefined) {
-        network = (await orgValue(w.tx, orgId)).network;
-        next.approved_cidrs = nextApprovedCidrs(current.approved_cidrs, patch.approved_cidrs, patch.advertise_cidrs, network);
-      }
-      if (sameJson(next, current)) return { device: current, statuses: undefined };
       // Devices stored before v1.12 have no tags.
       const tagsBefore: readonly string[] = current.tags ?? [];
-      if (patch.tags !== undefined && !sameJson(next.tags, tagsBefore)) {
-        checkTagChange((await orgValue(w.tx, orgId)).tag_owners, tagsBefore, next.tags, tagCaller, '/tags');
+      const tagsChanged = patch.tags !== undefined && !sameJson(next.tags, tagsBefore);
+      let org: Organization | undefined;
+      if (patch.approved_cidrs !== undefined || patch.advertise_cidrs !== undefined || tagsChanged) {
+        org = await orgValue(w.tx, orgId);
+        // A device given a tag has its standing requests weighed against that tag's auto-approvers.
+        const requested = patch.advertise_cidrs ?? (tagsChanged ? next.advertise_cidrs : undefined);
+        next.approved_cidrs = nextApprovedCidrs(current.approved_cidrs, patch.approved_cidrs, requested, org.network, next.tags);
       }
+      const network = org?.network;
+      if (sameJson(next, current)) return { device: current, statuses: undefined };
+      if (tagsChanged) checkTagChange(org?.tag_owners, tagsBefore, next.tags, tagCaller, '/tags');
       const revision = await w.revision();
       if (network !== undefined) await checkNewApprovals(w.tx, orgId, id, network, current.approved_cidrs, next.approved_cidrs, approvalPath(patch));
       if (patch.security_group_id !== undefined && patch.security_group_id !== current.security_group_id) {

@@ -66,21 +66,27 @@ export function checkDevicePrefixes(input: DevicePatch): void {
 export function checkNetworkPrefixes(network: Partial<Network> | undefined): void {
   refuseHostBits(network?.routes?.map((r) => r.destination), (i) => `/network/routes/${i}/destination`);
   refuseHostBits(network?.auto_approve_cidrs, (i) => `/network/auto_approve_cidrs/${i}`);
+  refuseHostBits(network?.auto_approvers?.map((a) => a.cidr), (i) => `/network/auto_approvers/${i}/cidr`);
 }
 
 /**
  * The routes approved after a write: the admin's explicit list (or the
- * current one), plus each route requested in this write that lies inside one
- * of the organization's `auto_approve_cidrs`.
+ * current one), plus each route `requested` in this write that lies inside
+ * one of the organization's `auto_approve_cidrs`, or inside the `cidr` of one
+ * of its `auto_approvers` naming a tag of the device (`tags`, as the write
+ * leaves them).
  */
 export function nextApprovedCidrs(
   current: readonly string[],
   explicit: readonly string[] | undefined,
   requested: readonly string[] | undefined,
   network: Network,
+  tags: readonly string[],
 ): string[] {
   const approved = [...(explicit ?? current)];
-  const rules = prefixes(network.auto_approve_cidrs);
+  // Organizations stored before v1.12 have no auto_approvers.
+  const byTag = (network.auto_approvers ?? []).filter((a) => a.tags.some((t) => tags.includes(t))).map((a) => a.cidr);
+  const rules = prefixes([...network.auto_approve_cidrs, ...byTag]);
   for (const cidr of requested ?? []) {
     const p = prefixOf(cidr);
     if (!p || !rules.some((rule) => contains(rule, p))) continue;

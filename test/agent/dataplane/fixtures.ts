@@ -1,5 +1,5 @@
 import type { DeviceObject, Network, Organization, Rule, SecurityGroup } from '../../../src/protocol/index.js';
-import { publicKeyFromPrivate, type WireGuardKeyPair } from '../../../src/agent/dataplane/index.js';
+import { computeDesiredState, publicKeyFromPrivate, type DesiredDataplane, type DesiredStateInput, type WireGuardKeyPair } from '../../../src/agent/dataplane/index.js';
 
 export const ORG_ID = '0a000000-0000-4000-8000-000000000000';
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -26,7 +26,7 @@ export function organization(network: Partial<Network> = {}): Organization {
     id: ORG_ID,
     name: 'acme',
     description: '',
-    network: { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [], auto_approve_cidrs: [], ...network },
+    network: { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [], auto_approve_cidrs: [], auto_approvers: [], ...network },
     audit_readable_by_read: false,
     tag_owners: {},
     revision: 1,
@@ -74,4 +74,21 @@ export function securityGroup(n: number, inbound: Rule[], outbound: Rule[] = [])
     created_at: T0,
     updated_at: T0,
   };
+}
+
+/**
+ * Device `n`'s desired state on interface `fp0`, listening on 51820 unless
+ * `input` says otherwise; the organization is `organization()` and there are
+ * no groups unless given.
+ */
+export function desiredStateOf(n: number, input: Partial<Omit<DesiredStateInput, 'deviceId' | 'privateKey'>> & Pick<DesiredStateInput, 'devices'>): DesiredDataplane {
+  return computeDesiredState({
+    deviceId: deviceId(n),
+    interfaceName: 'fp0',
+    privateKey: keyPair(n).privateKey,
+    listenPort: 51820,
+    organization: organization(),
+    securityGroups: [],
+    ...input,
+  });
 }

@@ -3,22 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
-  computeDesiredState,
   DataplaneError,
   RenderDataplane,
   renderNftables,
   renderWireGuard,
   type DesiredDataplane,
 } from '../../../src/agent/dataplane/index.js';
-import { device, deviceId, keyPair, organization } from './fixtures.js';
+import { desiredStateOf, device, deviceId, keyPair } from './fixtures.js';
 
 function desired(peers: number[]): DesiredDataplane {
-  return computeDesiredState({
-    deviceId: deviceId(1),
-    interfaceName: 'fp0',
-    privateKey: keyPair(1).privateKey,
-    listenPort: 51820,
-    organization: organization(),
+  return desiredStateOf(1, {
     devices: [device(1), ...peers.map((n) => device(n))],
     securityGroups: [],
   });

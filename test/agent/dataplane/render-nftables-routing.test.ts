@@ -8,26 +8,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   assertOwnTableOnly,
-  computeDesiredState,
   renderNftables,
   RenderValueError,
   type DesiredDataplane,
 } from '../../../src/agent/dataplane/index.js';
 import type { DeviceObject } from '../../../src/protocol/index.js';
 import { toolsUsable, ToolBench } from './config-checks.js';
-import { device, deviceId, keyPair, organization } from './fixtures.js';
+import { desiredStateOf, device } from './fixtures.js';
 import { expectGolden } from './golden.js';
 
 const OPEN = [{ source: 'manual' as const, address: '198.51.100.1:51820' }];
 
 /** Device 1's desired state among `devices` (device 1 first, with `self` applied). */
 function desiredOf(self: Partial<DeviceObject>, others: DeviceObject[] = [device(2)]): DesiredDataplane {
-  return computeDesiredState({
-    deviceId: deviceId(1),
-    interfaceName: 'fp0',
-    privateKey: keyPair(1).privateKey,
-    listenPort: 51820,
-    organization: organization(),
+  return desiredStateOf(1, {
     devices: [device(1, self), ...others],
     securityGroups: [],
   });

@@ -1,6 +1,6 @@
 /** Desired states shared by the renderer golden tests and the namespace test's syntax check. */
-import { computeDesiredState, type DesiredDataplane } from '../../../src/agent/dataplane/index.js';
-import { device, deviceId, groupId, keyPair, organization, rule, securityGroup } from './fixtures.js';
+import type { DesiredDataplane } from '../../../src/agent/dataplane/index.js';
+import { desiredStateOf, device, groupId, organization, rule, securityGroup } from './fixtures.js';
 
 export function fullScenario(): DesiredDataplane {
   const group = securityGroup(
@@ -13,11 +13,7 @@ export function fullScenario(): DesiredDataplane {
     ],
     [rule('tcp', 443, 443, ['0.0.0.0/0']), rule('any', 0, 0, ['100.64.0.0/16', '2001:db8::/32']), rule('udp', 53, 53, ['100.64.0.1'])],
   );
-  return computeDesiredState({
-    deviceId: deviceId(1),
-    interfaceName: 'fp0',
-    privateKey: keyPair(1).privateKey,
-    listenPort: 51820,
+  return desiredStateOf(1, {
     organization: organization({
       mtu: 1380,
       resolvers: ['100.64.0.53', 'fd00::53'],
@@ -41,24 +37,15 @@ export function fullScenario(): DesiredDataplane {
 }
 
 export function allowAllScenario(): DesiredDataplane {
-  return computeDesiredState({
-    deviceId: deviceId(2),
-    interfaceName: 'fp0',
-    privateKey: keyPair(2).privateKey,
+  return desiredStateOf(2, {
     listenPort: 51821,
-    organization: organization(),
     devices: [device(1), device(2)],
     securityGroups: [],
   });
 }
 
 export function missingGroupScenario(): DesiredDataplane {
-  return computeDesiredState({
-    deviceId: deviceId(1),
-    interfaceName: 'fp0',
-    privateKey: keyPair(1).privateKey,
-    listenPort: 51820,
-    organization: organization(),
+  return desiredStateOf(1, {
     devices: [device(1, { security_group_id: groupId(7) })],
     securityGroups: [],
   });
@@ -85,12 +72,7 @@ export function referencesScenario(): DesiredDataplane {
   };
   const ops = { ...securityGroup(2, []), name: 'ops' };
   const db = { ...securityGroup(3, []), name: 'db' };
-  return computeDesiredState({
-    deviceId: deviceId(1),
-    interfaceName: 'fp0',
-    privateKey: keyPair(1).privateKey,
-    listenPort: 51820,
-    organization: organization(),
+  return desiredStateOf(1, {
     devices: [
       device(1, { security_group_id: web.id }),
       device(2, { tags: ['tag:app'] }),
