@@ -8,6 +8,7 @@
  */
 import { parseDeviceReference, type DeviceObject, type SecurityGroup } from '../../protocol/index.js';
 import { canonicalCidr, hostCidr, rangeToInterval, type IpInterval } from './addresses.js';
+import { approvedSet } from './route-claims.js';
 
 /** The devices a reference selects, and why none when it can't be resolved. */
 export type Selection = { devices: DeviceObject[] } | { devices: []; problem: string };
@@ -18,11 +19,7 @@ export function deviceAddresses(device: DeviceObject): IpInterval[] {
   const tunnel = hostCidr(device.tunnel_ip);
   const own = tunnel === undefined ? undefined : rangeToInterval(tunnel);
   if (own) out.push(own);
-  const approved = new Set<string>();
-  for (const cidr of device.approved_cidrs) {
-    const canonical = canonicalCidr(cidr);
-    if (canonical !== undefined) approved.add(canonical);
-  }
+  const approved = approvedSet(device);
   for (const cidr of device.advertise_cidrs) {
     const canonical = canonicalCidr(cidr);
     const interval = canonical !== undefined && approved.has(canonical) ? rangeToInterval(canonical) : undefined;
