@@ -67,6 +67,22 @@ describe('the agent requests the routes of --advertise-routes', () => {
     await peer.stop();
   });
 
+  it('an enrollment refused because its auto-approved route overlaps another device\'s stops the agent naming the route, not the key', async () => {
+    const { org, key } = await orgWithKey(env.admin, 'overlap');
+    await env.admin.organizations.update(org, { network: { auto_approve_cidrs: ['10.20.0.0/16'] } });
+    const first = await runAgent(agentOptions({ server: env.url, org, registrationKey: key, stateDir: await env.stateDir(), hostname: 'r1', advertiseRoutes: ['10.20.0.0/24'] }));
+    const refused = await runAgent(
+      agentOptions({ server: env.url, org, registrationKey: key, stateDir: await env.stateDir(), hostname: 'r2', listenPort: 51821, advertiseRoutes: ['10.20.0.0/16'] }),
+    ).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refused).toMatchObject({ reason: 'enrollment_refused' });
+    expect(String((refused as Error).message)).toContain('(check --advertise-routes)');
+    expect(String((refused as Error).message)).not.toContain('public key');
+    await first.stop();
+  });
+
   it('a route with host bits set stops the agent before it enrolls: exit 2, saying what the route should be', async () => {
     const p = spawnFleetplane('agent', ['--state-dir', '/nonexistent', '--advertise-routes', '192.168.5.0/24,10.20.0.1/16']);
     expect((await p.exit).code).toBe(2);

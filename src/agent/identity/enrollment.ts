@@ -59,6 +59,10 @@ function refused(err: unknown): AgentFatalError | undefined {
   if (err instanceof NotFoundError) {
     return new AgentFatalError('enrollment_refused', `the organization was not found (check --org, or leave it out: the registration key names its own): ${what}`, { cause: err });
   }
+  if (err instanceof ConflictError && err.details?.['path'] === '/advertise_cidrs') {
+    // An auto-approved route refused (it overlaps another device's, or the pool): the route, not the key, is the problem.
+    return new AgentFatalError('enrollment_refused', `the server refused the enrollment: ${what} (check --advertise-routes)`, { cause: err });
+  }
   if (err instanceof ConflictError) {
     return new AgentFatalError(
       'enrollment_refused',
