@@ -46,6 +46,9 @@ describe.each(backends())('tags, group names and device references on $name', ({
       await s.ok(200, 'PATCH', paths.organization(org), {
         body: { tag_owners: { 'tag:ops': ['role:admin'], 'tag:prod': ['role:owner', 'Alice@Example.test'] } },
       });
+      // A key that is not a tag is refused, not ignored: its owners would own nothing.
+      const notATag = await s.call('PATCH', paths.organization(org), { token: s.admin, body: { tag_owners: { web: ['role:admin'] } } });
+      expect([notATag.statusCode, errorCode(notATag)]).toEqual([400, 'validation_failed']);
       const orgAdmin = await s.createToken(org, 'admin');
       const device = await s.createDevice(org);
       const tag = (tags: string[], token: string) => s.call('PATCH', paths.device(org, device.id), { token, body: { tags } });

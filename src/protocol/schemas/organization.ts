@@ -39,7 +39,7 @@ export const NetworkInput = Type.Partial(Network, { ...strict, $id: 'NetworkInpu
 export const TagOwners = Type.Record(
   Type.String({ pattern: TAG_PATTERN, maxLength: 67 }),
   Type.Array(Type.String({ pattern: TAG_OWNER_PATTERN, maxLength: 320 }), { maxItems: 64 }),
-  { maxProperties: 256, $id: 'TagOwners', description: 'tag:<name> → [role:owner | role:admin | email]; docs/protocol.md "Tags and references".' },
+  { maxProperties: 256, additionalProperties: false, $id: 'TagOwners', description: 'tag:<name> → [role:owner | role:admin | email]; docs/protocol.md "Tags and references".' },
 );
 
 export const Organization = Type.Object({
