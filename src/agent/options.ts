@@ -4,7 +4,7 @@
  * over the default.
  */
 import { hostname as osHostname } from 'node:os';
-import { AGENT_LOCAL_DEFAULT_PORT, cidrNetwork, hasHostBits, isEndpointAddress, STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../protocol/index.js';
+import { AGENT_LOCAL_DEFAULT_PORT, isEndpointAddress, routePrefix, STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../protocol/index.js';
 import { parseCommandLine, type CommandLineGrammar } from '../util/command-line.js';
 import { DURATION_EXAMPLES, parseDuration } from '../util/duration.js';
 import { didYouMeanFlag } from '../util/nearest-name.js';
@@ -252,9 +252,9 @@ function routes(raw: Raw): string[] {
   const words = (Array.isArray(given) ? given : []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
   const out: string[] = [];
   for (const word of words) {
-    const network = cidrNetwork(word);
-    if (network === undefined) throw new AgentOptionsError(`${where('advertiseRoutes')}: expected CIDRs such as 10.20.0.0/16, got ${JSON.stringify(word)}`);
-    if (hasHostBits(word)) throw new AgentOptionsError(`${where('advertiseRoutes')}: ${word} has host bits set; expected ${network}`);
+    const route = routePrefix(word);
+    if ('problem' in route) throw new AgentOptionsError(`${where('advertiseRoutes')}: ${route.problem}`);
+    const { network } = route;
     if (network.endsWith('/0')) throw new AgentOptionsError(`${where('advertiseRoutes')}: ${word} is a default route; exit nodes are not supported`);
     if (!out.includes(network)) out.push(network);
   }

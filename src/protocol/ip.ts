@@ -208,3 +208,16 @@ export function hasHostBits(text: string): boolean {
   const parsed = parseCidr(text);
   return parsed !== undefined && maskedAddress(parsed, parsed.prefix) !== maskedAddress(parsed, parsed.family === 4 ? 32 : 128);
 }
+
+/**
+ * The network `text` names as a route (a CIDR without host bits, written
+ * canonically), or why it names none: what the agent's `--advertise-routes`
+ * and `ctl devices approve-routes` say before any request, as the server
+ * would refuse it.
+ */
+export function routePrefix(text: string): { network: string } | { problem: string } {
+  const network = cidrNetwork(text);
+  if (network === undefined) return { problem: `${JSON.stringify(text)} is not a CIDR (e.g. 10.20.0.0/16)` };
+  if (hasHostBits(text)) return { problem: `${text} has host bits set; expected ${network}` };
+  return { network };
+}

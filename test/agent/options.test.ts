@@ -165,8 +165,8 @@ describe('agent flags and environment', () => {
   it.each([
     ['10.20.0.1/16', '--advertise-routes: 10.20.0.1/16 has host bits set; expected 10.20.0.0/16'],
     ['fd00:20::1/48', '--advertise-routes: fd00:20::1/48 has host bits set; expected fd00:20::/48'],
-    ['10.20.0.0', '--advertise-routes: expected CIDRs such as 10.20.0.0/16, got "10.20.0.0"'],
-    ['10.20.0.0/16,lan', '--advertise-routes: expected CIDRs such as 10.20.0.0/16, got "lan"'],
+    ['10.20.0.0', '--advertise-routes: "10.20.0.0" is not a CIDR (e.g. 10.20.0.0/16)'],
+    ['10.20.0.0/16,lan', '--advertise-routes: "lan" is not a CIDR (e.g. 10.20.0.0/16)'],
     ['0.0.0.0/0', '--advertise-routes: 0.0.0.0/0 is a default route; exit nodes are not supported'],
   ])('refuses --advertise-routes %s, saying what it should be', (value, message) => {
     expect(() => parseAgentOptions([...base, '--advertise-routes', value], {})).toThrow(new AgentOptionsError(message));

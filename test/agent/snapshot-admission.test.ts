@@ -91,11 +91,15 @@ describe('snapshot admission', () => {
 
   it('accepts objects of an older server without the fields added since (their absence meant none)', async () => {
     const { dataplane, reconciler } = setup();
-    const { approved_cidrs: _a, ephemeral: _e, ...old } = device(2, { advertise_cidrs: ['10.9.0.0/16'] });
-    const { audit_readable_by_read: _r, ...oldOrg } = organization();
-    const { auto_approve_cidrs: _x, ...oldNetwork } = oldOrg.network;
-    await reconciler.reconcile(snapshot(5, { organization: { ...oldOrg, network: oldNetwork }, devices: [device(1), old], groups: [] }));
+    const { approved_cidrs: _a, ephemeral: _e, tags: _t, ...old } = device(2, { advertise_cidrs: ['10.9.0.0/16'] });
+    const { audit_readable_by_read: _r, tag_owners: _o, ...oldOrg } = organization();
+    const { auto_approve_cidrs: _x, auto_approvers: _y, ...oldNetwork } = oldOrg.network;
+    // A group from before v1.12: no name, and rules without `devices`.
+    const { name: _n, ...oldGroup } = securityGroup(1, [rule('tcp', 22, 22, ['10.0.0.0/8'])]);
+    const self = device(1, { security_group_id: oldGroup.id });
+    await reconciler.reconcile(snapshot(5, { organization: { ...oldOrg, network: oldNetwork }, devices: [self, old], groups: [oldGroup] }));
     expect(reconciler.state).toMatchObject({ applied_revision: 5, apply_error: null, rejected: [] });
     expect(dataplane.applied.at(-1)?.peers[0]?.allowed_ips).toEqual(['100.64.0.2/32']);
+    expect(dataplane.applied.at(-1)?.firewall).toMatchObject({ mode: 'filter', group_found: true, sets: [] });
   });
 });

@@ -120,7 +120,13 @@ export function compileRules(
 }
 
 /** One set per reference the group's rules make, named in sorted order of the references. */
-function addressSets(group: SecurityGroup, devices: readonly DeviceObject[], groups: readonly SecurityGroup[], skipped: SkippedItem[]): AddressSet[] {
+function addressSets(
+  group: SecurityGroup,
+  devices: readonly DeviceObject[],
+  groups: readonly SecurityGroup[],
+  served: ReadonlyMap<string, readonly string[]>,
+  skipped: SkippedItem[],
+): AddressSet[] {
   const references = new Set<string>();
   for (const rule of [...group.inbound_rules, ...group.outbound_rules]) for (const r of rule.devices ?? []) references.add(r);
   if (references.size === 0) return [];
@@ -128,7 +134,7 @@ function addressSets(group: SecurityGroup, devices: readonly DeviceObject[], gro
   return [...references].sort().map((reference, i) => {
     const selection = selector.select(reference);
     if ('problem' in selection) skipped.push({ kind: 'reference', subject: reference, reason: selection.problem });
-    const merged = mergeIntervals(selection.devices.flatMap(deviceAddresses));
+    const merged = mergeIntervals(selection.devices.flatMap((d) => deviceAddresses(d, served)));
     return {
       name: `ref${i}`,
       reference,
@@ -138,17 +144,22 @@ function addressSets(group: SecurityGroup, devices: readonly DeviceObject[], gro
   });
 }
 
-/** The firewall of a device in group `groupId` (null: none), its references resolved against `devices` and `groups`. */
+/**
+ * The firewall of a device in group `groupId` (null: none), its references
+ * resolved against `devices` and `groups`; `served`: the routes each device
+ * serves, by id (claimRoutes).
+ */
 export function desiredFirewall(
   groupId: string | null,
   devices: readonly DeviceObject[],
   groups: readonly SecurityGroup[],
+  served: ReadonlyMap<string, readonly string[]>,
   skipped: SkippedItem[],
 ): DesiredFirewall {
   if (groupId === null) return { mode: 'allow-all' };
   const group = groups.find((g) => g.id === groupId);
   if (!group) return { mode: 'filter', security_group_id: groupId, group_found: false, sets: [], inbound: [], outbound: [] };
-  const sets = addressSets(group, devices, groups, skipped);
+  const sets = addressSets(group, devices, groups, served, skipped);
   const setNames = new Map(sets.map((s) => [s.reference, s.name]));
   return {
     mode: 'filter',

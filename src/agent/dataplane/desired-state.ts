@@ -250,7 +250,7 @@ export function computeDesiredState(input: DesiredStateInput): DesiredDataplane 
     ...throughRelayDevice(self, input.devices, peers),
     routes: kernelRoutes({ network: input.organization.network, pool, served, own: requestedBy(self) }, skipped),
     subnet_routes: subnetRoutes(claims.get(self.id) ?? [], pool, skipped),
-    firewall: desiredFirewall(self.security_group_id, input.devices, input.securityGroups, skipped),
+    firewall: desiredFirewall(self.security_group_id, input.devices, input.securityGroups, claims, skipped),
     skipped,
   };
   skipped.sort(compareSkipped);

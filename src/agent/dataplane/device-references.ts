@@ -1,31 +1,24 @@
 /**
  * What `tag:<name>` and `group:<name|id>` in a rule stand for
  * (docs/protocol.md "Tags and references"): the addresses of the devices
- * selected, each device's tunnel IP and the routes it requested that an
- * admin approved. Pure: resolved from the objects the agent watches, so a
+ * selected, each device's tunnel IP and the routes it serves. Pure: resolved from the objects the agent watches, so a
  * device joining or leaving a tag or group changes every agent's firewall
  * through that device's one change event.
  */
 import { parseDeviceReference, type DeviceObject, type SecurityGroup } from '../../protocol/index.js';
-import { canonicalCidr, hostCidr, rangeToInterval, type IpInterval } from './addresses.js';
-import { approvedSet } from './route-claims.js';
+import { hostCidr, rangeToInterval, type IpInterval } from './addresses.js';
 
 /** The devices a reference selects, and why none when it can't be resolved. */
 export type Selection = { devices: DeviceObject[] } | { devices: []; problem: string };
 
-/** A device's own addresses: its tunnel IP, and its requested routes that are approved (compared as prefixes). */
-export function deviceAddresses(device: DeviceObject): IpInterval[] {
-  const out: IpInterval[] = [];
+/**
+ * A device's addresses: its tunnel IP, and the routes it serves (`served`:
+ * claimRoutes' answer, requested, approved and not claimed by another
+ * device), so a rule selects exactly what the peers route to it.
+ */
+export function deviceAddresses(device: DeviceObject, served: ReadonlyMap<string, readonly string[]>): IpInterval[] {
   const tunnel = hostCidr(device.tunnel_ip);
-  const own = tunnel === undefined ? undefined : rangeToInterval(tunnel);
-  if (own) out.push(own);
-  const approved = approvedSet(device);
-  for (const cidr of device.advertise_cidrs) {
-    const canonical = canonicalCidr(cidr);
-    const interval = canonical !== undefined && approved.has(canonical) ? rangeToInterval(canonical) : undefined;
-    if (interval) out.push(interval);
-  }
-  return out;
+  return [...(tunnel === undefined ? [] : [tunnel]), ...(served.get(device.id) ?? [])].flatMap((cidr) => rangeToInterval(cidr) ?? []);
 }
 
 /**

@@ -19,7 +19,7 @@ export interface Claimant {
  * can't draw other devices' traffic. Objects an older server wrote have no
  * `approved_cidrs`, so they approve nothing.
  */
-export function approvedSet(device: DeviceObject): Set<string> {
+function approvedSet(device: DeviceObject): Set<string> {
   const approved: readonly string[] | undefined = device.approved_cidrs;
   const set = new Set<string>();
   for (const cidr of approved ?? []) {

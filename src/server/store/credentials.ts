@@ -273,7 +273,8 @@ export async function createRegistrationKey(
   if (input.tags !== undefined && input.tags.length > 0) {
     // The key gives its tags to every device it enrolls: making it is giving them.
     const org = await getObject<Organization & StoredValue>(q, orgId, 'organization', orgId);
-    checkTagChange(org?.tag_owners, [], normalTags(input.tags), tagCaller, '/tags');
+    if (!org) throw notFound('organization');
+    checkTagChange(org.tag_owners, [], normalTags(input.tags), tagCaller, '/tags');
   }
   const made = await lockMaker(q, orgId, maker);
   const key = newSecret(SECRET_PREFIX.registrationKey);

@@ -187,9 +187,7 @@ export async function patchDevice(
       const next: StoredDevice = { ...current };
       for (const [k, v] of Object.entries(patch)) if (v !== undefined) (next as Record<string, unknown>)[k] = v;
       if (patch.tags !== undefined) next.tags = normalTags(patch.tags);
-      // Devices stored before v1.12 have no tags.
-      const tagsBefore: readonly string[] = current.tags ?? [];
-      const tagsChanged = patch.tags !== undefined && !sameJson(next.tags, tagsBefore);
+      const tagsChanged = patch.tags !== undefined && !sameJson(next.tags, current.tags);
       let org: Organization | undefined;
       if (patch.approved_cidrs !== undefined || patch.advertise_cidrs !== undefined || tagsChanged) {
         org = await orgValue(w.tx, orgId);
@@ -197,11 +195,10 @@ export async function patchDevice(
         const requested = patch.advertise_cidrs ?? (tagsChanged ? next.advertise_cidrs : undefined);
         next.approved_cidrs = nextApprovedCidrs(current.approved_cidrs, patch.approved_cidrs, requested, org.network, next.tags);
       }
-      const network = org?.network;
       if (sameJson(next, current)) return { device: current, statuses: undefined };
-      if (tagsChanged) checkTagChange(org?.tag_owners, tagsBefore, next.tags, tagCaller, '/tags');
+      if (org !== undefined && tagsChanged) checkTagChange(org.tag_owners, current.tags, next.tags, tagCaller, '/tags');
       const revision = await w.revision();
-      if (network !== undefined) await checkNewApprovals(w.tx, orgId, id, network, current.approved_cidrs, next.approved_cidrs, approvalPath(patch));
+      if (org !== undefined) await checkNewApprovals(w.tx, orgId, id, org.network, current.approved_cidrs, next.approved_cidrs, approvalPath(patch));
       if (patch.security_group_id !== undefined && patch.security_group_id !== current.security_group_id) {
         await checkGroup(w, patch.security_group_id);
       }

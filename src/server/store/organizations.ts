@@ -113,8 +113,7 @@ export async function patchOrganization(
       description: patch.description ?? current.description,
       network,
       audit_readable_by_read: patch.audit_readable_by_read ?? current.audit_readable_by_read,
-      // Organizations stored before v1.12 have none.
-      tag_owners: patch.tag_owners ?? current.tag_owners ?? {},
+      tag_owners: patch.tag_owners ?? current.tag_owners,
     };
     if (sameJson(next, current)) return current;
     if (network.ipv4_cidr !== current.network.ipv4_cidr) {

@@ -84,8 +84,7 @@ export function nextApprovedCidrs(
   tags: readonly string[],
 ): string[] {
   const approved = [...(explicit ?? current)];
-  // Organizations stored before v1.12 have no auto_approvers.
-  const byTag = (network.auto_approvers ?? []).filter((a) => a.tags.some((t) => tags.includes(t))).map((a) => a.cidr);
+  const byTag = network.auto_approvers.filter((a) => a.tags.some((t) => tags.includes(t))).map((a) => a.cidr);
   const rules = prefixes([...network.auto_approve_cidrs, ...byTag]);
   for (const cidr of requested ?? []) {
     const p = prefixOf(cidr);

@@ -74,8 +74,7 @@ export async function patchSecurityGroup(
     checkIfMatch(ifMatch, current.revision);
     const next: StoredGroup = {
       ...current,
-      // Groups stored before v1.12 have no name.
-      name: patch.name !== undefined ? patch.name : (current.name ?? null),
+      name: patch.name !== undefined ? patch.name : current.name,
       description: patch.description ?? current.description,
       inbound_rules: patch.inbound_rules ?? current.inbound_rules,
       outbound_rules: patch.outbound_rules ?? current.outbound_rules,

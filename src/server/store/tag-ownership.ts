@@ -28,12 +28,11 @@ function owns(owners: readonly string[], caller: TagCaller): boolean {
  * (400 naming it at `path/<i>`) and owned by the caller (403). With none
  * declared, any organization admin gives any tag.
  */
-export function checkTagChange(tagOwners: TagOwners | undefined, before: readonly string[], after: readonly string[], caller: TagCaller, path: string): void {
-  const declared = tagOwners ?? {};
-  if (Object.keys(declared).length === 0) return;
+export function checkTagChange(tagOwners: TagOwners, before: readonly string[], after: readonly string[], caller: TagCaller, path: string): void {
+  if (Object.keys(tagOwners).length === 0) return;
   const changed = new Set([...before.filter((t) => !after.includes(t)), ...after.filter((t) => !before.includes(t))]);
   for (const tag of changed) {
-    const owners = declared[tag];
+    const owners = tagOwners[tag];
     const at = after.indexOf(tag);
     const where = at >= 0 ? `${path}/${at}` : path;
     if (owners === undefined) throw validationFailed(where, `a tag the organization's tag_owners declares (${JSON.stringify(tag)} is not)`);

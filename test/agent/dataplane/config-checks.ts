@@ -74,6 +74,8 @@ export function wireGuardProblems(text: string, desired: DesiredDataplane): stri
 }
 
 const FORBIDDEN_WORDS = /\b(?:flush|ruleset|include|define|redefine|undefine|add|create|insert|replace|reset|rename|destroy|list|export|import|monitor)\b/;
+/** An IPv6 address, range end or prefix: its hex groups may spell a word (`::add:0:0/96`) that is not one. */
+const IPV6_TEXT = /(?<![\w:])[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:\.[0-9.]+)?(?:\/[0-9]{1,3})?(?![\w:])/g;
 
 /** Problems of a rendered nftables.conf; empty when every statement is on table `inet fleetplane`. */
 export function nftablesProblems(text: string): string[] {
@@ -92,7 +94,7 @@ export function nftablesProblems(text: string): string[] {
     if (line.trim() === '') continue;
     statements++;
     if (line.includes('#')) problems.push(`${at}: # inside a statement`);
-    if (FORBIDDEN_WORDS.test(line)) problems.push(`${at}: a command word`);
+    if (FORBIDDEN_WORDS.test(line.replace(IPV6_TEXT, ''))) problems.push(`${at}: a command word`);
     for (const m of line.matchAll(/\btable\b/g)) {
       if (line.slice((m.index ?? 0) + 5, (m.index ?? 0) + 21) !== ' inet fleetplane') problems.push(`${at}: another table`);
     }

@@ -1,5 +1,5 @@
-import { ConflictError, type Device } from '../../../client/index.js';
-import { cidrNetwork, hasHostBits } from '../../../protocol/index.js';
+import { ConflictError, type Device, type DeviceObject } from '../../../client/index.js';
+import { cidrNetwork, routePrefix } from '../../../protocol/index.js';
 import { UsageError } from '../../exit-codes.js';
 import type { RemoteCommand } from '../command-spec.js';
 import type { CtlContext } from '../context.js';
@@ -26,11 +26,10 @@ const prefix = (cidr: string): string => cidrNetwork(cidr) ?? cidr;
 function parseRoutes(text: string): string[] {
   const routes = text.split(',').map((c) => c.trim()).filter((c) => c !== '');
   if (routes.length === 0) throw new UsageError('CIDRS is empty: give routes such as 10.20.0.0/16, or --all');
-  return routes.map((route) => {
-    const network = cidrNetwork(route);
-    if (network === undefined) throw new UsageError(`${JSON.stringify(route)} is not a CIDR (e.g. 10.20.0.0/16)`);
-    if (hasHostBits(route)) throw new UsageError(`${route} has host bits set; expected ${network}`);
-    return network;
+  return routes.map((text) => {
+    const route = routePrefix(text);
+    if ('problem' in route) throw new UsageError(route.problem);
+    return route.network;
   });
 }
 
@@ -46,15 +45,15 @@ function withRoutes(approved: readonly string[], wanted: readonly string[]): str
   return added.length === 0 ? undefined : [...approved, ...added];
 }
 
+/** The routes `d` requests that are not approved, compared as prefixes (`-o wide`'s PENDING ROUTES too). */
+export function unapprovedRoutes(d: Pick<DeviceObject, 'advertise_cidrs' | 'approved_cidrs'>): string[] {
+  // Objects from servers before route approval have no approved list.
+  const approved = new Set((d.approved_cidrs ?? []).map(prefix));
+  return d.advertise_cidrs.filter((c) => !approved.has(prefix(c)));
+}
+
 function summary(d: Device): ApprovedRoutes {
-  const approved = new Set(d.approved_cidrs.map(prefix));
-  return {
-    id: d.id,
-    hostname: d.hostname,
-    revision: d.revision,
-    approved_cidrs: d.approved_cidrs,
-    unapproved_cidrs: d.advertise_cidrs.filter((c) => !approved.has(prefix(c))),
-  };
+  return { id: d.id, hostname: d.hostname, revision: d.revision, approved_cidrs: d.approved_cidrs, unapproved_cidrs: unapprovedRoutes(d) };
 }
 
 /**

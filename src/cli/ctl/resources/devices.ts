@@ -18,7 +18,7 @@ import type { CtlContext } from '../context.js';
 import { defined, listFlag } from '../flag-values.js';
 import { watchList } from '../list-watch.js';
 import { rpcCommand } from '../rpc.js';
-import { approveRoutesCommand } from './approve-routes.js';
+import { approveRoutesCommand, unapprovedRoutes } from './approve-routes.js';
 import { crudCommands, type CrudSpec } from './crud.js';
 import { cell, formatTable } from '../table.js';
 import { orgDevices, resolveDevice } from './device-ref.js';
@@ -53,13 +53,6 @@ function relayField(ctx: CtlContext): boolean | undefined {
   if (text === undefined) return undefined;
   if (text === 'true' || text === 'false') return text === 'true';
   throw new UsageError(`--relay: expected true or false, got ${JSON.stringify(text)}`);
-}
-
-/** Requested routes no admin approved yet (compared as written), so `-o wide` shows what awaits approval. */
-function pendingRoutes(d: DeviceObject): string {
-  // Objects from servers before route approval have no approved list.
-  const approved: readonly string[] = d.approved_cidrs ?? [];
-  return d.advertise_cidrs.filter((c) => !approved.includes(c)).join(',');
 }
 
 /**
@@ -143,7 +136,7 @@ const devices: CrudSpec<DeviceRow> = {
     { header: 'TAGS', value: (d) => (d.tags ?? []).join(','), wide: true },
     { header: 'AGENT', value: (d) => d.status?.agent_version, wide: true },
     { header: 'ENDPOINTS', value: (d) => d.endpoints.map((e) => e.address).join(','), wide: true },
-    { header: 'PENDING ROUTES', value: pendingRoutes, wide: true },
+    { header: 'PENDING ROUTES', value: (d) => unapprovedRoutes(d).join(','), wide: true },
     { header: 'APPLY ERROR', value: (d) => d.status?.apply_error, wide: true },
     { header: 'EPHEMERAL', value: (d) => d.ephemeral, wide: true },
     { header: 'TOKEN EXPIRES', value: (d, now) => (d.token_expires_at === undefined ? undefined : until(d.token_expires_at, now)), wide: true },
