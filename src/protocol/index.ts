@@ -32,3 +32,4 @@ export * from './schemas/fleet.js';
 export * from './schemas/agent-rpc.js';
 export * from './schemas/watch-events.js';
 export * from './schemas/relay.js';
+export * from './schemas/policy.js';
