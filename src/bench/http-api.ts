@@ -60,12 +60,20 @@ export class FleetApi {
   }
 
   request(method: string, path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<HttpResult> {
+    return this.send(method, path, body === undefined ? undefined : { bytes: Buffer.from(JSON.stringify(body)), type: MEDIA.json }, extraHeaders);
+  }
+
+  /** A request whose body is `text` as `mediaType` (a policy document's YAML), not JSON. */
+  requestText(method: string, path: string, text: string, mediaType: string, extraHeaders: Record<string, string> = {}): Promise<HttpResult> {
+    return this.send(method, path, { bytes: Buffer.from(text, 'utf8'), type: mediaType }, extraHeaders);
+  }
+
+  private send(method: string, path: string, payload: { bytes: Buffer; type: string } | undefined, extraHeaders: Record<string, string>): Promise<HttpResult> {
     return new Promise((resolve, reject) => {
-      const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const headers: Record<string, string> = { [HEADERS.authorization]: bearerAuthorization(this.token), ...extraHeaders };
       if (payload) {
-        headers[HEADERS.contentType] = MEDIA.json;
-        headers['content-length'] = String(payload.length);
+        headers[HEADERS.contentType] = payload.type;
+        headers['content-length'] = String(payload.bytes.length);
       }
       const req = http.request({ host: this.url.hostname, port: this.url.port, method, path, headers, agent: this.agent }, (res) => {
         const parts: Buffer[] = [];
@@ -77,7 +85,7 @@ export class FleetApi {
       });
       req.on('error', reject);
       const sentAt = nowMs();
-      req.end(payload);
+      req.end(payload?.bytes);
     });
   }
 

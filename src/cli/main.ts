@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-/** The `fleetplane` command: serve | agent | ctl. */
+/** The `fleetplane` command: serve | agent | ctl | sync. */
 const USAGE = `Usage: fleetplane <command> [options]
 
 Commands:
   serve     run the control-plane server (fleetplane serve --help)
   agent     run the agent on a machine of the fleet (fleetplane agent --help)
   ctl       operate the control plane from the command line (fleetplane ctl --help)
+  sync      keep an organization's policy document equal to a file or URL (fleetplane sync --help)
   completion  print a shell completion script: fleetplane completion bash|zsh|fish
 
   --version   print the version
@@ -25,6 +26,8 @@ async function main(argv: readonly string[]): Promise<number> {
       process.once('SIGTERM', () => stop.abort());
       return runCtl(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env, signal: stop.signal });
     }
+    case 'sync':
+      return (await import('./sync.js')).runSync(rest);
     case 'completion':
       return (await import('./completion/index.js')).runCompletion(rest, process.stdout, process.stderr);
     case '--version':

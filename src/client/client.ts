@@ -9,6 +9,7 @@ import { RegistrationKeysApi, TokensApi } from './credentials-api.js';
 import { isRecord, listOf } from './guards.js';
 import { HttpTransport, type TransportOptions } from './http-transport.js';
 import { OrganizationsApi } from './organizations-api.js';
+import { PolicyApi } from './policy-api.js';
 import { RelaysApi } from './relays-api.js';
 import { SecurityGroupsApi } from './security-groups-api.js';
 import type { StreamEvent } from './watch-event-parser.js';
@@ -40,6 +41,8 @@ export class FleetplaneClient {
   readonly audit: AuditApi;
   /** The server's relays and their leases. */
   readonly relays: RelaysApi;
+  /** An organization's policy document: read, apply (or dry-run), release. */
+  readonly policy: PolicyApi;
   readonly #transport: HttpTransport;
 
   constructor(opts: FleetplaneClientOptions) {
@@ -54,6 +57,7 @@ export class FleetplaneClient {
     this.apiKeys = new ApiKeysApi(this.#transport);
     this.audit = new AuditApi(this.#transport);
     this.relays = new RelaysApi(this.#transport);
+    this.policy = new PolicyApi(this.#transport);
   }
 
   get baseUrl(): string {

@@ -23,6 +23,8 @@ type ErrorClass = new (init: FleetplaneErrorInit) => FleetplaneError;
 const FAMILY: Record<FleetplaneErrorCode, ErrorClass> = {
   bad_request: ValidationError,
   validation_failed: ValidationError,
+  policy_invalid: ValidationError,
+  policy_test_failed: ValidationError,
   payload_too_large: ValidationError,
   unsupported_media_type: ValidationError,
   headers_too_large: ValidationError,

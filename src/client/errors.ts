@@ -67,7 +67,11 @@ export class ConflictError extends FleetplaneError {
   override name = 'ConflictError';
 }
 
-/** `bad_request`, `validation_failed` (400), `payload_too_large` (413), `unsupported_media_type` (415) and `headers_too_large` (431). */
+/**
+ * `bad_request`, `validation_failed`, `policy_invalid` (400; `details` {path, line, column}),
+ * `policy_test_failed` (422; `details.failures`), `payload_too_large` (413),
+ * `unsupported_media_type` (415) and `headers_too_large` (431).
+ */
 export class ValidationError extends FleetplaneError {
   override name = 'ValidationError';
 }

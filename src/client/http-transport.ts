@@ -27,6 +27,8 @@ export interface HttpRequest {
   path: string;
   query?: Record<string, QueryValue>;
   body?: unknown;
+  /** A body sent as is instead of JSON (`body` is then ignored): its text and media type, e.g. a policy document as `MEDIA.yaml`. */
+  text?: { body: string; type: string } | undefined;
   headers?: Record<string, string | undefined>;
   /** Overrides the client's token for this call (enrollment uses the registration key). */
   token?: string | undefined;
@@ -75,7 +77,10 @@ export class HttpTransport {
     if (token !== undefined) headers[HEADERS.authorization] = bearerAuthorization(token);
     for (const [k, v] of Object.entries(req.headers ?? {})) if (v !== undefined) headers[k] = v;
     const init: RequestInit = { method: req.method, headers };
-    if (req.body !== undefined) {
+    if (req.text !== undefined) {
+      headers[HEADERS.contentType] = req.text.type;
+      init.body = req.text.body;
+    } else if (req.body !== undefined) {
       headers[HEADERS.contentType] = MEDIA.json;
       init.body = JSON.stringify(req.body);
     }
@@ -114,6 +119,16 @@ export async function discardBody(res: Response): Promise<void> {
   }
 }
 
+/** The whole body as text; a broken connection is a TransportError, an abort rethrows the signal's reason. `call`: `GET /api/...`, for messages. */
+export async function readText(res: Response, call: string, signal?: AbortSignal): Promise<string> {
+  try {
+    return await res.text();
+  } catch (err) {
+    if (isAbort(err, signal)) throw signal?.reason ?? err;
+    throw new TransportError({ code: 'network_error', status: res.status, message: `${call}: reading the body failed: ${describe(err)}`, cause: err });
+  }
+}
+
 export async function readJson<T>(
   res: Response,
   check: (v: unknown) => v is T,
@@ -121,13 +136,7 @@ export async function readJson<T>(
   what: string,
   signal?: AbortSignal,
 ): Promise<T> {
-  let text: string;
-  try {
-    text = await res.text();
-  } catch (err) {
-    if (isAbort(err, signal)) throw signal?.reason ?? err;
-    throw new TransportError({ code: 'network_error', status: res.status, message: `${call}: reading the body failed: ${describe(err)}`, cause: err });
-  }
+  const text = await readText(res, call, signal);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

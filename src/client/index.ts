@@ -7,6 +7,7 @@ export type { FetchLike } from './http-transport.js';
 export type { OrganizationsApi } from './organizations-api.js';
 export type { DevicesApi, RpcOptions, TokenExpiryOptions } from './devices-api.js';
 export type { SecurityGroupsApi } from './security-groups-api.js';
+export type { PolicyApi, PolicyApplyOptions, PolicyText } from './policy-api.js';
 export type { RegistrationKeysApi, TokensApi } from './credentials-api.js';
 export type { MembersApi } from './members-api.js';
 export type { ApiKeysApi } from './api-keys-api.js';
@@ -76,6 +77,9 @@ export type {
   SecurityGroup,
   SecurityGroupCreate,
   SecurityGroupPatch,
+  PolicyApplyResult,
+  PolicyReleaseResult,
+  PolicyChange,
   OrgToken,
   OrgTokenCreate,
   CreatedOrgToken,

@@ -6,6 +6,7 @@
 export const ERRORS = {
   bad_request: { status: 400, message: 'The request is malformed.' },
   validation_failed: { status: 400, message: 'The request does not match the schema.' },
+  policy_invalid: { status: 400, message: 'The policy document does not parse or validate; nothing was changed.' },
   unauthorized: { status: 401, message: 'A valid bearer token is required.' },
   forbidden: { status: 403, message: 'This token may not do that.' },
   not_found: { status: 404, message: 'Not found.' },
@@ -14,6 +15,7 @@ export const ERRORS = {
   field_owned_elsewhere: { status: 409, message: 'This field is owned by another endpoint.' },
   revision_compacted: { status: 410, message: 'The requested revision has been compacted; list again from 0.' },
   precondition_failed: { status: 412, message: 'If-Match does not match the current revision.' },
+  policy_test_failed: { status: 422, message: 'A test of the policy document fails; nothing was changed.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
   unsupported_media_type: { status: 415, message: 'The request body must be application/json.' },
   too_many_requests: { status: 429, message: 'Too many requests.' },

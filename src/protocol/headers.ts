@@ -20,11 +20,15 @@ export const HEADERS = {
   replica: 'x-fleetplane-replica',
   /** `nosniff` on every response: a browser takes each body as its Content-Type says, never as a script or page it guessed. */
   contentTypeOptions: 'x-content-type-options',
+  /** On `GET .../policy`: `managed` when a policy document owns the organization's access, `unmanaged` when the text was generated from its objects. */
+  policyState: 'x-fleetplane-policy',
 } as const;
 
 export const MEDIA = {
   json: 'application/json',
   watch: 'application/json;stream=watch',
+  /** A policy document (docs/protocol.md "Policy document"); a PUT also takes `application/x-yaml` and `text/plain`. */
+  yaml: 'application/yaml',
 } as const;
 
 /** `"<revision>"`: the ETag and If-Match form of a revision. */

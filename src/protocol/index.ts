@@ -14,6 +14,7 @@ export * from './tunnel.js';
 export * from './keepalive.js';
 export * from './tunnel-frames.js';
 export * from './agent-local.js';
+export * from './sync.js';
 export * from './bus.js';
 export * from './stun.js';
 export * from './relay.js';

@@ -22,6 +22,8 @@ export const ROUTES = {
   deviceTokens: '/api/organizations/:org/device_tokens',
   securityGroups: '/api/organizations/:org/security_groups',
   securityGroup: '/api/organizations/:org/security_groups/:id',
+  /** The organization's policy document (docs/protocol.md "Policy document"): GET, PUT (`?dry_run=true`), DELETE (back to objects). */
+  policy: '/api/organizations/:org/policy',
   registrationKeys: '/api/organizations/:org/registration_keys',
   registrationKey: '/api/organizations/:org/registration_keys/:id',
   /** The registration key given as the bearer token: its own object (an agent learns its organization). */
@@ -85,6 +87,7 @@ export const paths = {
   deviceTokens: (org: string) => `${paths.organization(org)}/device_tokens`,
   securityGroups: (org: string) => `${paths.organization(org)}/security_groups`,
   securityGroup: (org: string, id: string) => `${paths.securityGroups(org)}/${enc(id)}`,
+  policy: (org: string) => `${paths.organization(org)}/policy`,
   registrationKeys: (org: string) => `${paths.organization(org)}/registration_keys`,
   registrationKey: (org: string, id: string) => `${paths.registrationKeys(org)}/${enc(id)}`,
   ownRegistrationKey: () => ROUTES.ownRegistrationKey,
@@ -141,6 +144,8 @@ export const QUERY = {
   action: 'action',
   kind: 'kind',
   organization: 'organization',
+  /** `PUT .../policy?dry_run=true`: check the document and say what would change, writing nothing. */
+  dryRun: 'dry_run',
 } as const;
 
 /** Values of `QUERY.scope` on `/metrics`. */

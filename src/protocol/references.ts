@@ -60,3 +60,28 @@ export function parseDeviceReference(text: string): DeviceReference | undefined 
 export function normalTags(tags: readonly string[]): string[] {
   return [...new Set(tags)].sort();
 }
+
+/** What binding a device to a group looks at. */
+export interface BindableGroup {
+  readonly id: string;
+  readonly name: string | null;
+  readonly applies_to?: readonly string[] | undefined;
+}
+
+/** Groups in binding order: by name, unnamed ones last by id. */
+export function bindingOrder<G extends BindableGroup>(groups: readonly G[]): G[] {
+  const key = (g: G): string => (g.name === null ? `\u{10FFFF}${g.id}` : g.name);
+  return [...groups].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+}
+
+/**
+ * The group a device is in: the one its `security_group_id` names, or else
+ * the first of `ordered` (bindingOrder) whose `applies_to` holds one of its
+ * tags; null: none (everything on the tunnel is accepted).
+ */
+export function boundGroupId(device: { readonly security_group_id: string | null; readonly tags?: readonly string[] | undefined }, ordered: readonly BindableGroup[]): string | null {
+  if (device.security_group_id !== null) return device.security_group_id;
+  const tags = device.tags ?? [];
+  if (tags.length === 0) return null;
+  return ordered.find((g) => (g.applies_to ?? []).some((t) => tags.includes(t)))?.id ?? null;
+}

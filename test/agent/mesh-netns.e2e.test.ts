@@ -182,6 +182,21 @@ describe.runIf(enabled)('a WireGuard mesh of 3 agents in network namespaces (lin
     const after = (await inNamespace(NS.c).run('nft', ['list', 'table', 'inet', 'fleetplane'])).stdout;
     expect(after).toMatch(new RegExp(`set ref0_v4 \\{[^}]*elements = \\{ ${b.tunnel_ip.replaceAll('.', '\\.')} \\}`));
     await allAtHead(3, 'the mesh at the head after the tag moved');
+
+    // The organization moves to a policy document that admits only tag:ops: c stays in its group (the
+    // document's db keeps the group's id), and the agents enforce the document's rules from its one revision.
+    const generated = await admin.policy.get(org);
+    const document = generated.text.replace('- tag:web', '- tag:ops');
+    expect(document).not.toBe(generated.text);
+    const applied = await admin.policy.apply(org, document, { ifMatch: generated.etag });
+    expect(applied).toMatchObject({ managed: true, applied: true });
+    await syncC(applied.revision);
+    expect(await connects('b', c.tunnel_ip)).toBe(false);
+    await syncC((await admin.devices.update(org, a.id, { tags: ['tag:ops'] })).revision);
+    expect(await connects('a', c.tunnel_ip)).toBe(true);
+    expect(await connects('b', c.tunnel_ip)).toBe(false);
+    await admin.policy.release(org);
+    await allAtHead(3, 'the mesh at the head after the policy document');
   });
 
   it('deleting a device removes it as a peer everywhere, and /convergence reports the rest at the head', async () => {

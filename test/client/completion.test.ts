@@ -30,7 +30,7 @@ describe('fleetplane completion', () => {
   it.skipIf(!has('bash'))('bash completes commands, resources (any alias), verbs, flags and flag values', () => {
     const script = completionScript('bash');
     const cases: Array<[string, string[]]> = [
-      ['fleetplane ', ['serve', 'agent', 'ctl', 'completion']],
+      ['fleetplane ', ['serve', 'agent', 'ctl', 'sync', 'completion']],
       ['fleetplane completion ', ['bash', 'zsh', 'fish']],
       ['fleetplane ctl d', ['devices']],
       ['fleetplane ctl devices ', ['list', 'get', 'create', 'update', 'delete', 'approve-routes', 'rpc']],
@@ -50,6 +50,9 @@ describe('fleetplane completion', () => {
       ['fleetplane ctl config set-context prod --ca', ['--ca-file']],
       ['fleetplane serve --data-', ['--data-dir']],
       ['fleetplane agent --state', ['--state-dir']],
+      ['fleetplane ctl policy ', ['get', 'apply', 'diff', 'test', 'adopt', 'release']],
+      ['fleetplane ctl policy apply --dr', ['--dry-run']],
+      ['fleetplane sync --fr', ['--from']],
     ];
     for (const [line, expected] of cases) expect({ line, offered: bashComplete(script, line) }).toEqual({ line, offered: expected });
   });
@@ -60,7 +63,7 @@ describe('fleetplane completion', () => {
     expect(zsh).toContain('bashcompinit');
     expect(zsh).toContain('complete -F _fleetplane fleetplane');
     const fish = completionScript('fish');
-    expect(fish).toContain("complete -c fleetplane -n '__fish_use_subcommand' -a 'serve agent ctl completion'");
+    expect(fish).toContain("complete -c fleetplane -n '__fish_use_subcommand' -a 'serve agent ctl sync completion'");
     expect(fish).toContain(
       "complete -c fleetplane -n '__fish_seen_subcommand_from ctl; and __fish_seen_subcommand_from devices device dev; and not __fish_seen_subcommand_from list get create update delete approve-routes rpc' -a 'list get create update delete approve-routes rpc'",
     );

@@ -29,6 +29,8 @@ const answer = (status: number, body: string, headers: Record<string, string> = 
 const FAMILIES: Record<ErrorCode, new (init: FleetplaneErrorInit) => FleetplaneError> = {
   bad_request: ValidationError,
   validation_failed: ValidationError,
+  policy_invalid: ValidationError,
+  policy_test_failed: ValidationError,
   payload_too_large: ValidationError,
   unsupported_media_type: ValidationError,
   headers_too_large: ValidationError,

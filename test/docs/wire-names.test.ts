@@ -15,6 +15,8 @@ const srcDir = join(root, 'src');
 const NOT_WIRE_NAMES: readonly { file: string; text: string; why: string }[] = [
   { file: 'src/cli/ctl/flags.ts', text: 'if-match', why: 'declares the ctl flag --if-match (named after the header it fills)' },
   { file: 'src/cli/ctl/resources/crud.ts', text: 'if-match', why: 'reads the ctl flag --if-match' },
+  { file: 'src/cli/ctl/resources/policy.ts', text: 'if-match', why: 'declares and reads the ctl flag --if-match of policy apply' },
+  { file: 'src/cli/ctl/resources/policy.ts', text: 'ETAG', why: 'the placeholder of --if-match in policy apply --help' },
   { file: 'src/cli/workers.ts', text: 'fleetplane:listening', why: 'Node cluster IPC between one server’s primary and its workers' },
   { file: 'src/server/cluster-metrics.ts', text: 'fleetplane:metrics-request', why: 'Node cluster IPC between one server’s primary and its workers' },
   { file: 'src/server/cluster-metrics.ts', text: 'fleetplane:metrics-reply', why: 'Node cluster IPC between one server’s primary and its workers' },

@@ -1,7 +1,8 @@
 /**
  * Security-group rules → per-family firewall rules. Pure and deterministic.
  */
-import type { DeviceObject, Rule, SecurityGroup } from '../../protocol/index.js';
+import type { DeviceObject, Rule } from '../../protocol/index.js';
+import type { GroupRules } from './group-binding.js';
 import { formatInterval, mergeIntervals, rangeToInterval, type IpInterval } from './addresses.js';
 import { DeviceSelector, deviceAddresses } from './device-references.js';
 
@@ -121,9 +122,9 @@ export function compileRules(
 
 /** One set per reference the group's rules make, named in sorted order of the references. */
 function addressSets(
-  group: SecurityGroup,
+  group: GroupRules,
   devices: readonly DeviceObject[],
-  groups: readonly SecurityGroup[],
+  groups: readonly GroupRules[],
   served: ReadonlyMap<string, readonly string[]>,
   skipped: SkippedItem[],
 ): AddressSet[] {
@@ -152,7 +153,7 @@ function addressSets(
 export function desiredFirewall(
   groupId: string | null,
   devices: readonly DeviceObject[],
-  groups: readonly SecurityGroup[],
+  groups: readonly GroupRules[],
   served: ReadonlyMap<string, readonly string[]>,
   skipped: SkippedItem[],
 ): DesiredFirewall {

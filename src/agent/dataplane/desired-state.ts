@@ -11,6 +11,7 @@ import { desiredFirewall, type DesiredFirewall, type SkippedItem } from './desir
 import { kernelRoutes, type DesiredRoute } from './kernel-routes.js';
 import { claimRoutes, subnetRoutes, type Claimant } from './route-claims.js';
 import { isWireGuardKey } from './keys.js';
+import { bindGroups } from './group-binding.js';
 
 export type { AddressSet, DesiredFirewall, FirewallRule, FirewallProtocol, PortRange, SkippedItem } from './desired-firewall.js';
 
@@ -237,6 +238,8 @@ export function computeDesiredState(input: DesiredStateInput): DesiredDataplane 
   }
   const { peers, claims } = computePeers(self, input.devices, keepalive, input.pathManaged === true, skipped);
   const served = [...claims].flatMap(([id, routes]) => (id === self.id ? [] : routes));
+  const bound = bindGroups(input.organization, input.devices, input.securityGroups);
+  const selfBound = bound.devices.find((d) => d.id === self.id) ?? self;
   const result: DesiredDataplane = {
     device_id: self.id,
     interface: {
@@ -250,7 +253,7 @@ export function computeDesiredState(input: DesiredStateInput): DesiredDataplane 
     ...throughRelayDevice(self, input.devices, peers),
     routes: kernelRoutes({ network: input.organization.network, pool, served, own: requestedBy(self) }, skipped),
     subnet_routes: subnetRoutes(claims.get(self.id) ?? [], pool, skipped),
-    firewall: desiredFirewall(self.security_group_id, input.devices, input.securityGroups, claims, skipped),
+    firewall: desiredFirewall(selfBound.security_group_id, bound.devices, bound.groups, claims, skipped),
     skipped,
   };
   skipped.sort(compareSkipped);

@@ -5,7 +5,8 @@
  * device joining or leaving a tag or group changes every agent's firewall
  * through that device's one change event.
  */
-import { parseDeviceReference, type DeviceObject, type SecurityGroup } from '../../protocol/index.js';
+import { parseDeviceReference, type DeviceObject } from '../../protocol/index.js';
+import type { GroupRules } from './group-binding.js';
 import { hostCidr, rangeToInterval, type IpInterval } from './addresses.js';
 
 /** The devices a reference selects, and why none when it can't be resolved. */
@@ -24,15 +25,15 @@ export function deviceAddresses(device: DeviceObject, served: ReadonlyMap<string
 /**
  * Resolves references against one snapshot of the organization. Groups are
  * looked up once by name and id; a device belongs to the group its
- * `security_group_id` names.
+ * `security_group_id` names (bindGroups sets it for devices bound by tag).
  */
 export class DeviceSelector {
-  private readonly groupByName = new Map<string, SecurityGroup>();
+  private readonly groupByName = new Map<string, GroupRules>();
   private readonly groupIds = new Set<string>();
 
   constructor(
     private readonly devices: readonly DeviceObject[],
-    groups: readonly SecurityGroup[],
+    groups: readonly GroupRules[],
   ) {
     for (const group of groups) {
       this.groupIds.add(group.id);

@@ -6,6 +6,7 @@ import { CHURN_EVENT_BYTES_LIMIT, CHURN_SHARE } from './churn-accounting.js';
 import { FLEET_TARGETS } from './fleet-targets.js';
 import { POLL_INTERVAL_MS } from './convergence-follower.js';
 import { PACED_CONCURRENCY } from './join-run.js';
+import { POLICY_GROUPS, POLICY_RULES_PER_GROUP } from './policy-document.js';
 
 /** How each figure of `fleet` is measured, printed with the results (and kept in the result file). */
 export function fleetMethod(idleSeconds: number): string[] {
@@ -58,6 +59,18 @@ export function fleetMethod(idleSeconds: number): string[] {
       'answers to a resume (the simulated agents never GET a list); 0 passes. An agent ACKs at most once per read of its watch socket ' +
       '(the real agent\'s status reporter sends at most one status per second, which is not simulated). CPU and statements: as in (c), over the ' +
       'step\'s window.',
+    `(h), after (g), same fleet, ACKs as in (g): every device carries one of ${POLICY_GROUPS} tags from its creation (tag:t000…, device i ` +
+      `tag i mod ${POLICY_GROUPS}). Untimed: GET ${ROUTES.policy} (the document generated from the objects) and PUT it back unchanged with its ` +
+      'ETag in If-Match (the organization is managed; its group object is tombstoned, one more revision); then PUT the bench\'s document ' +
+      `(${POLICY_GROUPS} groups g000…, each applies_to one tag, ${POLICY_RULES_PER_GROUP} rules each: 6 inbound, TCP/UDP, one port each, from ` +
+      'another group\'s tag and a /24; 2 outbound, TCP/UDP, a port range, to every address; one passing allow test per group), each ' +
+      `followed by the fleet converging on the head after the PUT's answer. Timed: ${CHANGES} PUTs (application/yaml, If-Match), one at a ` +
+      'time, each moving every port of the document by one more than the last (so every rule of every group changes; the answer must name ' +
+      `all ${POLICY_GROUPS} groups), waiting as (c) does for one change (same bounds) on the revision the PUT answered; convergence timed from ` +
+      `sending the PUT, against (c)'s limit (${FLEET_TARGETS.convergedMs} ms, median); server CPU and statements over the same window as (c)'s, ` +
+      `against (c)'s ${FLEET_TARGETS.cpuSecondsPerChange} s (median). Per apply, events and re-lists are counted as in (g) over the window: the ` +
+      'organization\'s head must move by exactly one revision (the document is one change event) and every agent\'s watch must receive ' +
+      'exactly one event (1.0 per watcher; its bytes shown, not a target: the event carries the whole compiled policy); 0 re-lists passes.',
     'targets are stated for 10,000 agents; at other N they are shown for orientation. 10,000 agents hold 20,000+ sockets on the server, ' +
       'over one process\'s 20,000 open files: the server runs serve --workers. On the embedded storage the server\'s process tree ' +
       'includes its PostgreSQL, so its CPU and RSS count the database too.',

@@ -23,6 +23,7 @@ import { pssFigures, serverRss, type PssFigures } from './server-rss.js';
 import { treeMemory } from './tree-memory.js';
 import { measureStatementBaseline, type StatementBaseline } from './statement-baseline.js';
 import { awaitOnline, type OnlineWait } from './online-wait.js';
+import { measurePolicy, type PolicyFigures } from './policy-run.js';
 import { probeTunnels, type TunnelProbe } from './tunnel-probe.js';
 import { endpointOf } from './watch-spec.js';
 
@@ -70,6 +71,8 @@ export interface FleetRunFigures {
   onlineAfterRestart?: OnlineWait;
   /** (g), last: 10% of the agents move their STUN endpoint at once. */
   churn?: ChurnFigures;
+  /** (h), after (g): policy documents that change every rule of the organization, applied as one revision each. */
+  policy?: PolicyFigures;
   notes: string[];
   error?: string;
 }
@@ -99,8 +102,9 @@ async function ackCatchUp(pool: AgentPool, ack: AckCatchUp['ack'], revision: num
  * once, fleetplane all at once: agents stay); join ACKs, online count, ping
  * through a few tunnels; RSS with N; idle; a change loop per ACK mode
  * (tunnel, then PUT by default); restart, online count; endpoint churn
- * (ACKs by tunnel when that mode was asked for). Stops at the first phase
- * that throws, keeping what was measured.
+ * (ACKs by tunnel when that mode was asked for); policy applies (the
+ * same ACKs; last, since a document then owns the security groups). Stops
+ * at the first phase that throws, keeping what was measured.
  */
 export async function fleetRun(o: {
   plan: RunnablePlan;
@@ -207,6 +211,11 @@ export async function fleetRun(o: {
     fig.churn = await measureChurn({ server, api, pg: o.pg, pool, follower, org: seed.org, ack: churnAck, ackTimeoutMs: ackTimeoutMs(n), signal: o.signal });
     if (fig.churn.first.stuck !== undefined) fig.notes.push(`churn, first endpoints: ${fig.churn.first.stuck}`);
     if (fig.churn.step.stuck !== undefined) fig.notes.push(`churn: ${fig.churn.step.stuck}`);
+    fig.policy = await measurePolicy({ server, api, pg: o.pg, pool, follower, org: seed.org, ack: churnAck, ackTimeoutMs: ackTimeoutMs(n), signal: o.signal });
+    for (const [what, step] of [['adoption', fig.policy.adopt], ['first document', fig.policy.first]] as const) {
+      if (step.catchUp.stuck !== undefined) fig.notes.push(`policy, ${what}: ${step.catchUp.stuck}`);
+    }
+    for (const a of fig.policy.applies) if (a.catchUp.stuck !== undefined) fig.notes.push(`policy apply ${a.shift}: ${a.catchUp.stuck}`);
     follower.stop();
     follower = undefined;
   } catch (err) {

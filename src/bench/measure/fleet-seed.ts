@@ -4,6 +4,7 @@ import { ApiCallError, type FleetApi } from '../http-api.js';
 import type { AgentIdentity } from '../load/agent-messages.js';
 import { log } from '../log.js';
 import { nowMs } from '../clock.js';
+import { deviceTag } from './policy-document.js';
 
 /** An organization ready for N simulated agents. */
 export interface SeededFleet {
@@ -30,7 +31,9 @@ async function created(api: FleetApi, path: string, body: unknown, what: string)
  * A fresh organization with one security group and N devices, created
  * through the API (`POST .../devices`, 16 in flight): each device's token
  * is only in its creation's answer (`device_token`), so there is no
- * shortcut around the API. Aborts between creations when `signal` does.
+ * shortcut around the API. Each device carries one of (h)'s tags from its
+ * creation, so that the policy document's groups bind the fleet. Aborts
+ * between creations when `signal` does.
  */
 export async function seedFleet(api: FleetApi, n: number, label: string, signal: AbortSignal): Promise<SeededFleet> {
   const started = nowMs();
@@ -44,7 +47,7 @@ export async function seedFleet(api: FleetApi, n: number, label: string, signal:
       signal.throwIfAborted();
       const i = next++;
       if (i >= n) return;
-      const d = await created(api, paths.devices(org), { hostname: `${label}-${i}`, public_key: randomBytes(32).toString('base64') }, 'create device');
+      const d = await created(api, paths.devices(org), { hostname: `${label}-${i}`, public_key: randomBytes(32).toString('base64'), tags: [deviceTag(i)] }, 'create device');
       const token = d['device_token'];
       if (typeof token !== 'string') throw new Error('POST .../devices answered without a device_token');
       identities[i] = { deviceId: String(d['id']), token };

@@ -6,6 +6,8 @@ import type { ChurnRound } from './churn-run.js';
 import { count, ms, overChanges, seconds } from './fleet-cells.js';
 import type { AckCatchUp, FleetRunFigures } from './fleet-run.js';
 import type { OnlineWait } from './online-wait.js';
+import { POLICY_GROUPS, POLICY_RULES_PER_GROUP } from './policy-document.js';
+import type { PolicyApply, PolicySetupStep } from './policy-run.js';
 
 type Row = string[];
 
@@ -96,6 +98,56 @@ export function churnTable(runs: readonly FleetRunFigures[]): Table {
   }
   return {
     title: `(g) churn: ${Math.round(CHURN_SHARE * 100)}% of the agents PATCH a new STUN endpoint at once (after the restart); ms from sending the PATCH that took the last revision`,
+    columns: ['storage', 'N', 'figure', 'value'],
+    rows,
+  };
+}
+
+function setupCell(step: PolicySetupStep, n: number): string {
+  const c = step.catchUp;
+  const converged = Number.isNaN(c.convergedMs) ? `timeout: best at_head ${count(c.bestAtHead)} of ${count(n)}` : ms(c.convergedMs);
+  return `head ${count(step.headBefore)} → ${count(step.headAfter)}; PUT → convergence at_head = N ${converged}`;
+}
+
+/** (h): the policy applies, median (min–max) over the timed ones. */
+export function policyTable(runs: readonly FleetRunFigures[]): Table {
+  const rows: Row[] = [];
+  for (const r of runs) {
+    const p = r.policy;
+    if (!p) continue;
+    const add = (figure: string, value: string): void => {
+      rows.push([r.storage, count(r.n), figure, value]);
+    };
+    const over = (pick: (a: PolicyApply) => number, f?: (n: number) => string): string => overChanges(p.applies.map(pick), f);
+    const first = p.applies[0];
+    add('document', `${POLICY_GROUPS} groups × ${POLICY_RULES_PER_GROUP} rules, each group applies_to one tag (N ÷ ${POLICY_GROUPS} = ${fmt(r.n / POLICY_GROUPS)} devices per tag); YAML ${fmtBytes(p.documentBytes)}; ACKs by ${p.ack}`);
+    add('setup: the generated document PUT back (adoption, group objects tombstoned)', setupCell(p.adopt, r.n));
+    add("setup: the bench's document, ports shifted by 0", setupCell(p.first, r.n));
+    add('timed applies (ports shifted by 1, 2, …: every rule changes)', count(p.applies.length));
+    add('PUT round trip (parse, tests, compile, write)', over((a) => a.writeMs, ms));
+    add('  groups changed per apply / revisions per apply', `${over((a) => a.groupsChanged, count)} / ${over((a) => a.revisionsTaken, count)}`);
+    add('→ all N received (p50)', `${over((a) => a.catchUp.receivedMs, ms)} (${over((a) => a.catchUp.receivedP50Ms, ms)})`);
+    add('  agents missing it (worst apply)', count(Math.max(...p.applies.map((a) => a.catchUp.missingReceived))));
+    add('→ all N ACKed (frame sent)', over((a) => a.catchUp.ackedMs, ms));
+    add('→ convergence at_head = N', over((a) => a.catchUp.convergedMs, ms));
+    add('  best at_head seen', over((a) => a.catchUp.bestAtHead, count));
+    add('  each apply in order: PUT round trip → convergence', p.applies.map((a) => `${ms(a.writeMs)} → ${ms(a.catchUp.convergedMs)}`).join('; '));
+    add('server CPU per apply', over((a) => a.cpuSeconds, seconds));
+    add(r.storage === 'postgresql' ? '  PostgreSQL CPU per apply' : '  of which its embedded PostgreSQL', over((a) => a.databaseCpuSeconds, seconds));
+    add("  the bench's /metrics scrape, not counted above", over((a) => a.scrapeCpuSeconds, seconds));
+    add('statements per apply (all); by label, apply 1', `${over((a) => a.statements)}; ${first?.statementDetail ?? '–'}`);
+    add('watch events received per apply; the server wrote', `${over((a) => a.accounting.events)}; ${over((a) => a.serverEventsWritten)} in ${over((a) => a.fillQueries)} tail-cache fills`);
+    add('  by type and kind, apply 1', first?.accounting.eventDetail ?? '–');
+    add('  per watcher per apply', over((a) => a.accounting.eventsPerWatcherPerChange, (x) => fmt(x, 6)));
+    add('  bytes per event (mean)', over((a) => a.accounting.meanEventBytes, fmtBytes));
+    add('re-lists (full lists, 410 resyncs), all applies', `${count(p.applies.reduce((t, a) => t + a.accounting.relists, 0))}${first ? `; apply 1: ${first.accounting.relistDetail}` : ''}`);
+    add('other watch requests (resumes), all applies', count(p.applies.reduce((t, a) => t + a.accounting.resumes, 0)));
+    add('status frames sent per agent per apply', over((a) => a.accounting.statusFrames / Math.max(1, a.accounting.watchers)));
+    const errors = p.applies.reduce((t, a) => t + a.accounting.errors, 0);
+    add('agent-side errors, all applies', `${count(errors)}${errors > 0 ? `: ${p.applies.map((a) => a.accounting.errorDetail).filter((x) => x !== '').join('; ')}` : ''}`);
+  }
+  return {
+    title: `(h) policy apply: PUT .../policy of a document changing every rule (after (g)); median (min–max) over the timed applies; ms from sending the PUT`,
     columns: ['storage', 'N', 'figure', 'value'],
     rows,
   };

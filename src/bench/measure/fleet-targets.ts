@@ -1,12 +1,14 @@
 import { fmt, fmtBytes } from '../format.js';
 import type { TargetResult } from '../scenario.js';
 import { spread } from '../stats.js';
-import type { ChangeLoopResult } from './change-loop.js';
+import { CHANGES, type ChangeLoopResult } from './change-loop.js';
 import { CHURN_EVENT_BYTES_LIMIT, CHURN_SHARE, churnVerdicts } from './churn-accounting.js';
 import { count, ms, overChanges, seconds } from './fleet-cells.js';
 import type { FleetPlan } from './fleet-plan.js';
 import type { FleetRunFigures } from './fleet-run.js';
 import type { JoinFigures, JoinMode } from './join-run.js';
+import { POLICY_GROUPS, POLICY_RULES_PER_GROUP } from './policy-document.js';
+import type { PolicyApply } from './policy-run.js';
 
 /** The fleet loop's targets, stated for 10,000 agents. */
 export const FLEET_TARGETS = {
@@ -182,6 +184,83 @@ function churnChecks(run: FleetRunFigures): Check[] {
   ];
 }
 
+/** One revision, and one event per watcher for it. */
+function oneEvent(a: PolicyApply): boolean {
+  return a.revisionsTaken === 1 && churnVerdicts(a.accounting).oneEventPerChange;
+}
+
+/**
+ * (h): against (c)'s limits, as (c) measures them (convergence from sending
+ * the write, median; server CPU per change, median), and (g)'s accounting
+ * per apply: one revision, one event per watcher, no re-list.
+ */
+function policyChecks(run: FleetRunFigures): Check[] {
+  const label = `(h) policy apply, ${POLICY_GROUPS} groups × ${POLICY_RULES_PER_GROUP} rules all changed`;
+  const targets = {
+    converged: `≤ ${FLEET_TARGETS.convergedMs} ms (median of ${CHANGES}), every group changed`,
+    cpu: `≤ ${FLEET_TARGETS.cpuSecondsPerChange} s`,
+    events: 'exactly 1.0, one revision per apply',
+    relists: '0',
+  };
+  const applies = run.policy?.applies ?? [];
+  const [first] = applies;
+  if (!first) {
+    const missing = (figure: string, target: string, limit: number): Check => ({ figure: `${label}: ${figure}`, measured: 'not measured', target, value: Number.NaN, limit, pass: undefined });
+    return [
+      missing('PUT → convergence at_head = N', targets.converged, FLEET_TARGETS.convergedMs),
+      missing('server CPU per apply', targets.cpu, FLEET_TARGETS.cpuSecondsPerChange),
+      missing('watch events per watcher per apply', targets.events, 1),
+      missing('re-lists by the agents during the applies', targets.relists, 0),
+    ];
+  }
+  const converged = applies.map((a) => a.catchUp.convergedMs);
+  const allConverged = converged.every((x) => !Number.isNaN(x));
+  const allGroups = applies.every((a) => a.groupsChanged === POLICY_GROUPS);
+  const best = Math.min(...applies.map((a) => (Number.isNaN(a.catchUp.bestAtHead) ? 0 : a.catchUp.bestAtHead)));
+  const cpu = applies.map((a) => a.cpuSeconds);
+  const shown = applies.find((a) => !oneEvent(a)) ?? first;
+  const relists = applies.reduce((t, a) => t + a.accounting.relists, 0);
+  const errors = applies.reduce((t, a) => t + a.accounting.errors, 0);
+  return [
+    {
+      figure: `${label}: PUT → convergence at_head = N`,
+      measured:
+        `${overChanges(converged, (x) => `${fmt(x)} ms`)}${allConverged ? '' : `; lowest best at_head ${count(best)} of ${count(run.n)}`}; ` +
+        `groups changed ${overChanges(applies.map((a) => a.groupsChanged), count)} of ${POLICY_GROUPS}; PUT round trip ${overChanges(applies.map((a) => a.writeMs), ms)}`,
+      target: targets.converged,
+      value: spread(converged).median,
+      limit: FLEET_TARGETS.convergedMs,
+      pass: allConverged && allGroups ? spread(converged).median <= FLEET_TARGETS.convergedMs : false,
+    },
+    {
+      figure: `${label}: server CPU per apply`,
+      measured: overChanges(cpu, seconds),
+      target: targets.cpu,
+      value: spread(cpu).median,
+      limit: FLEET_TARGETS.cpuSecondsPerChange,
+      pass: spread(cpu).median <= FLEET_TARGETS.cpuSecondsPerChange,
+    },
+    {
+      figure: `${label}: watch events per watcher per apply`,
+      measured:
+        `${overChanges(applies.map((a) => a.accounting.eventsPerWatcherPerChange), (x) => fmt(x, 6))}; revisions per apply ${overChanges(applies.map((a) => a.revisionsTaken), count)}; ` +
+        `apply ${shown.shift}${oneEvent(shown) ? '' : ', off'}: ${count(shown.accounting.events)} events ÷ ${count(shown.accounting.watchers)} watchers; ${shown.accounting.eventDetail}; mean ${fmt(shown.accounting.meanEventBytes)} B`,
+      target: targets.events,
+      value: shown.accounting.eventsPerWatcherPerChange,
+      limit: 1,
+      pass: applies.every(oneEvent),
+    },
+    {
+      figure: `${label}: re-lists by the agents during the applies`,
+      measured: `${count(relists)} over ${applies.length} applies; agent-side errors ${count(errors)}${errors > 0 ? ` (${applies.map((a) => a.accounting.errorDetail).filter((x) => x !== '').join('; ')})` : ''}`,
+      target: targets.relists,
+      value: relists,
+      limit: 0,
+      pass: relists === 0,
+    },
+  ];
+}
+
 function idleCheck(run: FleetRunFigures): Check {
   const figure = '(d) idle: database write statements';
   const target = `≤ ${FLEET_TARGETS.idleWritesPerSecond} per second`;
@@ -227,7 +306,7 @@ function memoryCheck(run: FleetRunFigures): Check {
 
 /** Rows of the targets table and the TargetResults of one run. */
 export function runTargets(run: FleetRunFigures): { rows: string[][]; targets: TargetResult[] } {
-  const checks = [joinCheck(run, 'paced'), joinCheck(run, 'all at once'), restartCheck(run), ...loopChecks(run.tunnel, run.n), idleCheck(run), memoryCheck(run), ...churnChecks(run)];
+  const checks = [joinCheck(run, 'paced'), joinCheck(run, 'all at once'), restartCheck(run), ...loopChecks(run.tunnel, run.n), idleCheck(run), memoryCheck(run), ...churnChecks(run), ...policyChecks(run)];
   const n = count(run.n);
   return {
     rows: checks.map((c) => [run.storage, n, c.figure, c.measured, c.target, verdict(c, run.n)]),

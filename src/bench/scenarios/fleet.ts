@@ -8,9 +8,10 @@ import { fleetMethod } from '../measure/fleet-method.js';
 import { fleetOptions, FLEET_FLAGS } from '../measure/fleet-options.js';
 import { planFleet, type FleetPlan, type RunnablePlan } from '../measure/fleet-plan.js';
 import { fleetRun, joinTimeoutMs, type FleetRunFigures } from '../measure/fleet-run.js';
-import { changeTable, churnTable, detailTable, joinTable } from '../measure/fleet-tables.js';
+import { changeTable, churnTable, detailTable, joinTable, policyTable } from '../measure/fleet-tables.js';
 import { FLEET_TARGETS, notRunRow, runTargets, TARGET_COLUMNS } from '../measure/fleet-targets.js';
 import { PACED_CONCURRENCY } from '../measure/join-run.js';
+import { POLICY_GROUPS, POLICY_RULES_PER_GROUP } from '../measure/policy-document.js';
 import { resumeTimeoutMs } from '../measure/restart-run.js';
 
 /** A list is about this many bytes per device (for time bounds only; the real size is measured). */
@@ -22,19 +23,22 @@ function runBoundMs(n: number, idleSeconds: number): number {
   const changes = 2 * CHANGES * (30_000 + ackTimeoutMs(n) + 1_000);
   // Two rounds of endpoint PATCHes (the first publication, then the step), each waiting like one change.
   const churn = 2 * (RECEIVE_TIMEOUT_MS + ackTimeoutMs(n) + 30_000) + 10_000;
-  return 120_000 + 20 * n + 4 * join + 2 * ackTimeoutMs(n) + changes + idleSeconds * 1000 + resumeTimeoutMs(n) + 60_000 + churn;
+  // The policy's two setup PUTs and its timed applies, each waiting like one change.
+  const policy = (2 + CHANGES) * (RECEIVE_TIMEOUT_MS + ackTimeoutMs(n) + 30_000) + 10_000;
+  return 120_000 + 20 * n + 4 * join + 2 * ackTimeoutMs(n) + changes + idleSeconds * 1000 + resumeTimeoutMs(n) + 60_000 + churn + policy;
 }
 
 /**
  * `fleet`: N simulated agents, each with its own device, watch stream,
  * tunnel and ACKs, against one server per storage: join (vs the raw floor),
  * restart, change → received → ACKed → converged (ACKs by tunnel and by
- * PUT), idle writes, RSS per agent, and last 10% of the agents moving their
- * endpoint at once. See bench/README.md.
+ * PUT), idle writes, RSS per agent, 10% of the agents moving their
+ * endpoint at once, and last policy documents changing every rule. See
+ * bench/README.md.
  */
 export const fleet: Scenario = {
   name: 'fleet',
-  summary: 'N agents (watch + tunnel + ACKs): join vs raw floor, restart, change → ACK → convergence (tunnel vs PUT), idle writes, RSS/agent, endpoint churn',
+  summary: 'N agents (watch + tunnel + ACKs): join vs raw floor, restart, change → ACK → convergence (tunnel vs PUT), idle writes, RSS/agent, endpoint churn, policy apply',
   inDefault: false,
   flags: FLEET_FLAGS,
   timeLimitMs: (o) => {
@@ -86,6 +90,7 @@ export const fleet: Scenario = {
         ackModes: f.acks,
         changesPerLoop: CHANGES,
         churn: { share: CHURN_SHARE, eventBytesLimit: CHURN_EVENT_BYTES_LIMIT },
+        policy: { groups: POLICY_GROUPS, rulesPerGroup: POLICY_RULES_PER_GROUP, timedApplies: CHANGES },
         pacedConcurrency: PACED_CONCURRENCY,
         openFilesPerProcess: openFiles,
         plans,
@@ -94,7 +99,7 @@ export const fleet: Scenario = {
         targets: FLEET_TARGETS,
         runs: 'one pass per storage and N (--runs is not used: a 10,000-agent join moves about 45 GB); figures of (c)/(f) are over 5 changes',
       },
-      tables: [{ title: 'fleet: targets (stated for 10,000 agents)', columns: TARGET_COLUMNS, rows: targetRows }, joinTable(runs), changeTable(runs), churnTable(runs), detailTable(runs)].filter(
+      tables: [{ title: 'fleet: targets (stated for 10,000 agents)', columns: TARGET_COLUMNS, rows: targetRows }, joinTable(runs), changeTable(runs), churnTable(runs), policyTable(runs), detailTable(runs)].filter(
         (t) => t.rows.length > 0,
       ),
       runs,

@@ -5,6 +5,7 @@ import { ENTRIES } from '../ctl/commands.js';
 import { CONNECTION_FLAGS, FLAGS, type FlagName, type FlagSpec } from '../ctl/flags.js';
 import { OUTPUT_MODES } from '../ctl/output.js';
 import { WATCH_KINDS } from '../../protocol/index.js';
+import { SYNC_FLAGS } from '../../sync/index.js';
 
 /** A flag as completion offers it. */
 export interface CompletionFlag {
@@ -57,10 +58,11 @@ const plain = (long: string, help: string, takesValue: boolean): CompletionFlag 
 export function completionTree(): CompletionNode[] {
   const ctl = ['ctl'];
   const nodes: CompletionNode[] = [
-    { path: [], words: ['serve', 'agent', 'ctl', 'completion'], leaf: false, flags: [plain('help', 'show help', false), plain('version', 'print the version', false)] },
+    { path: [], words: ['serve', 'agent', 'ctl', 'sync', 'completion'], leaf: false, flags: [plain('help', 'show help', false), plain('version', 'print the version', false)] },
     { path: [['completion']], words: SHELLS, leaf: false, flags: [] },
     { path: [['serve']], words: [], leaf: true, flags: SETTING_SPECS.map((s) => plain(s.flag, s.help, s.kind !== 'bool')) },
     { path: [['agent']], words: [], leaf: true, flags: Object.values(AGENT_FLAGS).map((f) => plain(f.flag, f.help, f.kind !== 'bool')) },
+    { path: [['sync']], words: [], leaf: true, flags: [...Object.entries(SYNC_FLAGS).map(([flag, s]) => plain(flag, s.help, true)), plain('help', 'show help', false)] },
     { path: [ctl], words: [...ENTRIES.map((e) => e.name), 'help'], leaf: false, flags: [ctlFlag('help'), ctlFlag('version')] },
   ];
   for (const entry of ENTRIES) {

@@ -1,8 +1,9 @@
+import type { ExitCode } from '../exit-codes.js';
 import type { CtlContext, LocalContext } from './context.js';
 import type { FlagName } from './flags.js';
 
-/** A flag a command accepts, with help of its own where the default help doesn't fit. */
-export type FlagUse = FlagName | { name: FlagName; help: string };
+/** A flag a command accepts, with help (and a value placeholder) of its own where the default doesn't fit. */
+export type FlagUse = FlagName | { name: FlagName; help: string; value?: string };
 
 interface CommandBase {
   name: string;
@@ -17,16 +18,23 @@ interface CommandBase {
   examples: readonly string[];
 }
 
+/**
+ * What a command's run resolves to: nothing (exit 0), or an exit code for
+ * an outcome that is not an error but not 0 either, having printed what it
+ * has to say (`policy diff`: 1 when something would change). Errors throw.
+ */
+export type RunResult = void | ExitCode;
+
 /** A command that talks to a server: the connection flags apply and it gets a client. */
 export interface RemoteCommand extends CommandBase {
   kind: 'remote';
-  run(ctx: CtlContext, args: readonly string[]): Promise<void>;
+  run(ctx: CtlContext, args: readonly string[]): Promise<RunResult>;
 }
 
 /** A command that works on this machine only (`config ...`). */
 export interface LocalCommand extends CommandBase {
   kind: 'local';
-  run(ctx: LocalContext, args: readonly string[]): Promise<void>;
+  run(ctx: LocalContext, args: readonly string[]): Promise<RunResult>;
 }
 
 export type Command = RemoteCommand | LocalCommand;

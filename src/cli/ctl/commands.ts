@@ -5,6 +5,7 @@ import { devicesGroup } from './resources/devices.js';
 import { organizationsGroup } from './resources/organizations.js';
 import { registrationKeysGroup } from './resources/registration-keys.js';
 import { securityGroupsGroup } from './resources/security-groups.js';
+import { policyGroup } from './resources/policy.js';
 import { tokensGroup } from './resources/tokens.js';
 import { apiKeysGroup } from './resources/api-keys.js';
 import { invitationsGroup } from './resources/invitations.js';
@@ -19,6 +20,7 @@ export const ENTRIES: readonly Entry[] = [
   organizationsGroup,
   devicesGroup,
   securityGroupsGroup,
+  policyGroup,
   tokensGroup,
   registrationKeysGroup,
   membersGroup,

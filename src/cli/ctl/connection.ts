@@ -1,6 +1,10 @@
 import { UsageError } from '../exit-codes.js';
-import type { Flags } from './argv.js';
 import { ConfigError, type ConfigFile, type ContextEntry } from './config-file.js';
+
+/** The flags a connection is made of: ctl's Flags, or another command's (`fleetplane sync`) with the same names. */
+export interface ConnectionFlags {
+  string(name: 'server' | 'token' | 'context' | 'config' | 'ca-file' | 'org'): string | undefined;
+}
 
 /** Where a command talks to, and as whom, after flags, environment and context are merged. */
 export interface Connection {
@@ -18,7 +22,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 const sameServer = (a: string, b: string): boolean => a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
 
 /** The context `--context` names, else the current one; undefined when there is none. */
-export function chooseContext(flags: Flags, config: ConfigFile, path: string): { name: string; entry: ContextEntry } | undefined {
+export function chooseContext(flags: ConnectionFlags, config: ConfigFile, path: string): { name: string; entry: ContextEntry } | undefined {
   const asked = flags.string('context');
   if (asked !== undefined) {
     const entry = config.contexts[asked];
@@ -38,7 +42,7 @@ export function chooseContext(flags: Flags, config: ConfigFile, path: string): {
  * apply only to the context's own server: a server given by flag or
  * environment that differs from it never receives the context's token.
  */
-export function resolveConnection(flags: Flags, env: Env, config: ConfigFile, path: string): Connection {
+export function resolveConnection(flags: ConnectionFlags, env: Env, config: ConfigFile, path: string): Connection {
   const chosen = chooseContext(flags, config, path);
   const fromContext = chosen?.entry;
   const server = flags.string('server') ?? nonEmpty(env['FLEETPLANE_URL']) ?? fromContext?.server;

@@ -19,6 +19,8 @@ export interface LocalContext {
   /** The config file's path (`--config`, FLEETPLANE_CONFIG or the XDG default). */
   configPath: string;
   cwd: string;
+  /** What `-f -` reads. */
+  stdin: AsyncIterable<string | Uint8Array>;
 }
 
 /** What commands that talk to a server get. */

@@ -73,6 +73,8 @@ export const FLAGS = {
   from: { kind: 'list', value: 'RANGES', help: 'sources of the preceding --allow: CIDR, IP or IP-IP, comma separated (default: anywhere)' },
   'egress-allow': { kind: 'list', value: 'PROTO[:PORTS]', help: 'outbound rule, as --allow' },
   to: { kind: 'list', value: 'RANGES', help: 'destinations of the preceding --egress-allow (default: anywhere)' },
+  file: { kind: 'string', short: 'f', value: 'FILE', help: 'the policy document (YAML); - reads stdin' },
+  'dry-run': { kind: 'boolean', help: 'check the document and print what would change, changing nothing' },
 } as const satisfies Record<string, FlagSpec>;
 
 export type FlagName = keyof typeof FLAGS;

@@ -8,7 +8,8 @@ function flagLine(use: FlagUse): [string, string] {
   const name: FlagName = flagName(use);
   const spec: FlagSpec = FLAGS[name];
   const short = spec.short === undefined ? '    ' : `-${spec.short}, `;
-  const value = spec.value === undefined ? '' : ` ${spec.value}`;
+  const placeholder = typeof use === 'string' ? spec.value : (use.value ?? spec.value);
+  const value = placeholder === undefined ? '' : ` ${placeholder}`;
   const repeat = spec.kind === 'list' ? ' (repeatable)' : '';
   return [`${short}--${name}${value}`, `${typeof use === 'string' ? spec.help : use.help}${repeat}`];
 }

@@ -1,13 +1,10 @@
-import { readFile } from 'node:fs/promises';
-import { FleetplaneClient, type FetchLike } from '../../client/index.js';
 import { EXIT, UsageError } from '../exit-codes.js';
 import { versionLine } from '../version.js';
 import { Flags, parseArgv } from './argv.js';
-import { fetchTrusting } from './ca-fetch.js';
 import { flagName, type Command, type RemoteCommand } from './command-spec.js';
 import { CommandError, resolveCommand } from './commands.js';
-import { ConfigError, configPath, loadConfig, looseModeWarning } from './config-file.js';
-import { resolveConnection } from './connection.js';
+import { configPath } from './config-file.js';
+import { openClient } from './connect.js';
 import type { CtlContext, LocalContext, OrgRef } from './context.js';
 import { describeError, oneLine } from './describe-error.js';
 import { CONNECTION_FLAGS, type FlagName } from './flags.js';
@@ -27,6 +24,8 @@ export interface CtlIo {
   now?: () => number;
   /** Where relative paths (--ca-file of set-context) start; default the process's. */
   cwd?: string;
+  /** What `-f -` reads; default the process's stdin. */
+  stdin?: AsyncIterable<string | Uint8Array>;
 }
 
 /**
@@ -76,10 +75,10 @@ export async function runCtl(argv: readonly string[], io: CtlIo): Promise<number
       signal: io.signal,
       configPath: configPath(flags.string('config'), io.env),
       cwd: io.cwd ?? process.cwd(),
+      stdin: io.stdin ?? process.stdin,
     };
-    if (command.kind === 'local') await command.run(local, args);
-    else await command.run(await remoteContext(local, command), args);
-    return EXIT.ok;
+    const code = command.kind === 'local' ? await command.run(local, args) : await command.run(await remoteContext(local, command), args);
+    return code ?? EXIT.ok;
   } catch (err) {
     return fail(io, where, err);
   }
@@ -98,21 +97,7 @@ function misplacedFlag(command: Command, flags: Flags): string | undefined {
 }
 
 async function remoteContext(local: LocalContext, command: RemoteCommand): Promise<CtlContext> {
-  const loaded = await loadConfig(local.configPath);
-  const connection = resolveConnection(local.flags, local.env, loaded.config, loaded.path);
-  if (connection.context !== undefined) {
-    const warning = looseModeWarning(loaded);
-    if (warning !== undefined) local.stderr.write(`${warning}\n`);
-  }
-  let fetch: FetchLike | undefined;
-  if (connection.caFile !== undefined) {
-    try {
-      fetch = fetchTrusting(await readFile(connection.caFile, 'utf8'));
-    } catch (err) {
-      throw new ConfigError(`CA file ${connection.caFile}: ${err instanceof Error ? err.message : String(err)}`);
-    }
-  }
-  const client = new FleetplaneClient({ baseUrl: connection.server, token: connection.token, fetch });
+  const { client, connection } = await openClient(local.flags, local.env, local.stderr);
   const takesOrg = command.flags.some((f) => flagName(f) === 'org');
   let org: Promise<OrgRef> | undefined;
   return {

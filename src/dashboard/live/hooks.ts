@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { AuthError, type Device, type DeviceStatus, type KindValue, type WatchKind } from '../../client/index.js';
+import { AuthError, type Device, type DeviceStatus, type KindValue, type Organization, type WatchKind } from '../../client/index.js';
 import { useClient, useInformers, useTracked, type TrackedConvergence } from './context.js';
 
 /** A kind's live objects: re-rendered at most once per animation frame however many events arrive. */
@@ -35,6 +35,11 @@ export function useInformerItems<K extends WatchKind>(kind: K): LiveItems<K> {
     };
   }, [informers, kind]);
   return state;
+}
+
+/** The organization object, live from the watch stream; undefined until the stream has listed it. */
+export function useOrganization(org: string): Organization | undefined {
+  return useInformerItems('organization').items.find((o) => o.id === org);
 }
 
 /** The organization's convergence, followed live by the shell (one stream for every view; at most one update per 100 ms). */

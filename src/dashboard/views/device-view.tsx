@@ -6,6 +6,7 @@ import { Ago, describeError, EmptyState, ErrorState } from '../components/ui.js'
 import { useClient, useInformers } from '../live/context.js';
 import { useConvergence, useInformerItems } from '../live/hooks.js';
 import { href } from '../router.js';
+import { DeviceGroup } from './device-group.js';
 
 type RpcAnswer = { method: string; ok: boolean; text: string; ms: number };
 
@@ -115,6 +116,7 @@ export function DeviceView(props: { org: string; id: string }): JSX.Element {
             <tr><th scope="row">Routes</th><td>{device.approved_cidrs.join(', ') || '—'}</td></tr>
             {/* Servers before v1.12 send no tags. */}
             <tr><th scope="row">Tags</th><td data-testid="device-tags">{(device.tags ?? []).join(', ') || '—'}</td></tr>
+            <tr><th scope="row">Security group</th><td><DeviceGroup org={props.org} device={device} /></td></tr>
             <tr><th scope="row">Id</th><td><code>{device.id}</code></td></tr>
           </tbody>
         </table>

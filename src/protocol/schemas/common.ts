@@ -1,4 +1,4 @@
-import { Type, type SchemaOptions, type Static, type TInteger, type TSchema, type TString, type TUnsafe } from '@sinclair/typebox';
+import { Type, type SchemaOptions, type Static, type TInteger, type TObject, type TSchema, type TString, type TUnsafe } from '@sinclair/typebox';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 
 export const Uuid = Type.String({ format: 'uuid', description: 'Lower-case UUID.' });
@@ -18,7 +18,7 @@ export const strict = { additionalProperties: false } as const;
  * reports made it per ACK. A type list is one check, and a coercing
  * validator coerces only when no listed type matches, so null stays null.
  */
-export function OrNull<T extends TString | TInteger>(schema: T, options: SchemaOptions = {}): TUnsafe<Static<T> | null> {
+export function OrNull<T extends TString | TInteger | TObject>(schema: T, options: SchemaOptions = {}): TUnsafe<Static<T> | null> {
   // Own string keys only: TypeBox's kind symbol would make the result a plain string or integer to TypeBox.
   const plain: Record<string, unknown> = Object.fromEntries(Object.entries(schema));
   return Type.Unsafe<Static<T> | null>({ ...plain, ...options, type: [plain.type, 'null'] });

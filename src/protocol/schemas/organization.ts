@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Cidr, Ip, Revision, Timestamp, Uuid, strict } from './common.js';
+import { Cidr, Ip, OrNull, Revision, Timestamp, Uuid, strict } from './common.js';
 import { CreatedInvitation, InviteeEmail } from './members.js';
 import { TAG_OWNER_PATTERN, TAG_PATTERN } from '../references.js';
+import { PolicySecurityGroup } from './security-group.js';
 
 export const Route = Type.Object({ destination: Cidr, via: Type.Optional(Ip) }, { ...strict, $id: 'Route' });
 
@@ -51,6 +52,15 @@ export const Organization = Type.Object({
     description: "Whether the organization's read tokens and read members may read its audit log (docs/protocol.md \"Audit log\"); admins always may.",
   }),
   tag_owners: TagOwners,
+  policy: Type.Optional(
+    OrNull(
+      Type.Object({ groups: Type.Array(PolicySecurityGroup, { maxItems: 1024 }) }),
+      {
+        description:
+          'Absent or null: the organization\'s access is its objects. Otherwise a policy document manages it (docs/protocol.md "Policy document"): agents enforce these groups, not the security group objects, and `tag_owners` and `network` (but `ipv4_cidr`) are the document\'s.',
+      },
+    ),
+  ),
   revision: Revision,
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -102,6 +112,7 @@ export type Network = Static<typeof Network>;
 export type AutoApprover = Static<typeof AutoApprover>;
 export type TagOwners = Static<typeof TagOwners>;
 export type Organization = Static<typeof Organization>;
+export type OrganizationPolicy = NonNullable<Organization['policy']>;
 export type OrganizationCreate = Static<typeof OrganizationCreate>;
 export type CreatedOrganization = Static<typeof CreatedOrganization>;
 export type OrganizationPatch = Static<typeof OrganizationPatch>;

@@ -14,8 +14,8 @@ export const PolicyRule = Type.Object(
   {
     proto: Type.Union(IP_PROTOCOLS.map((p) => Type.Literal(p))),
     ports: Type.Optional(Ports),
-    from: Type.Optional(Type.Array(Address, { maxItems: 256 })),
-    to: Type.Optional(Type.Array(Address, { maxItems: 256 })),
+    from: Type.Optional(Type.Array(Address, { minItems: 1, maxItems: 256 })),
+    to: Type.Optional(Type.Array(Address, { minItems: 1, maxItems: 256 })),
   },
   { ...strict, $id: 'PolicyRule' },
 );
@@ -78,3 +78,41 @@ export type PolicyRule = Static<typeof PolicyRule>;
 export type PolicyGroup = Static<typeof PolicyGroup>;
 export type PolicyTest = Static<typeof PolicyTest>;
 export type PolicyDocument = Static<typeof PolicyDocument>;
+
+/** One difference between an organization's current policy and a document: `path` names the group, tag, field or list. */
+export const PolicyChange = Type.Object(
+  {
+    op: Type.Union([Type.Literal('add'), Type.Literal('remove'), Type.Literal('change')]),
+    path: Type.String(),
+    from: Type.Optional(Type.Unknown()),
+    to: Type.Optional(Type.Unknown()),
+  },
+  { $id: 'PolicyChange' },
+);
+
+/**
+ * The answer to `PUT .../policy`: whether the organization is now managed
+ * by the document, whether this request wrote it (not for a dry run, nor
+ * when nothing changes), the document's ETag, the organization's revision
+ * (the one written, or the current one), what changed (or would), and how
+ * many of the document's tests ran and passed.
+ */
+export const PolicyApplyResult = Type.Object(
+  {
+    managed: Type.Boolean(),
+    applied: Type.Boolean(),
+    dry_run: Type.Boolean(),
+    etag: Type.String(),
+    revision: Type.Integer({ minimum: 0 }),
+    changes: Type.Array(PolicyChange),
+    tests: Type.Object({ total: Type.Integer({ minimum: 0 }), passed: Type.Integer({ minimum: 0 }) }),
+  },
+  { $id: 'PolicyApplyResult' },
+);
+
+/** The answer to `DELETE .../policy`: the organization's objects are editable again, with the same effect. */
+export const PolicyReleaseResult = Type.Object({ managed: Type.Literal(false), revision: Type.Integer({ minimum: 0 }) }, { $id: 'PolicyReleaseResult' });
+
+export type PolicyChange = Static<typeof PolicyChange>;
+export type PolicyApplyResult = Static<typeof PolicyApplyResult>;
+export type PolicyReleaseResult = Static<typeof PolicyReleaseResult>;

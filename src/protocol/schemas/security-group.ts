@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ChangeListOf, OrNull, Revision, Timestamp, Uuid, strict } from './common.js';
-import { DEVICE_REFERENCE_PATTERN, GROUP_NAME_PATTERN } from '../references.js';
+import { DEVICE_REFERENCE_PATTERN, GROUP_NAME_PATTERN, TAG_PATTERN } from '../references.js';
 
 export const IP_PROTOCOLS = ['tcp', 'udp', 'icmp', 'icmpv6', 'any'] as const;
 
@@ -34,11 +34,20 @@ const GroupName = OrNull(Type.String({ pattern: GROUP_NAME_PATTERN, maxLength: 6
   description: 'Unique among the organization\'s groups; what `group:<name>` references and a policy document name it by. Null: unnamed.',
 });
 
+/**
+ * Tags whose devices are in the group without naming it: a device with no
+ * `security_group_id` is in the first group, in order of name (unnamed
+ * groups last, by id), whose `applies_to` holds one of its tags
+ * (docs/protocol.md "Tags and references").
+ */
+export const AppliesTo = Type.Array(Type.String({ pattern: TAG_PATTERN, maxLength: 67 }), { maxItems: 64 });
+
 export const SecurityGroup = Type.Object({
   id: Uuid,
   organization_id: Uuid,
   name: GroupName,
   description: Type.String(),
+  applies_to: Type.Optional(AppliesTo),
   inbound_rules: Type.Array(Rule),
   outbound_rules: Type.Array(Rule),
   revision: Revision,
@@ -46,10 +55,24 @@ export const SecurityGroup = Type.Object({
   updated_at: Timestamp,
 }, { $id: 'SecurityGroup' });
 
+/**
+ * A group as a policy document compiles it, inside its organization
+ * (`Organization.policy`): what agents enforce while a document manages the
+ * organization's access, in binding order (by name).
+ */
+export const PolicySecurityGroup = Type.Object(
+  { id: Uuid, name: Type.String({ pattern: GROUP_NAME_PATTERN, maxLength: 63 }), description: Type.String(), applies_to: AppliesTo, inbound_rules: Type.Array(Rule), outbound_rules: Type.Array(Rule) },
+  { $id: 'PolicySecurityGroup' },
+);
+
 /** `GET .../security_groups`: groups, and tombstones with `gt_revision` or a cursor. */
 export const SecurityGroupList = ChangeListOf(SecurityGroup, 'SecurityGroupList');
 
-const securityGroupFields = { name: Type.Optional(GroupName), description: Type.Optional(Description), inbound_rules: Type.Optional(Rules), outbound_rules: Type.Optional(Rules) };
+const securityGroupFields = {
+  name: Type.Optional(GroupName),
+  description: Type.Optional(Description),
+  applies_to: Type.Optional(AppliesTo),
+  inbound_rules: Type.Optional(Rules), outbound_rules: Type.Optional(Rules) };
 
 export const SecurityGroupCreate = Type.Object(securityGroupFields, { ...strict, $id: 'SecurityGroupCreate' });
 
@@ -57,5 +80,6 @@ export const SecurityGroupPatch = Type.Object(securityGroupFields, { ...strict, 
 
 export type Rule = Static<typeof Rule>;
 export type SecurityGroup = Static<typeof SecurityGroup>;
+export type PolicySecurityGroup = Static<typeof PolicySecurityGroup>;
 export type SecurityGroupCreate = Static<typeof SecurityGroupCreate>;
 export type SecurityGroupPatch = Static<typeof SecurityGroupPatch>;

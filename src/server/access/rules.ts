@@ -65,6 +65,8 @@ const ANY_BUT_REGISTRATION = { admin: true, 'org-admin': true, 'org-read': true,
 const READ = { admin: true, 'org-owner': true, 'org-admin': true, 'org-read': true, device: true } as const;
 /** Write access to the organization in the path. */
 const WRITE = { admin: true, 'org-owner': true, 'org-admin': true } as const;
+/** What people and their tools read, not agents (an organization's policy document). */
+const READ_NOT_DEVICE = { admin: true, 'org-owner': true, 'org-admin': true, 'org-read': true } as const;
 /**
  * Minting credentials: a personal API key may not, whatever its role (a key
  * that minted tokens would have them outlive its revocation and its expiry).
@@ -161,6 +163,9 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   { entry: 'rest', method: 'GET', route: ROUTES.securityGroup, scope: ORG, allow: READ },
   { entry: 'rest', method: 'PATCH', route: ROUTES.securityGroup, scope: ORG, allow: WRITE },
   { entry: 'rest', method: 'DELETE', route: ROUTES.securityGroup, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'GET', route: ROUTES.policy, scope: ORG, allow: READ_NOT_DEVICE },
+  { entry: 'rest', method: 'PUT', route: ROUTES.policy, scope: ORG, allow: WRITE },
+  { entry: 'rest', method: 'DELETE', route: ROUTES.policy, scope: ORG, allow: WRITE },
 
   // Credentials: organization admins only, reads included.
   { entry: 'rest', method: 'POST', route: ROUTES.tokens, scope: ORG, allow: MINT },

@@ -451,6 +451,24 @@ CREATE UNIQUE INDEX objects_group_name ON objects (org_id, (value->>'name'))
  WHERE kind = 'security-group' AND NOT deleted AND value->>'name' IS NOT NULL;
 `,
   },
+  {
+    version: 18,
+    name: 'policy-documents',
+    sql: `
+-- An organization's policy document as its user sent it (issue 35, v1.13): the text, comments and key
+-- order kept, and its ETag. What it compiles to lives in the organization object (its policy member),
+-- so applying it is one revision. No row: the organization's access is its objects.
+CREATE TABLE policy_documents (
+  org_id uuid PRIMARY KEY REFERENCES orgs(id) ON DELETE CASCADE,
+  text text NOT NULL,
+  etag text NOT NULL,
+  revision bigint NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+UPDATE objects SET value = jsonb_set(value, '{applies_to}', '[]'::jsonb)
+ WHERE kind = 'security-group' AND value->'applies_to' IS NULL;
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

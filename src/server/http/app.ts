@@ -10,6 +10,7 @@ import { registerOrganizationRoutes } from './routes/organizations.js';
 import { registerTokenSessionRoutes } from './routes/token-session.js';
 import { registerDeviceRoutes } from './routes/devices.js';
 import { registerSecurityGroupRoutes } from './routes/security-groups.js';
+import { registerPolicyRoutes } from './routes/policy.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerDeviceTokenRoutes } from './routes/device-tokens.js';
 import { registerAuditRoutes } from './routes/audit.js';
@@ -110,6 +111,7 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
   registerOrganizationRoutes(app, ctx);
   registerDeviceRoutes(app, ctx);
   registerSecurityGroupRoutes(app, ctx);
+  registerPolicyRoutes(app, ctx);
   registerCredentialRoutes(app, ctx);
   registerDeviceTokenRoutes(app, ctx);
   registerAuditRoutes(app, ctx);

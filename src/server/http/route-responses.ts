@@ -18,6 +18,10 @@ export const RESPONSE_HEADERS = {
   revision: {
     [HEADERS.revision]: { type: 'integer', minimum: 0, description: 'The organization revision the list is consistent with (plain lists).' },
   },
+  /** A policy document's (docs/protocol.md "Policy document"). */
+  policyEtag: {
+    [HEADERS.etag]: { type: 'string', description: '`"<16 hex>"`: a hash of the document\'s text. Send it back in If-Match.' },
+  },
   retryAfter: {
     [HEADERS.retryAfter]: { type: 'integer', minimum: 1, description: 'Seconds to wait before retrying; add jitter.' },
   },

@@ -13,14 +13,7 @@ function idOf(v: Json): string | undefined {
   return isObject(v) && typeof v['$id'] === 'string' ? v['$id'] : undefined;
 }
 
-/** A copy of `schema` without `$id`s: Ajv refuses one `$id` twice in a schema (SecurityGroupCreate holds Rule twice). */
-export function withoutIds(schema: Json): Json {
-  if (Array.isArray(schema)) return schema.map(withoutIds);
-  if (!isObject(schema)) return schema;
-  const out: Record<string, Json> = {};
-  for (const [k, v] of Object.entries(schema)) if (k !== '$id') out[k] = withoutIds(v);
-  return out;
-}
+export { withoutIds } from '../../util/without-ids.js';
 
 /**
  * The named schemas of the OpenAPI document. The protocol's TypeBox schemas

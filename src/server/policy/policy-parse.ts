@@ -7,7 +7,7 @@
 import { Ajv } from 'ajv';
 import { isNode, LineCounter, parseDocument } from 'yaml';
 import { FORMATS, PolicyDocument } from '../../protocol/index.js';
-import { withoutIds } from '../http/schema-components.js';
+import { withoutIds } from '../../util/without-ids.js';
 
 /** Where a problem is: a JSON pointer into the document, and 1-based line and column (0 when it has no place, e.g. the whole text). */
 export interface PolicyProblem {
@@ -17,7 +17,10 @@ export interface PolicyProblem {
   message: string;
 }
 
-export type ParsedPolicy = { ok: true; document: PolicyDocument } | { ok: false; problem: PolicyProblem };
+/** A parsed document, and where each of its values stands in the text (a JSON pointer → line and column). */
+export type ParsedPolicy =
+  | { ok: true; document: PolicyDocument; locate: (path: string) => { line: number; column: number } }
+  | { ok: false; problem: PolicyProblem };
 
 // The `$id`s name schemas in the OpenAPI document; Ajv would take a repeated one (a rule in two places) for a conflict.
 const validate = new Ajv({ allErrors: false, formats: { ...FORMATS } }).compile<PolicyDocument>(withoutIds(PolicyDocument) as object);
@@ -35,6 +38,10 @@ function placeOf(doc: ReturnType<typeof parseDocument>, lines: LineCounter, path
   return { line: 0, column: 0 };
 }
 
+function segments(path: string): string[] {
+  return path === '/' || path === '' ? [] : path.split('/').slice(1).map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
+}
+
 function pointer(path: readonly string[]): string {
   return path.length === 0 ? '/' : `/${path.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')}`;
 }
@@ -49,7 +56,7 @@ export function parsePolicy(text: string): ParsedPolicy {
     return { ok: false, problem: { path: '/', line: at.line, column: at.col, message: `not YAML: ${syntax.message.split('\n')[0] ?? syntax.code}` } };
   }
   const value: unknown = doc.toJS({ maxAliasCount: 100 }) ?? {};
-  if (validate(value)) return { ok: true, document: value };
+  if (validate(value)) return { ok: true, document: value, locate: (path) => placeOf(doc, lines, segments(path)) };
   const error = validate.errors?.[0];
   const path = (error?.instancePath ?? '').split('/').slice(1).map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
   // An unknown member is refused where it stands, not at the object holding it.

@@ -1,13 +1,13 @@
 /**
  * The tests of a policy document, evaluated against the document alone
  * (docs/protocol.md "Policy document"), as Tailscale's ACL tests are: a
- * device carrying tag X is in the first group (in the document's order)
- * whose `applies_to` names X; a device in no group accepts and sends
+ * device carrying tag X is in the first group (by name, as agents bind
+ * them) whose `applies_to` names X; a device in no group accepts and sends
  * everything, and one in a group with no outbound rules sends nothing new
  * (as agents apply it). `from` may reach `to` on a port when the destination's group
  * admits the source inbound and the source's group lets it out.
  */
-import { GROUP_PREFIX, parseDeviceReference, type PolicyDocument, type PolicyGroup, type PolicyRule, type PolicyTest } from '../../protocol/index.js';
+import { GROUP_PREFIX, bindingOrder, parseDeviceReference, type PolicyDocument, type PolicyGroup, type PolicyRule, type PolicyTest } from '../../protocol/index.js';
 
 /** A failed test: its index, what it expected, and why the document does otherwise. */
 export interface PolicyTestFailure {
@@ -38,7 +38,7 @@ function coversPort(rule: PolicyRule, p: Port): boolean {
 
 /** The group a reference's devices are in: by name for `group:`, the first applying to the tag for `tag:`; undefined: no group (allow all). */
 function groupOf(doc: PolicyDocument, reference: string): { name: string; group: PolicyGroup } | undefined {
-  const groups = Object.entries(doc.security_groups ?? {});
+  const groups = bindingOrder(Object.entries(doc.security_groups ?? {}).map(([name, group]) => ({ id: name, name, applies_to: group.applies_to, group })));
   const parsed = parseDeviceReference(reference);
   if (!parsed) return undefined;
   if (parsed.kind === 'group') {
@@ -46,8 +46,8 @@ function groupOf(doc: PolicyDocument, reference: string): { name: string; group:
     const group = doc.security_groups?.[name];
     return group === undefined ? undefined : { name, group };
   }
-  const found = groups.find(([, g]) => (g.applies_to ?? []).includes(parsed.tag));
-  return found === undefined ? undefined : { name: found[0], group: found[1] };
+  const found = groups.find((g) => (g.applies_to ?? []).includes(parsed.tag));
+  return found === undefined ? undefined : { name: found.name, group: found.group };
 }
 
 /**

@@ -16,6 +16,7 @@ import {
 } from '../../protocol/index.js';
 import { ApiError, notFound, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject, type StoredValue } from './objects.js';
+import { policyGroups } from './policy-groups.js';
 import { writeInOrg, type OrgWrite } from './org-write.js';
 import { recordAudit } from '../audit/record.js';
 import { changedFields, sameJson } from './same-json.js';
@@ -42,7 +43,10 @@ async function checkGroup(w: OrgWrite, groupId: string | null | undefined): Prom
     `SELECT 1 FROM objects WHERE id = $1 AND org_id = $2 AND kind = 'security-group' AND NOT deleted`,
     [groupId, w.orgId],
   );
-  if (rows.length === 0) throw validationFailed('/security_group_id', 'the id of a security group of this organization');
+  if (rows.length > 0) return;
+  // While a policy document manages the organization, its groups are in the organization object.
+  if ((await policyGroups(w.tx, w.orgId))?.some((g) => g.id === groupId)) return;
+  throw validationFailed('/security_group_id', 'the id of a security group of this organization');
 }
 
 async function orgValue(q: Queryable, orgId: string): Promise<Organization> {

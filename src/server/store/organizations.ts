@@ -12,6 +12,7 @@ import {
 } from '../../protocol/index.js';
 import { ApiError, notFound, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject } from './objects.js';
+import { ownedByPolicy } from './policy-groups.js';
 import { writeInOrg } from './org-write.js';
 import { addOwner } from './members.js';
 import { createInvitation } from './invitations.js';
@@ -93,6 +94,14 @@ export async function listOrganizations(q: Queryable, only?: string): Promise<Or
   return rows.map((r) => r.value);
 }
 
+/** While a document manages the organization, its tag owners and network settings (but the tunnel pool) are the document's. */
+function checkPolicyOwned(current: Organization, patch: OrganizationPatch): void {
+  if (patch.tag_owners !== undefined && !sameJson(patch.tag_owners, current.tag_owners)) throw ownedByPolicy('/tag_owners', 'tag_owners');
+  for (const [field, value] of Object.entries(patch.network ?? {})) {
+    if (field !== 'ipv4_cidr' && !sameJson(value, current.network[field as keyof Network])) throw ownedByPolicy(`/network/${field}`, `network.${field}`);
+  }
+}
+
 export async function patchOrganization(
   db: Database,
   bus: SignalBus,
@@ -104,6 +113,7 @@ export async function patchOrganization(
   return writeInOrg(db, bus, id, async (w) => {
     const current = await lockObject<Organization & { [k: string]: unknown }>(w.tx, id, KIND, id);
     checkIfMatch(ifMatch, current.revision);
+    if (current.policy) checkPolicyOwned(current, patch);
     const network: Network = { ...current.network, ...patch.network };
     checkNetwork(network);
     checkNetworkRoutes(current.network, network);

@@ -8,6 +8,8 @@ import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, upd
 import { writeInOrg } from './org-write.js';
 import { recordAudit } from '../audit/record.js';
 import { changedFields, sameJson } from './same-json.js';
+import { checkGroupsWritable } from './policy-groups.js';
+import { normalTags } from '../../protocol/index.js';
 
 const KIND = 'security-group' as const;
 type StoredGroup = SecurityGroup & StoredValue;
@@ -36,6 +38,7 @@ export async function createSecurityGroup(db: Database, bus: SignalBus, orgId: s
   checkRules(input.inbound_rules, 'inbound_rules');
   checkRules(input.outbound_rules, 'outbound_rules');
   return writeInOrg(db, bus, orgId, async (w) => {
+    await checkGroupsWritable(w.tx, orgId);
     const revision = await w.revision();
     const now = new Date().toISOString();
     const group: StoredGroup = {
@@ -43,6 +46,7 @@ export async function createSecurityGroup(db: Database, bus: SignalBus, orgId: s
       organization_id: orgId,
       name: input.name ?? null,
       description: input.description ?? '',
+      applies_to: normalTags(input.applies_to ?? []),
       inbound_rules: input.inbound_rules ?? [],
       outbound_rules: input.outbound_rules ?? [],
       revision,
@@ -70,12 +74,14 @@ export async function patchSecurityGroup(
   checkRules(patch.inbound_rules, 'inbound_rules');
   checkRules(patch.outbound_rules, 'outbound_rules');
   return writeInOrg(db, bus, orgId, async (w) => {
+    await checkGroupsWritable(w.tx, orgId);
     const current = await lockObject<StoredGroup>(w.tx, orgId, KIND, id);
     checkIfMatch(ifMatch, current.revision);
     const next: StoredGroup = {
       ...current,
       name: patch.name !== undefined ? patch.name : current.name,
       description: patch.description ?? current.description,
+      applies_to: patch.applies_to !== undefined ? normalTags(patch.applies_to) : current.applies_to,
       inbound_rules: patch.inbound_rules ?? current.inbound_rules,
       outbound_rules: patch.outbound_rules ?? current.outbound_rules,
     };
@@ -91,6 +97,7 @@ export async function patchSecurityGroup(
 /** 409 while a device uses the group. The check runs under the revision lock, as device writes do. */
 export async function deleteSecurityGroup(db: Database, bus: SignalBus, orgId: string, id: string, ifMatch?: string): Promise<void> {
   await writeInOrg(db, bus, orgId, async (w) => {
+    await checkGroupsWritable(w.tx, orgId);
     const current = await lockObject<StoredGroup>(w.tx, orgId, KIND, id);
     checkIfMatch(ifMatch, current.revision);
     const revision = await w.revision();

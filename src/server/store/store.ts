@@ -5,6 +5,7 @@ import { Logins } from './logins.js';
 import { OrganizationRepository } from './organization-repository.js';
 import { DeviceRepository } from './device-repository.js';
 import { SecurityGroupRepository } from './security-group-repository.js';
+import { PolicyRepository } from './policy-repository.js';
 import { CredentialRepository } from './credential-repository.js';
 import { MemberRepository } from './member-repository.js';
 import { ChangeLog } from './change-log.js';
@@ -29,6 +30,7 @@ export class Store {
   readonly organizations: OrganizationRepository;
   readonly devices: DeviceRepository;
   readonly securityGroups: SecurityGroupRepository;
+  readonly policy: PolicyRepository;
   /** Organization tokens, API keys, registration keys, and authenticating a secret. */
   readonly credentials: CredentialRepository;
   /** Memberships and invitations. */
@@ -59,6 +61,7 @@ export class Store {
     this.organizations = new OrganizationRepository(db, bus, this.tokens);
     this.devices = new DeviceRepository(db, bus, this.tokens, staleAfterSeconds);
     this.securityGroups = new SecurityGroupRepository(db, bus);
+    this.policy = new PolicyRepository(db, bus);
     this.credentials = new CredentialRepository(db, this.tokens);
     this.members = new MemberRepository(db, this.tokens);
     this.changes = new ChangeLog(db);
