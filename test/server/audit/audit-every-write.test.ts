@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { paths, ROUTES, type AuditAction, type AuditKind } from '../../../src/protocol/index.js';
+import { HEADERS, MEDIA, paths, ROUTES, type AuditAction, type AuditKind } from '../../../src/protocol/index.js';
 import { ACCESS_RULES } from '../../../src/server/access/index.js';
 import { hashSecret } from '../../../src/server/store/index.js';
 import { uniqueName, useServer, wgKey, type Harness, type InjectResponse } from '../fixtures.js';
@@ -113,6 +113,17 @@ const DRIVERS: Readonly<Record<string, (w: World) => Driver>> = {
   [`DELETE ${ROUTES.securityGroup}`]: (w) => ({
     call: async (s) => s.call('DELETE', paths.securityGroup(w.org, (await s.createGroup(w.org)).id), { token: s.admin }),
     expect: { action: 'delete', kind: 'security_group' },
+  }),
+  [`PUT ${ROUTES.policy}`]: (w) => ({
+    call: (s) => s.call('PUT', paths.policy(w.org), { token: s.admin, payload: 'network: {mtu: 1380}\n', headers: { [HEADERS.contentType]: MEDIA.yaml } }),
+    expect: { action: 'update', kind: 'organization' },
+  }),
+  [`DELETE ${ROUTES.policy}`]: (w) => ({
+    call: async (s) => {
+      await s.ok(200, 'PUT', paths.policy(w.org), { payload: 'security_groups: {web: {}}\n', headers: { [HEADERS.contentType]: MEDIA.yaml } });
+      return s.call('DELETE', paths.policy(w.org), { token: s.admin });
+    },
+    expect: { action: 'update', kind: 'organization' },
   }),
   [`POST ${ROUTES.tokens}`]: (w) => ({
     call: (s) => s.call('POST', paths.tokens(w.org), { token: s.admin, body: { role: 'read' } }),
