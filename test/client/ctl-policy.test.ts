@@ -99,6 +99,15 @@ describe('fleetplane ctl policy', () => {
     const sg = await ctl(['security-groups', 'create', '--org', org, '--name', 'other', '--allow', 'tcp:22']);
     expect(sg.code).toBe(1);
     expect(sg.err).toMatch(/field_owned_elsewhere, HTTP 409/);
+    // What agents enforce is listed, and said to be the document's; a change to it is refused naming the owner.
+    const listed = await ctl(['sg', 'list', '--org', org]);
+    expect(listed.code, listed.err).toBe(0);
+    expect(listed.out).toMatch(/\bdb\b/);
+    expect(listed.err).toMatch(/policy document of .* manages these groups/);
+    const shown = await ctl(['sg', 'get', 'db', '--org', org, '-o', 'json']);
+    expect(JSON.parse(shown.out)).toMatchObject({ name: 'db', applies_to: ['tag:db'] });
+    const edit = await ctl(['sg', 'update', 'db', '--org', org, '--description', 'x']);
+    expect([edit.code, edit.err]).toEqual([1, expect.stringMatching(/owned by the organization's policy document.*field_owned_elsewhere, HTTP 409/)]);
 
     expect(await ctl(['policy', 'diff', '-f', policy, '--org', org])).toEqual({ code: 0, out: '', err: '' });
     const again = await ctl(['policy', 'apply', '-f', policy, '--org', org, '-o', 'json']);

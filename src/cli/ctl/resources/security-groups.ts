@@ -1,6 +1,6 @@
 import type { SecurityGroup, SecurityGroupCreate, SecurityGroupPatch } from '../../../client/index.js';
 import type { CommandGroup } from '../command-spec.js';
-import { orgLabel, type CtlContext } from '../context.js';
+import { orgLabel, type CtlContext, type OrgRef } from '../context.js';
 import { defined } from '../flag-values.js';
 import { watchList } from '../list-watch.js';
 import { resolveId } from '../names.js';
@@ -9,10 +9,23 @@ import { crudCommands, type CrudSpec } from './crud.js';
 
 const org = async (ctx: CtlContext) => (await ctx.org()).id;
 
+/**
+ * The groups agents enforce: while a policy document manages the
+ * organization, its groups (shown, not editable: writes get 409 naming the
+ * document; the group objects are tombstoned), else the group objects.
+ */
+async function enforcedGroups(ctx: CtlContext, o: OrgRef): Promise<SecurityGroup[]> {
+  const organization = await ctx.client.organizations.get(o.id, { signal: ctx.signal });
+  if (!organization.policy) return (await ctx.client.securityGroups.list(o.id, { signal: ctx.signal })).items;
+  ctx.stderr.write(`# the policy document of ${orgLabel(o)} manages these groups: change them with fleetplane ctl policy get|apply\n`);
+  const at = { organization_id: o.id, revision: organization.revision, created_at: organization.updated_at, updated_at: organization.updated_at };
+  return organization.policy.groups.map((g) => ({ ...g, ...at }));
+}
+
 /** The id of the security group `ref` names: an id, its name, or its description when no other group has it. */
 export async function resolveSecurityGroup(ctx: CtlContext, ref: string): Promise<string> {
   const o = await ctx.org();
-  const list = async () => (await ctx.client.securityGroups.list(o.id, { signal: ctx.signal })).items;
+  const list = () => enforcedGroups(ctx, o);
   // Groups stored before names existed have none.
   return resolveId(ref, list, (g) => [...(g.name ? [g.name] : []), g.description], 'security group', ` in organization ${orgLabel(o)}`);
 }
@@ -43,9 +56,13 @@ const securityGroups: CrudSpec<SecurityGroup> = {
     const rules = rulesFromFlags(ctx.flags);
     return defined({ name: nameField(ctx), description: ctx.flags.string('description'), inbound_rules: rules.inbound, outbound_rules: rules.outbound });
   },
-  list: async (ctx) => (await ctx.client.securityGroups.list(await org(ctx), { signal: ctx.signal })).items,
+  list: async (ctx) => enforcedGroups(ctx, await ctx.org()),
   resolve: resolveSecurityGroup,
-  get: async (ctx, id) => ctx.client.securityGroups.get(await org(ctx), id, { signal: ctx.signal }),
+  // resolveSecurityGroup found it among the enforced groups: the document's have no object to GET.
+  get: async (ctx, id) => {
+    const found = (await enforcedGroups(ctx, await ctx.org())).find((g) => g.id === id);
+    return found ?? ctx.client.securityGroups.get(await org(ctx), id, { signal: ctx.signal });
+  },
   create: async (ctx, body) => ctx.client.securityGroups.create(await org(ctx), body as SecurityGroupCreate, { signal: ctx.signal }),
   update: async (ctx, id, body, ifMatch) =>
     ctx.client.securityGroups.update(await org(ctx), id, body as SecurityGroupPatch, { signal: ctx.signal, ifMatch }),
