@@ -293,7 +293,8 @@ describe('fleetplane agent (process)', () => {
     let identity;
     for (let i = 0; i < 600 && !(identity = await sd.loadIdentity().catch(() => undefined)); i++) await new Promise((r) => setTimeout(r, 50));
     expect(identity).toBeDefined();
-    expect((await first.stop()).code).toBe(0);
+    const stopped = await first.stop();
+    expect(stopped.code, first.output().slice(-2000)).toBe(0);
     await env.admin.devices.delete(org, identity!.device_id);
 
     const again = spawnFleetplane('agent', ['--state-dir', dir, '--local-port', '0', '--log-level', 'silent']);
