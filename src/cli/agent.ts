@@ -1,6 +1,7 @@
 import { Agent, AgentFatalError, AgentOptionsError, agentHelp, parseAgentOptions } from '../agent/index.js';
 import { cliLogger } from './cli-logger.js';
 import { EXIT } from './exit-codes.js';
+import { stopOnSignals } from './stop-signals.js';
 
 
 /** `fleetplane agent`: runs until SIGTERM/SIGINT (then shuts down cleanly), or until a fatal error. */
@@ -20,13 +21,7 @@ export async function runAgent(argv: readonly string[]): Promise<number> {
     throw err;
   }
   const logger = cliLogger({ level: options.logLevel, base: { service: 'fleetplane-agent' } });
-  const stop = new AbortController();
-  const onSignal = (sig: NodeJS.Signals): void => {
-    logger.info({ signal: sig }, 'shutting down');
-    stop.abort();
-  };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  const stop = stopOnSignals(logger);
   try {
     await new Agent(options, { logger }).run(stop.signal);
     return EXIT.ok;
@@ -37,7 +32,6 @@ export async function runAgent(argv: readonly string[]): Promise<number> {
     }
     throw err;
   } finally {
-    process.off('SIGTERM', onSignal);
-    process.off('SIGINT', onSignal);
+    stop.dispose();
   }
 }

@@ -5,6 +5,7 @@ import { openClient } from './ctl/connect.js';
 import { describeError } from './ctl/describe-error.js';
 import { isId, resolveOrganization } from './ctl/names.js';
 import { EXIT, UsageError } from './exit-codes.js';
+import { stopOnSignals } from './stop-signals.js';
 
 /** The organization `ref` names, looked up once it succeeds (a name needs the server, which may be down at start). */
 function orgResolver(client: FleetplaneClient, ref: string): (signal: AbortSignal) => Promise<string> {
@@ -40,13 +41,7 @@ export async function runSync(argv: readonly string[]): Promise<number> {
     return EXIT.failure;
   }
   const logger = cliLogger({ level: options.logLevel, base: { service: 'fleetplane-sync' } });
-  const stop = new AbortController();
-  const onSignal = (sig: NodeJS.Signals): void => {
-    logger.info({ signal: sig }, 'shutting down');
-    stop.abort();
-  };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  const stop = stopOnSignals(logger);
   try {
     const service = await startSyncService({
       client: client.policy,
@@ -64,7 +59,6 @@ export async function runSync(argv: readonly string[]): Promise<number> {
     process.stderr.write(`fleetplane sync: ${describeError(err)}\n`);
     return EXIT.failure;
   } finally {
-    process.off('SIGTERM', onSignal);
-    process.off('SIGINT', onSignal);
+    stop.dispose();
   }
 }

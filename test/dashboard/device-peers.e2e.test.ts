@@ -4,31 +4,20 @@
  * hostnames, in Chromium against an in-process server.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FleetplaneClient, type EnrolledDevice, type PeerPath } from '../../src/client/index.js';
-import { startServer, type FleetServer } from '../../src/server/index.js';
 import { until } from '../agent/support/harness.js';
-import { ensureDashboardBuilt, hasChromium, launchBrowser, screenshot, seriousViolations, type TestBrowser } from './support/browser.js';
+import { hasChromium, screenshot, seriousViolations } from './support/browser.js';
+import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_peers_admin_token';
 const key = (): string => randomBytes(32).toString('base64');
 
 describe.runIf(hasChromium())('the device page’s peers, in Chromium', () => {
-  let server: FleetServer;
-  let url = '';
-  let browser: TestBrowser;
-  beforeAll(async () => {
-    ensureDashboardBuilt();
-    server = await startServer({ memory: true, host: '127.0.0.1', port: 0, logLevel: 'silent', adminToken: ADMIN }, { listen: true });
-    url = server.url ?? '';
-    browser = await launchBrowser();
-  }, 120_000);
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const env = useDashboardServer(ADMIN);
 
   it('lists each peer with its hostname, path, endpoint and traffic', async () => {
+    const { url, browser } = env();
     const admin = new FleetplaneClient({ baseUrl: url, token: ADMIN });
     const org = (await admin.organizations.create({ name: `peers-${process.pid}` })).id;
     const create = (hostname: string): Promise<EnrolledDevice> => admin.devices.create(org, { hostname, public_key: key() });

@@ -8,12 +8,12 @@
  * document's group; released, the groups are objects and editable again.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { FleetplaneClient } from '../../src/client/index.js';
-import { startServer, type FleetServer } from '../../src/server/index.js';
 import { until } from '../agent/support/harness.js';
-import { ensureDashboardBuilt, hasChromium, launchBrowser, screenshot, seriousViolations, type TestBrowser } from './support/browser.js';
+import { hasChromium, screenshot, seriousViolations } from './support/browser.js';
+import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_policy_admin_token';
 const key = (): string => randomBytes(32).toString('base64');
@@ -44,21 +44,10 @@ async function tableSource(page: Page): Promise<string | null> {
 }
 
 describe.runIf(hasChromium())('the dashboard with a policy document, in Chromium', () => {
-  let server: FleetServer;
-  let url = '';
-  let browser: TestBrowser;
-  beforeAll(async () => {
-    ensureDashboardBuilt();
-    server = await startServer({ memory: true, host: '127.0.0.1', port: 0, logLevel: 'silent', adminToken: ADMIN }, { listen: true });
-    url = server.url ?? '';
-    browser = await launchBrowser();
-  }, 120_000);
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const env = useDashboardServer(ADMIN);
 
   it('shows the document’s groups and settings read-only with the reason, and editable again once released', async () => {
+    const { url, browser } = env();
     const admin = new FleetplaneClient({ baseUrl: url, token: ADMIN });
     const org = (await admin.organizations.create({ name: `policy-${process.pid}` })).id;
     const db = await admin.securityGroups.create(org, {
@@ -71,12 +60,6 @@ describe.runIf(hasChromium())('the dashboard with a policy document, in Chromium
     // One device in the group by id, one by tag: both must resolve to the document's groups too.
     const pinned = await admin.devices.create(org, { hostname: 'db-1', public_key: key(), security_group_id: db.id });
     const tagged = await admin.devices.create(org, { hostname: 'web-1', public_key: key(), tags: ['tag:web'] });
-    const policy = (method: 'PUT' | 'DELETE', body?: string): Promise<Response> =>
-      fetch(`${url}/api/organizations/${org}/policy`, {
-        method,
-        headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/yaml' }) },
-        ...(body === undefined ? {} : { body }),
-      });
 
     const { page, problems } = await browser.newPage();
     await page.goto(url);
@@ -91,9 +74,7 @@ describe.runIf(hasChromium())('the dashboard with a policy document, in Chromium
     expect(await page.getByTestId('policy-notice').count()).toBe(0);
 
     // Applied while the page is open: the page follows the organization's watch stream.
-    const applied = await policy('PUT', POLICY);
-    expect(applied.status, await applied.clone().text()).toBe(200);
-    expect(await applied.json()).toMatchObject({ managed: true, applied: true });
+    expect(await admin.policy.apply(org, POLICY)).toMatchObject({ managed: true, applied: true });
     await until(async () => (await tableSource(page)) === 'policy', 'the document’s groups in the page');
     const notice = page.getByTestId('policy-notice');
     expect(await notice.textContent()).toMatch(/managed by this organization's policy document.*fleetplane ctl policy apply -f policy\.yaml.*fleetplane ctl policy release/);
@@ -127,9 +108,7 @@ describe.runIf(hasChromium())('the dashboard with a policy document, in Chromium
     // Released while the page is open: the groups are objects again, editable.
     await page.goto(`${url}/#/orgs/${org}/security-groups`);
     await until(async () => (await tableSource(page)) === 'policy', 'the managed page');
-    const released = await policy('DELETE');
-    expect(released.status, await released.clone().text()).toBe(200);
-    expect(await released.json()).toMatchObject({ managed: false });
+    expect(await admin.policy.release(org)).toMatchObject({ managed: false });
     await until(async () => (await tableSource(page)) === 'objects' && (await page.getByTestId('sg-edit').count()) === 2, 'the objects, editable, in the page');
     expect(await page.getByTestId('policy-notice').count()).toBe(0);
     expect(await column(page, 'sg-row-name')).toEqual(['db', 'web']);

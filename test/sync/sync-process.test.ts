@@ -55,8 +55,7 @@ describe('fleetplane sync as a real process', () => {
         const res = await fetch(`${url}${paths.policy(org)}`, { headers: auth });
         return { text: await res.text(), state: res.headers.get(HEADERS.policyState) };
       };
-      await waitFor('the first sync', () => (/"applied":true|applied/.test(running.out.stderr) ? true : undefined), running.exit);
-      for (let i = 0; i < 100 && (await policy()).state !== 'managed'; i++) await new Promise((r) => setTimeout(r, 100));
+      await waitFor('the first sync', () => (running.out.stderr.includes('applied the policy document') ? true : undefined), running.exit);
       expect(await policy()).toEqual({ text: DOC, state: 'managed' });
 
       await writeFile(file, DOC.replace('ports: 5432', 'ports: 99999'));

@@ -6,6 +6,7 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
 import { FORMATS } from '../../protocol/index.js';
+import { withoutIds } from '../../util/without-ids.js';
 
 /** A value that matched its schema (typed), or why it didn't. `problem` never quotes the value. */
 export type CheckResult<T> = { ok: true; value: T } | { ok: false; problem: string };
@@ -15,17 +16,6 @@ export type Check<T> = (value: unknown) => CheckResult<T>;
 
 /** No coercion, no defaults, no removal: the agent checks what it was sent, as it was sent. */
 const ajv = new Ajv({ formats: { ...FORMATS }, allErrors: false, coerceTypes: false, useDefaults: false, removeAdditional: false });
-
-type Json = unknown;
-
-/** The protocol names nested schemas with `$id`; Ajv refuses one `$id` twice in a schema (SecurityGroup holds Rule twice). */
-function withoutIds(schema: Json): Json {
-  if (Array.isArray(schema)) return schema.map(withoutIds);
-  if (typeof schema !== 'object' || schema === null) return schema;
-  const out: Record<string, Json> = {};
-  for (const [k, v] of Object.entries(schema)) if (k !== '$id') out[k] = withoutIds(v);
-  return out;
-}
 
 /** Ajv's first error as `<JSON pointer> <what was expected>`, without the offending value. */
 function firstProblem(errors: readonly ErrorObject[] | null | undefined): string {

@@ -5,28 +5,17 @@ import type { AgentPool } from '../load/agent-pool.js';
 import { log } from '../log.js';
 import type { BenchPostgres } from '../server/postgres.js';
 import type { RestartableServer } from '../server/restartable-server.js';
-import { maxOf, percentile } from '../stats.js';
 import { sleep } from '../../util/sleep.js';
+import { catchUp, type FleetCatchUp } from './fleet-catch-up.js';
 import type { ConvergenceFollower } from './convergence-follower.js';
 import { describeStatements, totalStatements, writeStatements } from './db-statements.js';
 import { sampleServer, serverDelta } from './fleet-probe.js';
 import { patchGroup, type StatementBaseline } from './statement-baseline.js';
 
 /** One change, as N agents and the server saw it. Times in ms from sending the PATCH. */
-export interface ChangeFigures {
+export interface ChangeFigures extends FleetCatchUp {
   revision: number;
   writeMs: number;
-  /** Until the last agent had the change; NaN when some didn't within the timeout. */
-  receivedMs: number;
-  receivedP50Ms: number;
-  missingReceived: number;
-  /** Until the last agent's ACK was confirmed (status_ack, or PUT answered 200); NaN when some weren't. */
-  ackedMs: number;
-  missingAcked: number;
-  /** Until a convergence report had this revision and at_head = N; NaN when none did in time. */
-  convergedMs: number;
-  /** Largest at_head reported for this revision (or a later one) while waiting. */
-  bestAtHead: number;
   /** Server CPU from the end of the bench's /metrics scrape before the PATCH to the start of the one after convergence. */
   cpuSeconds: number;
   databaseCpuSeconds: number;
@@ -57,7 +46,6 @@ export interface ChangeLoopResult {
 }
 
 export const CHANGES = 5;
-export const RECEIVE_TIMEOUT_MS = 30_000;
 /** After a change whose ACKs never came at all, later changes wait only this long for them. */
 export const SILENT_ACK_TIMEOUT_MS = 2_000;
 const GAP_MS = 200;
@@ -99,35 +87,17 @@ export async function changeLoop(o: {
     const s0 = await sampleServer(o.server, o.api, o.pg);
     const polls0 = o.follower.polls;
     const w = await patchGroup(o.api, o.org, o.groupId, `fleet-${o.ack}-${i}-${Date.now().toString(36)}`);
-    let bestAtHead = Number.NaN;
-    const [seen, acked, converged] = await Promise.all([
-      o.pool.awaitField('seen', w.revision, RECEIVE_TIMEOUT_MS),
-      o.pool.awaitField('acked', w.revision, ackWait),
-      o.follower.waitFor((r) => {
-        if (r.revision < w.revision) return false;
-        bestAtHead = Number.isNaN(bestAtHead) ? r.atHead : Math.max(bestAtHead, r.atHead);
-        return r.atHead >= n;
-      }, ackWait),
-    ]);
+    const waited = await catchUp(o, w.revision, w.sentAt, ackWait);
     const s1 = await sampleServer(o.server, o.api, o.pg);
     const d = serverDelta(s1, s0);
     const polls = o.follower.polls - polls0;
-    const received = seen.map((t) => t - w.sentAt);
-    const ackTimes = acked.map((t) => t - w.sentAt);
-    const missingReceived = received.filter((t) => Number.isNaN(t)).length;
-    const missingAcked = ackTimes.filter((t) => Number.isNaN(t)).length;
+    const { missingReceived, missingAcked } = waited;
     const total = totalStatements(d.statements);
     const writes = writeStatements(d.statements);
     changes.push({
       revision: w.revision,
       writeMs: w.doneAt - w.sentAt,
-      receivedMs: missingReceived === 0 ? maxOf(received) : Number.NaN,
-      receivedP50Ms: percentile(received, 50),
-      missingReceived,
-      ackedMs: missingAcked === 0 ? maxOf(ackTimes) : Number.NaN,
-      missingAcked,
-      convergedMs: converged ? converged.at - w.sentAt : Number.NaN,
-      bestAtHead,
+      ...waited,
       cpuSeconds: d.cpuSeconds,
       databaseCpuSeconds: d.databaseCpuSeconds,
       scrapeCpuSeconds: d.scrapeCpuSeconds,
@@ -138,7 +108,7 @@ export async function changeLoop(o: {
       statusBatches: d.statusBatches,
       statementDetail: describeStatements(d.statements),
     });
-    log.info({ ack: o.ack, change: i + 1, revision: w.revision, missingReceived, missingAcked, converged: converged !== undefined }, 'change');
+    log.info({ ack: o.ack, change: i + 1, revision: w.revision, missingReceived, missingAcked, converged: !Number.isNaN(waited.convergedMs) }, 'change');
     if (i === 0 && missingAcked === n && ackWait > SILENT_ACK_TIMEOUT_MS) {
       ackWait = SILENT_ACK_TIMEOUT_MS;
       notes.push(

@@ -1,15 +1,10 @@
-import type { FleetApi } from '../http-api.js';
 import { describeCounters, diffCounters } from '../load/agent-counters.js';
 import type { AckMode, PatchOutcome } from '../load/agent-messages.js';
-import type { AgentPool } from '../load/agent-pool.js';
 import { log } from '../log.js';
-import type { BenchPostgres } from '../server/postgres.js';
-import type { RestartableServer } from '../server/restartable-server.js';
 import { maxOf, percentile } from '../stats.js';
 import { sleep } from '../../util/sleep.js';
-import { RECEIVE_TIMEOUT_MS } from './change-loop.js';
+import { RECEIVE_TIMEOUT_MS, type FleetStepOptions } from './fleet-catch-up.js';
 import { churnAccounting, churnAgents, endpointPatch, type ChurnAccounting } from './churn-accounting.js';
-import type { ConvergenceFollower } from './convergence-follower.js';
 import { describeStatements, totalStatements } from './db-statements.js';
 import { sampleServer, serverDelta } from './fleet-probe.js';
 import { describeStuck, STUCK_EXAMPLES } from './stuck-report.js';
@@ -145,17 +140,7 @@ async function publishRound(o: ChurnOptions, chosen: readonly number[], generati
   };
 }
 
-export interface ChurnOptions {
-  server: RestartableServer;
-  api: FleetApi;
-  pg: BenchPostgres | undefined;
-  pool: AgentPool;
-  follower: ConvergenceFollower;
-  org: string;
-  ack: AckMode;
-  ackTimeoutMs: number;
-  signal: AbortSignal;
-}
+export type ChurnOptions = FleetStepOptions;
 
 /**
  * (g): the same 10% of the agents first publish a STUN endpoint (not

@@ -1,7 +1,8 @@
 import { ROUTES } from '../../protocol/index.js';
 import { PUT_CONNECTIONS_PER_WORKER } from '../load/agent-pool.js';
 import { STREAM_SILENCE_MS } from '../load/agent-watch.js';
-import { CHANGES, RECEIVE_TIMEOUT_MS, ackTimeoutMs } from './change-loop.js';
+import { CHANGES, ackTimeoutMs } from './change-loop.js';
+import { RECEIVE_TIMEOUT_MS } from './fleet-catch-up.js';
 import { CHURN_EVENT_BYTES_LIMIT, CHURN_SHARE } from './churn-accounting.js';
 import { FLEET_TARGETS } from './fleet-targets.js';
 import { POLL_INTERVAL_MS } from './convergence-follower.js';

@@ -2,34 +2,14 @@ import { HEADERS, MEDIA, paths, type PolicyApplyResult } from '../../protocol/in
 import { ApiCallError, type FleetApi } from '../http-api.js';
 import { diffCounters } from '../load/agent-counters.js';
 import type { AckMode } from '../load/agent-messages.js';
-import type { AgentPool } from '../load/agent-pool.js';
 import { log } from '../log.js';
-import type { BenchPostgres } from '../server/postgres.js';
-import type { RestartableServer } from '../server/restartable-server.js';
-import { maxOf, percentile } from '../stats.js';
 import { sleep } from '../../util/sleep.js';
-import { CHANGES, RECEIVE_TIMEOUT_MS } from './change-loop.js';
+import { CHANGES } from './change-loop.js';
+import { catchUp, type FleetCatchUp, type FleetStepOptions } from './fleet-catch-up.js';
 import { churnAccounting, type ChurnAccounting } from './churn-accounting.js';
-import type { ConvergenceFollower } from './convergence-follower.js';
 import { describeStatements, totalStatements } from './db-statements.js';
 import { sampleServer, serverDelta } from './fleet-probe.js';
 import { POLICY_GROUPS, policyDocument } from './policy-document.js';
-import { describeStuck, STUCK_EXAMPLES } from './stuck-report.js';
-
-/** The fleet catching up with one revision: times in ms from sending the write that took it. */
-export interface FleetCatchUp {
-  /** Until the last agent had the revision; NaN when some didn't within the timeout. */
-  receivedMs: number;
-  receivedP50Ms: number;
-  missingReceived: number;
-  /** Until the last agent's ACK was confirmed (or sent, see the method); NaN when some weren't. */
-  ackedMs: number;
-  missingAcked: number;
-  /** Until a convergence report had this revision (or a later one) and at_head = N; NaN when none did in time. */
-  convergedMs: number;
-  bestAtHead: number;
-  stuck?: string;
-}
 
 /** One untimed PUT of the setup and the fleet converging on the head after it. */
 export interface PolicySetupStep {
@@ -77,17 +57,7 @@ export interface PolicyFigures {
   applies: PolicyApply[];
 }
 
-export interface PolicyOptions {
-  server: RestartableServer;
-  api: FleetApi;
-  pg: BenchPostgres | undefined;
-  pool: AgentPool;
-  follower: ConvergenceFollower;
-  org: string;
-  ack: AckMode;
-  ackTimeoutMs: number;
-  signal: AbortSignal;
-}
+export type PolicyOptions = FleetStepOptions;
 
 /** Between the setup and the timed applies: the last status batch written, the streams quiet. */
 const SETTLE_MS = 1_000;
@@ -106,36 +76,6 @@ async function putDocument(api: FleetApi, org: string, text: string, etag: strin
   return { result: JSON.parse(res.body) as PolicyApplyResult, sentAt: res.sentAt, doneAt: res.doneAt };
 }
 
-/** Waits, concurrently and bounded, as the change loop does for one change: every agent has `revision`, every ACK of it, convergence at_head = N. */
-async function catchUp(o: PolicyOptions, revision: number, sentAt: number): Promise<FleetCatchUp> {
-  const n = o.pool.agents;
-  let bestAtHead = Number.NaN;
-  const [seen, acked, converged] = await Promise.all([
-    o.pool.awaitField('seen', revision, RECEIVE_TIMEOUT_MS),
-    o.pool.awaitField('acked', revision, o.ackTimeoutMs),
-    o.follower.waitFor((r) => {
-      if (r.revision < revision) return false;
-      bestAtHead = Number.isNaN(bestAtHead) ? r.atHead : Math.max(bestAtHead, r.atHead);
-      return r.atHead >= n;
-    }, o.ackTimeoutMs),
-  ]);
-  const received = seen.map((t) => t - sentAt);
-  const ackTimes = acked.map((t) => t - sentAt);
-  const missingReceived = received.filter((t) => Number.isNaN(t)).length;
-  const missingAcked = ackTimes.filter((t) => Number.isNaN(t)).length;
-  const stuck = missingReceived > 0 ? describeStuck(await o.pool.stuck(STUCK_EXAMPLES)) : undefined;
-  return {
-    receivedMs: missingReceived === 0 ? maxOf(received) : Number.NaN,
-    receivedP50Ms: percentile(received, 50),
-    missingReceived,
-    ackedMs: missingAcked === 0 ? maxOf(ackTimes) : Number.NaN,
-    missingAcked,
-    convergedMs: converged ? converged.at - sentAt : Number.NaN,
-    bestAtHead,
-    ...(stuck === undefined ? {} : { stuck }),
-  };
-}
-
 /** One untimed PUT (If-Match the current ETag), then the fleet converging on the head after its answer. */
 async function setupStep(o: PolicyOptions, text: string | undefined): Promise<PolicySetupStep> {
   const current = await readDocument(o.api, o.org);
@@ -143,7 +83,7 @@ async function setupStep(o: PolicyOptions, text: string | undefined): Promise<Po
   const put = await putDocument(o.api, o.org, text ?? current.text, current.etag);
   // A first document tombstones the group objects after its own write, before answering: wait for the head, not the PUT's revision.
   const headAfter = await o.api.headRevision(o.org);
-  return { headBefore, headAfter, catchUp: await catchUp(o, headAfter, put.sentAt) };
+  return { headBefore, headAfter, catchUp: await catchUp(o, headAfter, put.sentAt, o.ackTimeoutMs) };
 }
 
 async function timedApply(o: PolicyOptions, shift: number, etag: string): Promise<{ apply: PolicyApply; etag: string }> {
@@ -154,7 +94,7 @@ async function timedApply(o: PolicyOptions, shift: number, etag: string): Promis
   const s0 = await sampleServer(o.server, o.api, o.pg);
   const put = await putDocument(o.api, o.org, text, etag);
   const r = put.result;
-  const waited = await catchUp(o, r.revision, put.sentAt);
+  const waited = await catchUp(o, r.revision, put.sentAt, o.ackTimeoutMs);
   const s1 = await sampleServer(o.server, o.api, o.pg);
   const c1 = await o.pool.counters();
   const head1 = await o.api.headRevision(o.org);

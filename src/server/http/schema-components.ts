@@ -13,7 +13,6 @@ function idOf(v: Json): string | undefined {
   return isObject(v) && typeof v['$id'] === 'string' ? v['$id'] : undefined;
 }
 
-export { withoutIds } from '../../util/without-ids.js';
 
 /**
  * The named schemas of the OpenAPI document. The protocol's TypeBox schemas

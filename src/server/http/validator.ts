@@ -1,7 +1,7 @@
 import type { FastifySchema, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
 import { Ajv, type Options as AjvOptions } from 'ajv';
 import { FORMATS } from '../../protocol/index.js';
-import { withoutIds } from './schema-components.js';
+import { withoutIds } from '../../util/without-ids.js';
 import { findIllFormed } from './well-formed.js';
 
 /**

@@ -23,7 +23,6 @@ import {
   type TagOwners,
 } from '../../protocol/index.js';
 import { sameJson } from '../../util/same-json.js';
-import type { CompiledPolicy } from './policy-compile.js';
 
 /** A group as the view compares it: rules in the objects' form, group references by name. */
 export interface GroupView {
@@ -74,20 +73,6 @@ export function currentView(org: Organization, groups: readonly SecurityGroup[],
         documentName(g),
         { description: g.description, applies_to: [...(g.applies_to ?? [])], inbound_rules: rules(g.inbound_rules), outbound_rules: rules(g.outbound_rules) },
       ]),
-    ),
-    tests,
-  };
-}
-
-/** The view of a compiled document. */
-export function compiledView(policy: CompiledPolicy, tests: PolicyTest[]): PolicyView {
-  const { auto_approvers, ...network } = policy.network;
-  return {
-    tag_owners: policy.tag_owners,
-    auto_approvers,
-    network,
-    security_groups: Object.fromEntries(
-      policy.groups.map((g) => [g.name, { description: g.description, applies_to: g.applies_to, inbound_rules: g.inbound_rules, outbound_rules: g.outbound_rules }]),
     ),
     tests,
   };

@@ -16,10 +16,9 @@ import {
 } from '../../protocol/index.js';
 import { ApiError, notFound, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject, type StoredValue } from './objects.js';
-import { policyGroups } from './policy-groups.js';
 import { writeInOrg, type OrgWrite } from './org-write.js';
 import { recordAudit } from '../audit/record.js';
-import { changedFields, sameJson } from './same-json.js';
+import { changedFields, sameJson } from '../../util/same-json.js';
 import { effectiveStatus, statusColumns, statusesOf, type StatusRow } from './device-status.js';
 import { releaseTunnelIp, takeTunnelIp } from './tunnel-ips.js';
 import { hashSecret, newSecret } from './secrets.js';
@@ -45,7 +44,7 @@ async function checkGroup(w: OrgWrite, groupId: string | null | undefined): Prom
   );
   if (rows.length > 0) return;
   // While a policy document manages the organization, its groups are in the organization object.
-  if ((await policyGroups(w.tx, w.orgId))?.some((g) => g.id === groupId)) return;
+  if ((await orgValue(w.tx, w.orgId)).policy?.groups.some((g) => g.id === groupId)) return;
   throw validationFailed('/security_group_id', 'the id of a security group of this organization');
 }
 

@@ -17,7 +17,7 @@ import { writeInOrg } from './org-write.js';
 import { addOwner } from './members.js';
 import { createInvitation } from './invitations.js';
 import { checkNetworkPrefixes, checkNetworkRoutes } from './route-approval.js';
-import { changedFields, sameJson } from './same-json.js';
+import { changedFields, sameJson } from '../../util/same-json.js';
 import { recordAudit } from '../audit/record.js';
 
 const KIND = 'organization' as const;

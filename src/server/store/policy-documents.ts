@@ -14,12 +14,12 @@ import { ApiError, notFound } from '../errors.js';
 import { getObject, updateObject, type StoredValue } from './objects.js';
 import { writeInOrg } from './org-write.js';
 import { recordAudit } from '../audit/record.js';
-import { changedFields, sameJson } from './same-json.js';
+import { changedFields, sameJson } from '../../util/same-json.js';
 import { checkNetworkPrefixes, checkNetworkRoutes } from './route-approval.js';
 import { parsePolicy, type PolicyProblem } from '../policy/policy-parse.js';
 import { compilePolicy } from '../policy/policy-compile.js';
 import { failingPolicyTests } from '../policy/policy-tests.js';
-import { compiledView, currentView, documentName, policyChanges, renderDocument } from '../policy/policy-view.js';
+import { currentView, documentName, policyChanges, renderDocument } from '../policy/policy-view.js';
 import { restoreGroupObjects, retireGroupObjects } from './policy-groups.js';
 
 type StoredOrganization = Organization & StoredValue;
@@ -136,8 +136,9 @@ export async function applyPolicy(db: Database, bus: SignalBus, orgId: string, t
   const result = await writeInOrg(db, bus, orgId, async (w): Promise<PolicyApplyResult> => {
     const org = await w.lock<StoredOrganization>('organization', orgId);
     const now = await current(w.tx, org);
-    if (options.ifMatch !== undefined && !sameEtag(options.ifMatch, policyEtag(now.text))) {
-      throw new ApiError('precondition_failed', `If-Match ${options.ifMatch} is not the document's ETag ${policyEtag(now.text)}: read it again`, { etag: policyEtag(now.text) });
+    const currentEtag = policyEtag(now.text);
+    if (options.ifMatch !== undefined && !sameEtag(options.ifMatch, currentEtag)) {
+      throw new ApiError('precondition_failed', `If-Match ${options.ifMatch} is not the document's ETag ${currentEtag}: read it again`, { etag: currentEtag });
     }
     const source = org.policy ? org.policy.groups : now.groups;
     const compiled = compilePolicy(document, new Map(source.map((g) => [documentName(g), g.id])));
@@ -152,10 +153,10 @@ export async function applyPolicy(db: Database, bus: SignalBus, orgId: string, t
       const what = first ? `test ${first.index} (${first.test.from} → ${first.test.to} ${first.test.port}, expect ${first.test.expect}) fails: ${first.reason}` : '';
       throw new ApiError('policy_test_failed', `${failures.length} of ${total} tests fail; ${what}`, { failures });
     }
-    const changes = policyChanges(currentView(org, now.groups, testsOf(now.managed ? now.text : undefined)), compiledView(compiled.policy, document.tests ?? []));
+    const next: StoredOrganization = { ...org, tag_owners: compiled.policy.tag_owners, network, policy: { groups: compiled.policy.groups } };
+    const changes = policyChanges(currentView(org, now.groups, testsOf(now.managed ? now.text : undefined)), currentView(next, [], document.tests ?? []));
     const tests = { total, passed: total };
     if (dryRun) return { managed: now.managed, applied: false, dry_run: true, etag, revision: org.revision, changes, tests };
-    const next: StoredOrganization = { ...org, tag_owners: compiled.policy.tag_owners, network, policy: { groups: compiled.policy.groups } };
     let revision = org.revision;
     if (!sameJson(next, org)) {
       revision = await w.revision();

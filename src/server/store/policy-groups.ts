@@ -23,15 +23,10 @@ export function ownedByPolicy(path: string, what: string): ApiError {
   });
 }
 
-/** The organization's policy groups while a document manages it; undefined when its objects do. */
-export async function policyGroups(q: Queryable, orgId: string): Promise<readonly PolicySecurityGroup[] | undefined> {
-  const org = await getObject<Organization & StoredValue>(q, orgId, 'organization', orgId);
-  return org?.policy ? org.policy.groups : undefined;
-}
-
 /** Refuses a write to a security group object while a document manages the organization. */
 export async function checkGroupsWritable(q: Queryable, orgId: string): Promise<void> {
-  if ((await policyGroups(q, orgId)) !== undefined) throw ownedByPolicy('/', 'security groups');
+  const org = await getObject<Organization & StoredValue>(q, orgId, 'organization', orgId);
+  if (org?.policy) throw ownedByPolicy('/', 'security groups');
 }
 
 async function liveGroupIds(q: Queryable, orgId: string): Promise<string[]> {

@@ -7,7 +7,7 @@ import { ApiError, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject, type StoredValue } from './objects.js';
 import { writeInOrg } from './org-write.js';
 import { recordAudit } from '../audit/record.js';
-import { changedFields, sameJson } from './same-json.js';
+import { changedFields, sameJson } from '../../util/same-json.js';
 import { checkGroupsWritable } from './policy-groups.js';
 import { normalTags } from '../../protocol/index.js';
 

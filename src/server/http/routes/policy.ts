@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { HEADERS, MEDIA, OrgParams, PolicyApplyResult, PolicyReleaseResult, ROUTES } from '../../../protocol/index.js';
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
-import { ApiError } from '../../errors.js';
+import { utf8Body } from '../json-body.js';
 import { ifMatchOf } from './shared.js';
 import { IfMatchHeaders, RESPONSE_HEADERS, errors, json } from '../route-responses.js';
 
@@ -49,9 +49,9 @@ export function registerPolicyRoutes(app: App, ctx: ServerContext): void {
     const scoped = plugin.withTypeProvider<TypeBoxTypeProvider>();
     scoped.addContentTypeParser(TEXT_MEDIA, { parseAs: 'buffer' }, (_req, raw: Buffer, done) => {
       try {
-        done(null, new TextDecoder('utf-8', { fatal: true }).decode(raw));
+        done(null, utf8Body(raw));
       } catch (err) {
-        done(new ApiError('bad_request', 'the document is not valid UTF-8', undefined, { cause: err }));
+        done(err as Error);
       }
     });
     scoped.put(

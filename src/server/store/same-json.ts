@@ -1,1 +1,0 @@
-export { changedFields, sameJson } from '../../util/same-json.js';

@@ -1,0 +1,26 @@
+import { afterAll, beforeAll } from 'vitest';
+import { startServer, type FleetServer } from '../../../src/server/index.js';
+import { ensureDashboardBuilt, launchBrowser, type TestBrowser } from './browser.js';
+
+/**
+ * For one describe block: the dashboard built, a server in process (memory
+ * storage, on loopback, `adminToken` its admin token) and Chromium, both
+ * closed after the block. Read the getter inside tests.
+ */
+export function useDashboardServer(adminToken: string): () => { url: string; browser: TestBrowser } {
+  let server: FleetServer | undefined;
+  let browser: TestBrowser | undefined;
+  beforeAll(async () => {
+    ensureDashboardBuilt();
+    server = await startServer({ memory: true, host: '127.0.0.1', port: 0, logLevel: 'silent', adminToken }, { listen: true });
+    browser = await launchBrowser();
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  return () => {
+    if (!server?.url || !browser) throw new Error('the dashboard server is not started');
+    return { url: server.url, browser };
+  };
+}
