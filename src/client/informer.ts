@@ -132,8 +132,8 @@ export class KindInformer<K extends WatchKind> implements Informer<K> {
   // ---- driven by the stream ----
 
   /** This kind's entry of the watch request: resume where the cache is. */
-  watch(patches: boolean): Watch {
-    return { kind: this.kind, gt_revision: this.#revision, at_tail: this.#atTail, ...(patches ? { patches: true } : {}) };
+  watch(asked: { patches: boolean; gzip: boolean }): Watch {
+    return { kind: this.kind, gt_revision: this.#revision, at_tail: this.#atTail, ...(asked.patches ? { patches: true } : {}), ...(asked.gzip ? { gzip: true } : {}) };
   }
 
   /** At its tail and not relisting. */

@@ -24,8 +24,10 @@ export interface NdjsonStreamSpec<T> {
   /**
    * One non-empty line to its item. Throws for a line that isn't one
    * (ProtocolError) and for the stream's `error` line (its typed error).
+   * A promise (a line that must be unpacked first) is awaited before the
+   * next line is read, so items keep the stream's order.
    */
-  parse: (line: string) => T;
+  parse: (line: string) => T | Promise<T>;
   /** e.g. `watch stream`. */
   what: string;
   /**
@@ -109,7 +111,8 @@ export async function* ndjsonStream<T>(
           arm();
           continue;
         }
-        const item = spec.parse(line);
+        const parsed = spec.parse(line);
+        const item = parsed instanceof Promise ? await parsed : parsed;
         disarm();
         yield item;
         arm();

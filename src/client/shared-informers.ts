@@ -33,6 +33,13 @@ export interface SharedInformersOptions {
    * asks again without them, for as long as it runs.
    */
   patches?: boolean;
+  /**
+   * Ask for `gzip` events (default true): a large change (a policy apply's
+   * organization) comes packed, and is unpacked before informers see it. A
+   * server from before gzip events refuses the request (400); the stream
+   * then asks again without them, for as long as it runs.
+   */
+  gzip?: boolean;
 }
 
 /**
@@ -84,6 +91,7 @@ export class SharedInformers {
   #agreed = 0;
   /** Whether the next request asks for patch events (off for good once a server refused them). */
   #patches: boolean;
+  #gzip: boolean;
 
   constructor(client: FleetplaneClient, org: string, opts: SharedInformersOptions = {}) {
     this.#client = client;
@@ -92,6 +100,7 @@ export class SharedInformers {
     this.#logger = opts.logger ?? consoleLogger;
     this.#now = opts.now ?? Date.now;
     this.#patches = opts.patches ?? true;
+    this.#gzip = opts.gzip ?? true;
   }
 
   /** The informer of `kind`, created (and joined to a running stream) on first use. */
@@ -255,8 +264,8 @@ export class SharedInformers {
         continue;
       }
       const members = new Map(this.#informers);
-      const patches = this.#patches;
-      const watches = [...members.values()].map((i) => i.watch(patches));
+      const asked = { patches: this.#patches, gzip: this.#gzip };
+      const watches = [...members.values()].map((i) => i.watch(asked));
       const conn = new AbortController();
       const cut = (): void => conn.abort();
       signal.addEventListener('abort', cut, { once: true });
@@ -286,10 +295,12 @@ export class SharedInformers {
       if (this.#restart) continue;
 
       const error = toError(failure);
-      if (patches && error instanceof ValidationError && openedAt === undefined) {
-        // A server from before patches: the same request without them is one it takes.
-        this.#patches = false;
-        this.#logger.warn({ err: error }, 'fleetplane informer: the server refused patch events; watching without them');
+      if ((asked.patches || asked.gzip) && error instanceof ValidationError && openedAt === undefined) {
+        // A server from before gzip (then before patches): the same request without the newest it refused is one it takes.
+        const dropped = asked.gzip ? 'gzip' : 'patch';
+        if (asked.gzip) this.#gzip = false;
+        else this.#patches = false;
+        this.#logger.warn({ err: error }, `fleetplane informer: the server refused ${dropped} events; watching without them`);
         continue;
       }
       // Only informers past revision 0 can be compacted; without one, a 410 is a server fault to back off from.

@@ -4,6 +4,7 @@ import {
   type BookmarkEvent,
   type ChangeEvent,
   type DeleteEvent,
+  type GzipEvent,
   type PatchEvent,
   type EventType,
   type TailEvent,
@@ -23,7 +24,8 @@ function isEventType(v: unknown): v is EventType {
 }
 
 /**
- * Parses one line of a watch stream. Anything that isn't a protocol event
+ * Parses one line of a watch stream (a `gzip` line as itself: see
+ * unpackGzipEvent). Anything that isn't a protocol event
  * (not JSON, unknown type, missing kind, id or revision) throws ProtocolError:
  * a line is never skipped. Only the fields the SDK relies on are checked;
  * objects may carry fields this SDK doesn't know.
@@ -46,6 +48,12 @@ export function parseWatchLine(line: string): WatchEvent {
       if (typeof id !== 'string' || id === '') throw invalid(line, 'patch without id');
       if (!isRecord(set)) throw invalid(line, 'patch whose set is not an object');
       return { kind, type, value: { revision, from_revision: from, id, set } };
+    }
+    case 'gzip': {
+      if (!isWatchKind(kind)) throw invalid(line, 'unknown kind');
+      const { revision, data } = value;
+      if (!isRevision(revision) || typeof data !== 'string') throw invalid(line, 'gzip without revision and data');
+      return { kind, type, value: { revision, data } } as GzipEvent;
     }
     case 'tail':
       if (!isWatchKind(kind)) throw invalid(line, 'unknown kind');

@@ -3,6 +3,7 @@ import { errorFromStreamEvent } from './error-mapping.js';
 import type { HttpTransport } from './http-transport.js';
 import { ndjsonStream, type NdjsonStreamOptions } from './ndjson-stream.js';
 import { parseWatchLine, type StreamEvent } from './watch-event-parser.js';
+import { unpackGzipEvent } from './gzip-event.js';
 
 /**
  * Options of `watchEvents`. `idleTimeoutMs` is off when undefined;
@@ -12,7 +13,7 @@ export type WatchEventsOptions = NdjsonStreamOptions;
 
 /**
  * `POST /api/organizations/{org}/events`, read as NDJSON. Yields events in
- * stream order. Throws: the typed error of a non-2xx answer (CompactedError
+ * stream order, a `gzip` event as the event it stands for. Throws: the typed error of a non-2xx answer (CompactedError
  * for 410), the typed error of a server `error` event, ProtocolError for a
  * line that isn't a protocol event, TransportError when the connection breaks
  * or stays idle. Returns when the signal aborts, the consumer stops, or the
@@ -32,6 +33,7 @@ export function watchEvents(
       parse: (line) => {
         const event = parseWatchLine(line);
         if (event.type === 'error') throw errorFromStreamEvent(event.value.code, event.value.message);
+        if (event.type === 'gzip') return unpackGzipEvent(event, line, parseWatchLine);
         return event;
       },
     },

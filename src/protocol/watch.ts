@@ -25,6 +25,8 @@ export const Watch = Type.Object(
     at_tail: Type.Optional(Type.Boolean()),
     /** The client applies `patch` events of this kind (docs/protocol.md "Watch"); without it every change is a `change`. */
     patches: Type.Optional(Type.Boolean()),
+    /** The client unpacks `gzip` events of this kind (docs/protocol.md "Watch"); without it every event is plain JSON. */
+    gzip: Type.Optional(Type.Boolean()),
   },
   { ...strict, $id: 'Watch' },
 );
@@ -35,7 +37,7 @@ export const WatchRequest = Type.Array(Watch, { minItems: 1, maxItems: MAX_WATCH
 export type Watch = Static<typeof Watch>;
 export type WatchRequest = Static<typeof WatchRequest>;
 
-export const EVENT_TYPES = ['change', 'patch', 'delete', 'tail', 'bookmark', 'error'] as const;
+export const EVENT_TYPES = ['change', 'patch', 'delete', 'tail', 'bookmark', 'error', 'gzip'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export type ChangeEvent<K extends WatchKind = WatchKind> = {
@@ -64,6 +66,20 @@ export type PatchEvent<K extends WatchKind = WatchKind> = {
   [P in K]: { kind: P; type: 'patch'; value: PatchValue };
 }[K];
 
+/**
+ * What a `gzip` event carries: `data` is the base64 of the gzip of one
+ * whole event line of the same kind (a `change`, `patch` or `delete`, with
+ * this `revision`), which the client handles as if that line had come.
+ */
+export interface GzipValue {
+  revision: number;
+  data: string;
+}
+
+export type GzipEvent<K extends WatchKind = WatchKind> = {
+  [P in K]: { kind: P; type: 'gzip'; value: GzipValue };
+}[K];
+
 export interface TailEvent<K extends WatchKind = WatchKind> {
   kind: K;
   type: 'tail';
@@ -85,7 +101,7 @@ export interface ErrorEvent {
 }
 
 /** One line of a watch stream: a discriminated union on `type`. */
-export type WatchEvent = ChangeEvent | PatchEvent | DeleteEvent | TailEvent | BookmarkEvent | ErrorEvent;
+export type WatchEvent = ChangeEvent | PatchEvent | DeleteEvent | GzipEvent | TailEvent | BookmarkEvent | ErrorEvent;
 
 /**
  * Applies a patch to the object the client holds. Undefined when the client

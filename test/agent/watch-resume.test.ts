@@ -110,7 +110,7 @@ describe('an agent restart', () => {
     const c1 = await f.atHead(a);
     await a.stop();
     // The first start listed everything.
-    expect(first.watches[0]?.body).toEqual(KINDS.map((kind) => ({ kind, gt_revision: 0, at_tail: false, patches: true })));
+    expect(first.watches[0]?.body).toEqual(KINDS.map((kind) => ({ kind, gt_revision: 0, at_tail: false, patches: true, gzip: true })));
     const listed = first.events();
     expect(listed).toBeGreaterThanOrEqual(PEERS + 3);
 
@@ -168,7 +168,7 @@ describe('an agent restart', () => {
     const { logger, lines } = capturedLogger();
     const b = await runAgent(f.options, { fetch: rec.fetch, logger });
     const c = await f.atHead(b);
-    expect(rec.watches[0]?.body).toEqual(KINDS.map((kind) => ({ kind, gt_revision: 0, at_tail: false, patches: true })));
+    expect(rec.watches[0]?.body).toEqual(KINDS.map((kind) => ({ kind, gt_revision: 0, at_tail: false, patches: true, gzip: true })));
     expect(rec.events()).toBeGreaterThanOrEqual(PEERS + 3);
     const ignored = lines.filter((l) => l.msg?.startsWith('ignoring the saved informer state'));
     expect(ignored).toHaveLength(1);
@@ -211,8 +211,8 @@ describe('an agent restart after the server compacted what it missed', () => {
     const rec = recordingFetch();
     const b = await runAgent(f.options, { fetch: rec.fetch });
     const c = await f.atHead(b);
-    expect(rec.watches[0]?.body).toEqual(KINDS.map((kind) => ({ kind, gt_revision: savedAt, at_tail: true, patches: true })));
-    expect(rec.watches.at(-1)?.body).toEqual(KINDS.map((kind) => ({ kind, gt_revision: 0, at_tail: false, patches: true })));
+    expect(rec.watches[0]?.body).toEqual(KINDS.map((kind) => ({ kind, gt_revision: savedAt, at_tail: true, patches: true, gzip: true })));
+    expect(rec.watches.at(-1)?.body).toEqual(KINDS.map((kind) => ({ kind, gt_revision: 0, at_tail: false, patches: true, gzip: true })));
     expect(await readFile(f.confPath, 'utf8')).not.toContain(gone.public_key);
     await b.stop();
 

@@ -93,7 +93,7 @@ describe('bench agent watch on a connection that dies silently', () => {
     expect(counters['watch.silent']).toBe(1);
     expect(counters['watch.dropped']).toBeUndefined();
     // It resumed the device kind from what it had, and listed the kinds it had nothing of.
-    expect(bodies[1]).toEqual([{ kind: 'device', gt_revision: 7, patches: true }, { kind: 'security-group', patches: true }, { kind: 'organization', patches: true }]);
+    expect(bodies[1]).toEqual([{ kind: 'device', gt_revision: 7, patches: true, gzip: true }, { kind: 'security-group', patches: true, gzip: true }, { kind: 'organization', patches: true, gzip: true }]);
   });
 
   it('gives up a stream silent after its tails (no bookmark) and resumes at its tails', async () => {
@@ -107,9 +107,9 @@ describe('bench agent watch on a connection that dies silently', () => {
     expect(await until(() => readies.length >= 2)).toBe(true);
     expect(counters['watch.silent']).toBe(1);
     expect(bodies[1]).toEqual([
-      { kind: 'device', gt_revision: 4, at_tail: true, patches: true },
-      { kind: 'security-group', gt_revision: 4, at_tail: true, patches: true },
-      { kind: 'organization', gt_revision: 4, at_tail: true, patches: true },
+      { kind: 'device', gt_revision: 4, at_tail: true, patches: true, gzip: true },
+      { kind: 'security-group', gt_revision: 4, at_tail: true, patches: true, gzip: true },
+      { kind: 'organization', gt_revision: 4, at_tail: true, patches: true, gzip: true },
     ]);
   });
 
@@ -144,7 +144,7 @@ describe('bench agent watch on a connection that dies silently', () => {
     expect(bodies).toHaveLength(1);
     const d = watch.diagnose(nowMs());
     expect(d).toMatchObject({ state: 'open', ready: false, socketHeld: true, retryArmed: false, silenceMs: null, tailed: [], revisions: [5, 0, 0] });
-    expect(d.trace.map((t) => t.replace(/^-\d+ms /, ''))).toEqual(['POST [{"kind":"device","patches":true},{"kind":"security-group","patches":true},{"kind":"organization","patches":true}]', 'HTTP 200']);
+    expect(d.trace.map((t) => t.replace(/^-\d+ms /, ''))).toEqual(['POST [{"kind":"device","patches":true,"gzip":true},{"kind":"security-group","patches":true,"gzip":true},{"kind":"organization","patches":true,"gzip":true}]', 'HTTP 200']);
     const line = describeStuck({ byState: { 'open, socket held': 1 }, examples: [{ deviceId: 'dev-1', ...d }] });
     expect(line).toContain('1 open, socket held');
     expect(line).toContain('device dev-1: open, tails [], revisions [5,0,0]');

@@ -162,11 +162,11 @@ describe('a simulated agent counts the events it receives', () => {
     expect(await until(() => bodies.length >= 3 && watch.isReady, 10_000)).toBe(true);
     const a = churnAccounting(diffCounters(countersOf(watch, counters), before), 1, 3);
     expect(bodies[1]).toEqual([
-      { kind: 'device', gt_revision: 11, at_tail: true, patches: true },
-      { kind: 'security-group', gt_revision: 10, at_tail: true, patches: true },
-      { kind: 'organization', gt_revision: 10, at_tail: true, patches: true },
+      { kind: 'device', gt_revision: 11, at_tail: true, patches: true, gzip: true },
+      { kind: 'security-group', gt_revision: 10, at_tail: true, patches: true, gzip: true },
+      { kind: 'organization', gt_revision: 10, at_tail: true, patches: true, gzip: true },
     ]);
-    expect(bodies[2]).toEqual([{ kind: 'device', patches: true }, { kind: 'security-group', patches: true }, { kind: 'organization', patches: true }]);
+    expect(bodies[2]).toEqual([{ kind: 'device', patches: true, gzip: true }, { kind: 'security-group', patches: true, gzip: true }, { kind: 'organization', patches: true, gzip: true }]);
     // The join's list and the list after revision_compacted; the resume between them is not one.
     expect(a.relists).toBe(2);
     expect(a.resumes).toBe(1);

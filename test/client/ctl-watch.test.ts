@@ -60,7 +60,7 @@ describe('fleetplane ctl <resource> list --watch', () => {
     await until(() => lines(w.stdout).length === 6, 'the change after the reconnect');
     expect(lines(w.stdout)[5]).toMatch(/^MODIFIED\s+dev-b\s+beta-2\s/);
     expect(w.stderr.text).toMatch(/^reconnecting… \(next try in \d+\.\ds\): .+\nreconnected after \d+ attempts?, \d+\.\ds(; last: .+)?\n$/);
-    expect(server.watchRequests.at(-1)).toEqual([{ kind: 'device', gt_revision: 5, at_tail: true, patches: true }]);
+    expect(server.watchRequests.at(-1)).toEqual([{ kind: 'device', gt_revision: 5, at_tail: true, patches: true, gzip: true }]);
 
     const end = await w.stop();
     expect(end.code).toBe(0);

@@ -75,9 +75,9 @@ describe('SharedInformers seeded from a saved state', () => {
     run.shared.start();
     await until(() => run.devices.revision() === 8, 'the delta');
     expect(server.watchRequests[before]).toEqual([
-      { kind: 'device', gt_revision: 5, at_tail: true, patches: true },
-      { kind: 'security-group', gt_revision: 5, at_tail: true, patches: true },
-      { kind: 'organization', gt_revision: 5, at_tail: true, patches: true },
+      { kind: 'device', gt_revision: 5, at_tail: true, patches: true, gzip: true },
+      { kind: 'security-group', gt_revision: 5, at_tail: true, patches: true, gzip: true },
+      { kind: 'organization', gt_revision: 5, at_tail: true, patches: true, gzip: true },
     ]);
     expect(run.deviceLog.slice(3)).toEqual(['delete b@6', 'update a@2->7', 'add d@8']);
     expect(run.groupLog).toEqual(['add g@5']);
@@ -108,14 +108,14 @@ describe('SharedInformers seeded from a saved state', () => {
     await run.shared.waitForSync(AbortSignal.timeout(10_000));
     expect(server.watchRequests.slice(before)).toEqual([
       [
-        { kind: 'device', gt_revision: 5, at_tail: true, patches: true },
-        { kind: 'security-group', gt_revision: 5, at_tail: true, patches: true },
-        { kind: 'organization', gt_revision: 5, at_tail: true, patches: true },
+        { kind: 'device', gt_revision: 5, at_tail: true, patches: true, gzip: true },
+        { kind: 'security-group', gt_revision: 5, at_tail: true, patches: true, gzip: true },
+        { kind: 'organization', gt_revision: 5, at_tail: true, patches: true, gzip: true },
       ],
       [
-        { kind: 'device', gt_revision: 0, at_tail: false, patches: true },
-        { kind: 'security-group', gt_revision: 0, at_tail: false, patches: true },
-        { kind: 'organization', gt_revision: 0, at_tail: false, patches: true },
+        { kind: 'device', gt_revision: 0, at_tail: false, patches: true, gzip: true },
+        { kind: 'security-group', gt_revision: 0, at_tail: false, patches: true, gzip: true },
+        { kind: 'organization', gt_revision: 0, at_tail: false, patches: true, gzip: true },
       ],
     ]);
     // c and g didn't change: nothing for them. b vanished: reported at the relist's tail with its saved state.

@@ -61,6 +61,6 @@ describe('SharedInformers on a stream that falls silent mid-list', () => {
     expect(errors[0]).toBe('TransportError:stream_idle');
     expect(devices.list().map((d) => d.id).sort()).toEqual(['a', 'b']);
     // The second stream resumed from what the first one delivered.
-    expect(bodies[1]).toEqual([{ kind: 'device', gt_revision: 5, at_tail: false, patches: true }]);
+    expect(bodies[1]).toEqual([{ kind: 'device', gt_revision: 5, at_tail: false, patches: true, gzip: true }]);
   });
 });

@@ -122,7 +122,7 @@ describe('SharedInformers', () => {
     server.put('device', { id: 'b' });
     server.put('device', { id: 'a', hostname: 'x' });
     await until(() => devices.list().length === 2 && devices.get('a')?.hostname === 'x', 'resume');
-    expect(server.watchRequests[1]).toEqual([{ kind: 'device', gt_revision: 2, at_tail: true, patches: true }]);
+    expect(server.watchRequests[1]).toEqual([{ kind: 'device', gt_revision: 2, at_tail: true, patches: true, gzip: true }]);
     expect(log).toEqual(['add a@1', 'add b@3', 'update a@1->4']);
     expect(seen.map((s) => s.type)).toContain('retrying');
     await until(() => shared!.status().type === 'synced', 'synced again');
@@ -155,8 +155,8 @@ describe('SharedInformers', () => {
     expect(revisionAtDelete).toEqual([8, 8]);
     expect(devices.list()).toEqual(server.state('device'));
     const after = server.watchRequests.slice(before);
-    expect(after[0]).toEqual([{ kind: 'device', gt_revision: 4, at_tail: true, patches: true }]);
-    expect(after.at(-1)).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, patches: true }]);
+    expect(after[0]).toEqual([{ kind: 'device', gt_revision: 4, at_tail: true, patches: true, gzip: true }]);
+    expect(after.at(-1)).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, patches: true, gzip: true }]);
   });
 
   it('a relist that finds nothing changed calls nothing (error event mid-stream)', async () => {
@@ -169,7 +169,7 @@ describe('SharedInformers', () => {
     await devices.waitForSync();
     server.sendError('revision_compacted');
     await until(() => server.watchRequests.length === 2 && shared!.status().type === 'synced', 'relisted');
-    expect(server.watchRequests[1]).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, patches: true }]);
+    expect(server.watchRequests[1]).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, patches: true, gzip: true }]);
     expect(log).toEqual(['add a@1', 'add b@2']);
     expect(errors).toEqual(['CompactedError:stream:false']);
     server.put('device', { id: 'c' });
@@ -195,8 +195,8 @@ describe('SharedInformers', () => {
     const groupLog = record(groups);
     await groups.waitForSync();
     expect(server.watchRequests.at(-1)).toEqual([
-      { kind: 'device', gt_revision: 5, at_tail: true, patches: true },
-      { kind: 'security-group', gt_revision: 0, at_tail: false, patches: true },
+      { kind: 'device', gt_revision: 5, at_tail: true, patches: true, gzip: true },
+      { kind: 'security-group', gt_revision: 0, at_tail: false, patches: true, gzip: true },
     ]);
     expect(groupLog).toEqual(['add g1@3']);
     expect(deviceLog).toEqual(['add a@1', 'add b@2', 'add c@4', 'delete b@5']);
@@ -303,7 +303,7 @@ describe('SharedInformers with patch events', () => {
     const updates: unknown[] = [];
     devices.onUpdate((old, now) => updates.push({ old, now }));
     await devices.waitForSync();
-    expect(server.watchRequests[0]).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, patches: true }]);
+    expect(server.watchRequests[0]).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, patches: true, gzip: true }]);
 
     server.put('device', { id: 'a', endpoints: ['203.0.113.7:50000'] }); // 2, sent as a patch
     await until(() => devices.revision() === 2, 'patched');
@@ -336,7 +336,7 @@ describe('SharedInformers with patch events', () => {
 
     await until(() => server.watchRequests.length >= 2 && shared!.status().type === 'synced' && devices.revision() === 4, 'relisted');
     expect(errors).toEqual(['PatchBaseError:stream:false']);
-    expect(server.watchRequests[1]).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, patches: true }]);
+    expect(server.watchRequests[1]).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, patches: true, gzip: true }]);
     expect(devices.list()).toEqual(server.state('device'));
     // The bad patch changed nothing; the relist brought a4 as an update.
     expect(log).toEqual(['add a@1', 'add b@2', 'update a@1->3', 'update a@3->4']);
@@ -349,6 +349,7 @@ describe('SharedInformers with patch events', () => {
     const devices = shared.informer('device');
     await devices.waitForSync();
     expect(server.watchRequests).toEqual([
+      [{ kind: 'device', gt_revision: 0, at_tail: false, patches: true, gzip: true }],
       [{ kind: 'device', gt_revision: 0, at_tail: false, patches: true }],
       [{ kind: 'device', gt_revision: 0, at_tail: false }],
     ]);
@@ -356,7 +357,22 @@ describe('SharedInformers with patch events', () => {
     await until(() => devices.revision() === 2, 'changed');
     expect(devices.get('a')).toEqual({ id: 'a', hostname: 'a2', revision: 2 });
     server.cutAll();
+    await until(() => server.watchRequests.length === 4, 'resumed');
+    expect(server.watchRequests[3]).toEqual([{ kind: 'device', gt_revision: 2, at_tail: true }]);
+  });
+
+  it('watches with patches but without gzip, for as long as it runs, when the server refuses only gzip', async () => {
+    server.refuseGzip = true;
+    server.put('device', { id: 'a', hostname: 'a' });
+    shared = new SharedInformers(client, server.org, FAST).start();
+    const devices = shared.informer('device');
+    await devices.waitForSync();
+    expect(server.watchRequests).toEqual([
+      [{ kind: 'device', gt_revision: 0, at_tail: false, patches: true, gzip: true }],
+      [{ kind: 'device', gt_revision: 0, at_tail: false, patches: true }],
+    ]);
+    server.cutAll();
     await until(() => server.watchRequests.length === 3, 'resumed');
-    expect(server.watchRequests[2]).toEqual([{ kind: 'device', gt_revision: 2, at_tail: true }]);
+    expect(server.watchRequests[2]).toEqual([{ kind: 'device', gt_revision: 1, at_tail: true, patches: true }]);
   });
 });

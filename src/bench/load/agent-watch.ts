@@ -154,9 +154,9 @@ export class AgentWatch {
   private request(): string {
     const body: WatchRequest = WATCH_KINDS.map((kind, k) => {
       const rev = this.rev[k] ?? 0;
-      // Patches, as the agent's informers ask for them: a change of a few members costs those members.
-      if (this.tailed[k]) return { kind, gt_revision: Math.max(rev, this.bookmark), at_tail: true, patches: true };
-      return rev > 0 ? { kind, gt_revision: rev, patches: true } : { kind, patches: true };
+      // Patches and gzip, as the agent's informers ask for them: a change of a few members costs those members, a large one its packed bytes.
+      if (this.tailed[k]) return { kind, gt_revision: Math.max(rev, this.bookmark), at_tail: true, patches: true, gzip: true };
+      return rev > 0 ? { kind, gt_revision: rev, patches: true, gzip: true } : { kind, patches: true, gzip: true };
     });
     const json = JSON.stringify(body);
     this.trace.add(nowMs(), `POST ${json}`);
@@ -233,6 +233,7 @@ export class AgentWatch {
       case 'change':
       case 'patch':
       case 'delete':
+      case 'gzip':
         this.tally.add(line.type, line.kind, end - start + 1);
         if (line.revision > (this.rev[line.kind] ?? 0)) this.rev[line.kind] = line.revision;
         break;

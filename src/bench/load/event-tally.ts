@@ -1,19 +1,19 @@
 import { WATCH_KINDS } from '../../protocol/index.js';
 import { COUNTER, bump, type AgentCounters } from './agent-counters.js';
 
-/** The watch events that carry an object or its changed members: what a change to the organization costs each watcher. */
-export const TALLIED_TYPES = ['change', 'patch', 'delete'] as const;
+/** The watch events that carry an object or its changed members (`gzip`: either, packed): what a change to the organization costs each watcher. */
+export const TALLIED_TYPES = ['change', 'patch', 'delete', 'gzip'] as const;
 export type TalliedType = (typeof TALLIED_TYPES)[number];
 
 const SLOTS = TALLIED_TYPES.length * WATCH_KINDS.length;
 
 function slot(type: TalliedType, kind: number): number {
   // Per line on the agents' hot path: no search.
-  return (type === 'change' ? 0 : type === 'patch' ? 1 : 2) * WATCH_KINDS.length + kind;
+  return (type === 'change' ? 0 : type === 'patch' ? 1 : type === 'delete' ? 2 : 3) * WATCH_KINDS.length + kind;
 }
 
 /**
- * `change`, `patch` and `delete` lines received, and their bytes, per event type and
+ * `change`, `patch`, `delete` and `gzip` lines received, and their bytes, per event type and
  * kind (`kind` is the index in WATCH_KINDS). Plain numbers, bumped per line:
  * a counter-map entry per line would cost a string key per event on the
  * agents' hot path.

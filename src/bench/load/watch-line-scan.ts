@@ -2,7 +2,7 @@ import { WATCH_KINDS, watchLineHead, type EventType, type WatchKind } from '../.
 
 /** What a simulated agent needs from one watch line. */
 export type ScannedLine =
-  | { type: 'change' | 'patch' | 'delete' | 'tail'; kind: number; revision: number }
+  | { type: 'change' | 'patch' | 'delete' | 'gzip' | 'tail'; kind: number; revision: number }
   | { type: 'bookmark'; revision: number }
   | { type: 'error'; code: string }
   | { type: 'unparsed' };
@@ -18,7 +18,7 @@ interface Prefix {
 
 // Every line starts with one of these heads (the server builds them the same way); the most frequent first.
 const PREFIXES: readonly Prefix[] = [
-  ...(['change', 'patch', 'tail', 'delete'] as const).flatMap((type) => WATCH_KINDS.map((k, kind) => ({ text: watchLineHead(type, k), type, kind }))),
+  ...(['change', 'patch', 'gzip', 'tail', 'delete'] as const).flatMap((type) => WATCH_KINDS.map((k, kind) => ({ text: watchLineHead(type, k), type, kind }))),
   { text: watchLineHead('bookmark'), type: 'bookmark', kind: -1 },
   { text: watchLineHead('error'), type: 'error', kind: -1 },
 ];
@@ -30,8 +30,8 @@ export function kindIndex(kind: WatchKind): number {
 
 /**
  * Reads a watch line's event type, kind and revision without parsing its
- * JSON: the head tells type and kind, and the revision is a patch's first
- * member, else the last `"revision":` of the line (an object's own
+ * JSON: the head tells type and kind, and the revision is a patch's or a
+ * gzip event's first member, else the last `"revision":` of the line (an object's own
  * revision, or a tail's or bookmark's value).
  */
 export function scanWatchLine(text: string, start: number, end: number): ScannedLine {
@@ -39,7 +39,7 @@ export function scanWatchLine(text: string, start: number, end: number): Scanned
   if (!p) return { type: 'unparsed' };
   if (p.type === 'error') return { type: 'error', code: CODE.exec(text.slice(start, end))?.[1] ?? 'unknown' };
   const afterHead = start + p.text.length + 1;
-  const r = p.type === 'patch' && text.startsWith(REVISION, afterHead) ? afterHead : text.lastIndexOf(REVISION, end);
+  const r = (p.type === 'patch' || p.type === 'gzip') && text.startsWith(REVISION, afterHead) ? afterHead : text.lastIndexOf(REVISION, end);
   if (r < start) return { type: 'unparsed' };
   const revision = digitsAt(text, r + REVISION.length, end);
   if (revision < 0) return { type: 'unparsed' };

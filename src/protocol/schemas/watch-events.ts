@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { WATCH_KINDS, type BookmarkEvent, type ChangeEvent, type DeleteEvent, type ErrorEvent, type PatchEvent, type TailEvent, type WatchEvent } from '../watch.js';
+import { WATCH_KINDS, type BookmarkEvent, type ChangeEvent, type DeleteEvent, type ErrorEvent, type GzipEvent, type PatchEvent, type TailEvent, type WatchEvent } from '../watch.js';
 import type { ConvergenceEvent } from './fleet.js';
 import { Convergence } from './fleet.js';
 import { ErrorCodeSchema, Revision } from './common.js';
@@ -45,6 +45,19 @@ export const PatchEventSchema = Type.Object(
   },
 );
 
+export const GzipEventSchema = Type.Object(
+  {
+    kind: Type.Union(WATCH_KINDS.map((k) => Type.Literal(k))),
+    type: Type.Literal('gzip'),
+    value: Type.Object({ revision: Revision, data: Type.String({ contentEncoding: 'base64' }) }),
+  },
+  {
+    $id: 'GzipEvent',
+    description:
+      'Only to a watch that asked for gzip: data is the base64 of the gzip of one change, patch or delete line of this kind with this revision, which the client handles as if that line had come.',
+  },
+);
+
 export const TailEventSchema = Type.Object(
   { kind: Type.Union(WATCH_KINDS.map((k) => Type.Literal(k))), type: Type.Literal('tail'), value: RevisionValue },
   { $id: 'TailEvent', description: "Everything of this kind that existed when the watch reached the head has been sent; value.revision is the kind's resume point." },
@@ -62,7 +75,7 @@ export const ErrorEventSchema = Type.Object(
 
 /** One line of `POST .../events`. */
 export const WatchEventSchema = Type.Union(
-  [DeviceEventSchema, SecurityGroupEventSchema, OrganizationEventSchema, PatchEventSchema, TailEventSchema, BookmarkEventSchema, ErrorEventSchema],
+  [DeviceEventSchema, SecurityGroupEventSchema, OrganizationEventSchema, PatchEventSchema, GzipEventSchema, TailEventSchema, BookmarkEventSchema, ErrorEventSchema],
   { $id: 'WatchEvent', description: 'One line of a watch stream (newline-delimited JSON).' },
 );
 
@@ -86,10 +99,11 @@ const sameLines: [
   Same<Static<typeof SecurityGroupEventSchema>, ChangeEvent<'security-group'> | DeleteEvent<'security-group'>>,
   Same<Static<typeof OrganizationEventSchema>, ChangeEvent<'organization'> | DeleteEvent<'organization'>>,
   Same<Static<typeof PatchEventSchema>, PatchEvent>,
+  Same<Static<typeof GzipEventSchema>, GzipEvent>,
   Same<Static<typeof TailEventSchema>, TailEvent>,
   Same<Static<typeof BookmarkEventSchema>, BookmarkEvent>,
   Same<Static<typeof ErrorEventSchema>, ErrorEvent>,
   Same<Static<typeof WatchEventSchema>, WatchEvent>,
   Same<Static<typeof ConvergenceEventSchema>, ConvergenceEvent>,
-] = [true, true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true, true];
 void sameLines;

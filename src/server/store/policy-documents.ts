@@ -47,9 +47,29 @@ async function storedText(q: Queryable, orgId: string): Promise<string | undefin
   return rows[0]?.text;
 }
 
+/**
+ * The tests of the documents this replica applied last, by ETag: the next
+ * apply diffs against them without parsing the stored text again (YAML
+ * parsing is most of an apply's own CPU). At the limit the oldest is
+ * dropped; a miss parses the text.
+ */
+const recentTests = new Map<string, PolicyTest[]>();
+const RECENT_TESTS_LIMIT = 16;
+
+function rememberTests(etag: string, tests: PolicyTest[]): void {
+  recentTests.delete(etag);
+  recentTests.set(etag, tests);
+  for (const oldest of recentTests.keys()) {
+    if (recentTests.size <= RECENT_TESTS_LIMIT) break;
+    recentTests.delete(oldest);
+  }
+}
+
 /** The tests of a stored document (it parsed when it was applied). */
 function testsOf(text: string | undefined): PolicyTest[] {
   if (text === undefined) return [];
+  const known = recentTests.get(policyEtag(text));
+  if (known) return known;
   const value = parseYaml(text) as PolicyDocument | null;
   return value?.tests ?? [];
 }
@@ -168,6 +188,7 @@ export async function applyPolicy(db: Database, bus: SignalBus, orgId: string, t
        ON CONFLICT (org_id) DO UPDATE SET text = EXCLUDED.text, etag = EXCLUDED.etag, revision = EXCLUDED.revision, updated_at = now()`,
       [orgId, text, etag, revision],
     );
+    rememberTests(etag, document.tests ?? []);
     return { managed: true, applied: revision !== org.revision, dry_run: false, etag, revision, changes, tests };
   });
   // The objects' groups are the document's now: agents stopped reading them at the revision above.

@@ -16,6 +16,11 @@ export function chunk(json: string): Buffer {
   return out;
 }
 
+/** The JSON line a chunk made by `chunk` carries, as a view of its bytes (without the newline). */
+export function chunkLine(bytes: Buffer): Buffer {
+  return bytes.subarray(bytes.indexOf('\r\n') + 2, bytes.length - CHUNK_END.length);
+}
+
 /**
  * An empty line: the connection is alive, and nothing more (docs/protocol.md
  * "Watch"). For a stream that has not reached its head, where a bookmark

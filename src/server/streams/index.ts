@@ -3,7 +3,7 @@ export { StreamOwner, type GuardedOwnedStream, type StreamOwnerOptions } from '.
 export { STREAM_KINDS, ENDS, type OwnedStream, type StreamEnd, type StreamKind, type EndCause } from './owned-stream.js';
 export { StreamMetrics } from './stream-metrics.js';
 export { LineStream, type LineStreamOptions } from './line-stream.js';
-export { chunk, encodeError, responseHead, KEEPALIVE, CHUNK_END, LAST_CHUNK } from './chunks.js';
+export { chunk, chunkLine, encodeError, responseHead, KEEPALIVE, CHUNK_END, LAST_CHUNK } from './chunks.js';
 export { KernelMemoryGuard, type GuardedStream } from './kernel-memory-guard.js';
 export { procTcpMemory, type TcpMemorySource } from './proc-tcp.js';
 export { tcpConnection, type TcpConnection } from './tcp-connection.js';

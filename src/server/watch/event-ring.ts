@@ -13,6 +13,10 @@ export interface CachedEvent {
    * that asked for patches (see WatchKinds.outgoing).
    */
   readonly patch?: Buffer;
+  /** `bytes` as a `gzip` event, for watchers that take gzip, when the line is large and packs well (see encodeGzip). */
+  readonly gzip?: Buffer;
+  /** `patch` as a `gzip` event, likewise. */
+  readonly gzipPatch?: Buffer;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Subscription } from '../bus/index.js';
 import { CatchUpReads } from './catch-up-reads.js';
 import { EventRing, type CachedEvent } from './event-ring.js';
 import { OrgSnapshot, type SnapshotBudget } from './org-snapshot.js';
-import { encodeBookmark, encodeObjectEvent } from './encode.js';
+import { encodeBookmark, encodeGzip, encodeObjectEvent } from './encode.js';
 import { encodePatch } from './patch-event.js';
 import type { WatchMetrics } from './watch-metrics.js';
 
@@ -159,7 +159,7 @@ export class OrgFeed {
       this.noteCompacted(batch.compacted);
       for (const row of batch.rows) {
         if (row.revision <= ring.head) continue;
-        const event = this.encode(row, this.snapshot?.current(row.kind, row.id));
+        const event = this.#packed(this.encode(row, this.snapshot?.current(row.kind, row.id)));
         ring.push(event);
         if (this.snapshot && !this.snapshot.apply(row.id, event)) this.dropSnapshot();
         this.metrics.changes.inc();
@@ -197,6 +197,14 @@ export class OrgFeed {
     const bytes = encodeObjectEvent(row.kind, row.deleted ? 'delete' : 'change', row.value);
     const patch = previous && !row.deleted ? this.#patch(row, previous, bytes.length) : undefined;
     return { revision: row.revision, kind: row.kind, deleted: row.deleted, bytes, ...(patch ? { patch } : {}) };
+  }
+
+  /** A change the fan-out writes, with its gzip forms: packed once here, not per watcher. Lists and catch-up send plain lines. */
+  #packed(event: CachedEvent): CachedEvent {
+    const gzip = encodeGzip(event.kind, event.revision, event.bytes);
+    const gzipPatch = event.patch ? encodeGzip(event.kind, event.revision, event.patch) : undefined;
+    if (!gzip && !gzipPatch) return event;
+    return { ...event, ...(gzip ? { gzip } : {}), ...(gzipPatch ? { gzipPatch } : {}) };
   }
 
   #patch(row: ChangeRow, previous: Buffer, fullBytes: number): Buffer | undefined {

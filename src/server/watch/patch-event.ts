@@ -1,15 +1,9 @@
 import { watchLineHead, type WatchKind } from '../../protocol/index.js';
 import type { StoredValue } from '../store/index.js';
-import { chunk } from '../streams/index.js';
-
-/** The JSON of a cached chunk (`<size>\r\n<json>\n\r\n`). */
-function chunkJson(bytes: Buffer): string {
-  const start = bytes.indexOf('\r\n') + 2;
-  return bytes.toString('utf8', start, bytes.length - 3);
-}
+import { chunk, chunkLine } from '../streams/index.js';
 
 function previousValue(previous: Buffer): StoredValue | undefined {
-  const line: unknown = JSON.parse(chunkJson(previous));
+  const line: unknown = JSON.parse(chunkLine(previous).toString('utf8'));
   if (typeof line !== 'object' || line === null || !('value' in line)) return undefined;
   const value = line.value;
   if (typeof value !== 'object' || value === null || !('revision' in value) || typeof value.revision !== 'number') return undefined;

@@ -9,6 +9,8 @@ interface KindState {
   readonly deletesAfter: number;
   /** The client applies `patch` events of this kind. */
   readonly patches: boolean;
+  /** The client unpacks `gzip` events of this kind. */
+  readonly gzip: boolean;
   tailPending: boolean;
 }
 
@@ -47,7 +49,7 @@ export class WatchKinds {
     for (const w of sorted) {
       const gt = w.gt_revision ?? 0;
       list.push(w.kind);
-      this.#states.push({ gt, deletesAfter: gt > 0 ? gt : startHead, patches: w.patches === true, tailPending: w.at_tail !== true });
+      this.#states.push({ gt, deletesAfter: gt > 0 ? gt : startHead, patches: w.patches === true, gzip: w.gzip === true, tailPending: w.at_tail !== true });
       from = Math.min(from, gt);
       known = Math.max(known, gt);
       if (gt === 0) listUntil = startHead;
@@ -66,13 +68,16 @@ export class WatchKinds {
   /**
    * What the stream is sent for a change from the tail cache: nothing (not
    * wanted), its patch (the kind takes patches, the feed made one, and the
-   * event is past `wholeThrough`, see Watcher), else the whole object. One
-   * lookup per event and watcher: this is the fan-out's inner loop.
+   * event is past `wholeThrough`, see Watcher), else the whole object;
+   * either one packed as a `gzip` event when the kind takes gzip and the
+   * feed packed it. One lookup per event and watcher: this is the fan-out's
+   * inner loop.
    */
   outgoing(e: CachedEvent, wholeThrough: number): Buffer | undefined {
     const k = this.#sent(e);
     if (k === undefined) return undefined;
-    return k.patches && e.patch !== undefined && e.revision > wholeThrough ? e.patch : e.bytes;
+    if (k.patches && e.patch !== undefined && e.revision > wholeThrough) return (k.gzip ? e.gzipPatch : undefined) ?? e.patch;
+    return (k.gzip ? e.gzip : undefined) ?? e.bytes;
   }
 
   #sent(e: Row): KindState | undefined {

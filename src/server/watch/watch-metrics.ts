@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FanOutTimes } from './fan-out-times.js';
+import type { CachedEvent } from './event-ring.js';
 import { scrapedGauge } from '../scraped-gauge.js';
 
 /** Metrics of the watch engine (registered on the server's registry). */
@@ -8,6 +9,7 @@ export class WatchMetrics {
   readonly feeds: Gauge;
   readonly eventsWritten: Counter;
   readonly patchesWritten: Counter;
+  readonly gzipWritten: Counter;
   readonly bytesWritten: Counter;
   readonly fillQueries: Counter;
   readonly catchUpQueries: Counter;
@@ -25,7 +27,7 @@ export class WatchMetrics {
    * increment per socket write would cost more than the write's bookkeeping
    * at 10,000 watchers. Reported by the counters above at scrape time.
    */
-  readonly written = { events: 0, bytes: 0, patches: 0 };
+  readonly written = { events: 0, bytes: 0, patches: 0, gzip: 0 };
   /** Reports the snapshot budget's use at scrape time. */
   readonly observeSnapshot: (used: () => number) => void;
   /** When recent heads reached the tail caches: the start of the ACK latency (fleet metrics). */
@@ -52,6 +54,15 @@ export class WatchMetrics {
       collect() {
         this.reset();
         this.inc(written.patches);
+      },
+    });
+    this.gzipWritten = new Counter({
+      name: 'fleetplane_watch_gzip_written_total',
+      help: 'Of the events written to watch streams, those sent packed as gzip events (to watches that asked for gzip).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(written.gzip);
       },
     });
     this.bytesWritten = new Counter({
@@ -119,5 +130,11 @@ export class WatchMetrics {
       labelNames: ['reason'] as const,
       registers,
     });
+  }
+
+  /** Counts a write of one of `e`'s other forms than its whole line (a patch, a gzip event, or both). */
+  countVariant(e: CachedEvent, bytes: Buffer): void {
+    if (bytes === e.patch || bytes === e.gzipPatch) this.written.patches++;
+    if (bytes === e.gzip || bytes === e.gzipPatch) this.written.gzip++;
   }
 }

@@ -226,7 +226,7 @@ export class Watcher implements FeedListener, GuardedOwnedStream {
         if (bytes !== undefined) {
           if (!this.admitted(bytes.length)) return;
           this.out.write(bytes, true);
-          if (bytes !== e.bytes) this.o.metrics.written.patches++;
+          if (bytes !== e.bytes) this.o.metrics.countVariant(e, bytes);
         }
         this.position = e.revision;
         // Nothing follows an organization's own delete.

@@ -62,8 +62,10 @@ export class FakeFleetServer {
   lowestRevisionForAll = false;
   /** Answer the next watch requests with this error instead of a stream. */
   rejectWatches: ErrorCode | undefined;
-  /** Answer watch requests that ask for patches with 400 `validation_failed`, as a server from before patches. */
+  /** Answer watch requests that ask for patches (or gzip) with 400 `validation_failed`, as a server from before patches. */
   refusePatches = false;
+  /** Answer watch requests that ask for gzip with 400 `validation_failed`, as a server from before gzip events. */
+  refuseGzip = false;
   /** `Retry-After` sent with rejected watches answering 429/503. */
   rejectRetryAfter: string | undefined;
   /** `GET .../convergence[?watch=true]`. */
@@ -258,11 +260,12 @@ export class FakeFleetServer {
       if (this.rejectRetryAfter !== undefined) res.setHeader(HEADERS.retryAfter, this.rejectRetryAfter);
       return this.#error(res, this.rejectWatches);
     }
-    const watches = JSON.parse(body) as Array<{ kind: string; gt_revision?: number; at_tail?: boolean; patches?: boolean }>;
+    const watches = JSON.parse(body) as Array<{ kind: string; gt_revision?: number; at_tail?: boolean; patches?: boolean; gzip?: boolean }>;
     if (!Array.isArray(watches) || watches.length === 0 || !watches.every((w) => isWatchKind(w.kind))) {
       return this.#error(res, 'validation_failed');
     }
-    if (this.refusePatches && watches.some((w) => w.patches !== undefined)) return this.#error(res, 'validation_failed');
+    if (this.refusePatches && watches.some((w) => w.patches !== undefined || w.gzip !== undefined)) return this.#error(res, 'validation_failed');
+    if (this.refuseGzip && watches.some((w) => w.gzip !== undefined)) return this.#error(res, 'validation_failed');
     if (watches.some((w) => (w.gt_revision ?? 0) > 0 && (w.gt_revision ?? 0) < this.compacted)) {
       return this.#error(res, 'revision_compacted');
     }

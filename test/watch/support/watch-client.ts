@@ -31,6 +31,7 @@ export interface WatchSpec {
   gt_revision?: number;
   at_tail?: boolean;
   patches?: boolean;
+  gzip?: boolean;
 }
 
 export interface OpenOptions {
