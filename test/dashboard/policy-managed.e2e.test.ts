@@ -11,6 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { FleetplaneClient } from '../../src/client/index.js';
+import { ROUTES } from '../../src/protocol/index.js';
+import { policyDocument, POLICY_GROUPS } from '../../src/bench/measure/policy-document.js';
 import { until } from '../agent/support/harness.js';
 import { hasChromium, screenshot, seriousViolations } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
@@ -37,6 +39,13 @@ security_groups:
 /** The texts of the cells `testId` names in the security group rows, in order. */
 async function column(page: Page, testId: string): Promise<string[]> {
   return (await page.getByTestId('sg-row').getByTestId(testId).allTextContents()).map((t) => t.trim());
+}
+
+/** The server's count of events it sent packed as gzip events. */
+async function gzipWritten(url: string): Promise<number> {
+  const text = await (await fetch(`${url}${ROUTES.metrics}`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('fleetplane_watch_gzip_written_total '));
+  return Number(line?.split(' ')[1] ?? Number.NaN);
 }
 
 async function tableSource(page: Page): Promise<string | null> {
@@ -122,6 +131,28 @@ describe.runIf(hasChromium())('the dashboard with a policy document, in Chromium
     await page.locator('#settings-mtu').waitFor();
     expect(await page.locator('#settings-mtu').isEditable()).toBe(true);
     expect(await page.getByTestId('policy-notice').count()).toBe(0);
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  it('follows a document whose event comes packed as gzip, unpacked in the page', async () => {
+    const { url, browser } = env();
+    const admin = new FleetplaneClient({ baseUrl: url, token: ADMIN });
+    const org = (await admin.organizations.create({ name: `policy-gzip-${process.pid}` })).id;
+    const { page, problems } = await browser.newPage();
+    await page.goto(url);
+    await page.getByTestId('login-token').fill(ADMIN);
+    await page.getByTestId('login-submit').click();
+    await page.getByTestId('orgs-row').first().waitFor();
+    await page.goto(`${url}/#/orgs/${org}/security-groups`);
+    await page.getByTestId('sg-table').waitFor();
+    const before = await gzipWritten(url);
+
+    // The bench's document: its organization line is tens of KiB, so a watch that takes gzip gets it packed.
+    expect(await admin.policy.apply(org, policyDocument(0))).toMatchObject({ managed: true, applied: true });
+    await until(async () => (await tableSource(page)) === 'policy' && (await page.getByTestId('sg-row').count()) === POLICY_GROUPS, 'the document’s groups in the page');
+    expect(await gzipWritten(url)).toBeGreaterThan(before);
+    const names = await column(page, 'sg-row-name');
+    expect([names[0], names.at(-1)]).toEqual(['g000', `g0${POLICY_GROUPS - 1}`]);
     expect(problems).toEqual([]);
   }, 120_000);
 });

