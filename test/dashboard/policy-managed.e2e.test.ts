@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { FleetplaneClient } from '../../src/client/index.js';
-import { ROUTES } from '../../src/protocol/index.js';
+import { ROUTES, paths } from '../../src/protocol/index.js';
 import { policyDocument, POLICY_GROUPS } from '../../src/bench/measure/policy-document.js';
 import { until } from '../agent/support/harness.js';
 import { hasChromium, screenshot, seriousViolations } from './support/browser.js';
@@ -139,18 +139,31 @@ describe.runIf(hasChromium())('the dashboard with a policy document, in Chromium
     const admin = new FleetplaneClient({ baseUrl: url, token: ADMIN });
     const org = (await admin.organizations.create({ name: `policy-gzip-${process.pid}` })).id;
     const { page, problems } = await browser.newPage();
+    // Every watch request the page makes: a line it could not unpack would make it open another and list again.
+    let watches = 0;
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && new URL(r.url()).pathname === paths.events(org)) watches++;
+    });
     await page.goto(url);
     await page.getByTestId('login-token').fill(ADMIN);
     await page.getByTestId('login-submit').click();
     await page.getByTestId('orgs-row').first().waitFor();
     await page.goto(`${url}/#/orgs/${org}/security-groups`);
-    await page.getByTestId('sg-table').waitFor();
+    // A group created while the page is open shows in it: its watch stream is live, so the document comes as an event, not in a list.
+    await page.getByTestId('sg-create').waitFor();
+    await admin.securityGroups.create(org, { name: 'old', description: '', inbound_rules: [], outbound_rules: [] });
+    await until(async () => (await column(page, 'sg-row-name')).includes('old'), 'the new group in the page');
     const before = await gzipWritten(url);
+    const watchesBefore = watches;
 
     // The bench's document: its organization line is tens of KiB, so a watch that takes gzip gets it packed.
     expect(await admin.policy.apply(org, policyDocument(0))).toMatchObject({ managed: true, applied: true });
     await until(async () => (await tableSource(page)) === 'policy' && (await page.getByTestId('sg-row').count()) === POLICY_GROUPS, 'the document’s groups in the page');
     expect(await gzipWritten(url)).toBeGreaterThan(before);
+    // Taken from the live stream, unpacked: no new watch, so no list brought it.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(watches).toBe(watchesBefore);
+    expect(watchesBefore).toBeGreaterThan(0);
     const names = await column(page, 'sg-row-name');
     expect([names[0], names.at(-1)]).toEqual(['g000', `g0${POLICY_GROUPS - 1}`]);
     expect(problems).toEqual([]);
