@@ -32,6 +32,7 @@ import { forceSync, ForceSyncError, type ForceSyncResult } from './sync/force-sy
 import { InformerStateFile } from './sync/informer-state-file.js';
 import { OrgWatch } from './sync/org-watch.js';
 import { ReconcileLoop } from './sync/reconcile-loop.js';
+import type { BackoffPolicy } from '../util/backoff.js';
 import { Reconciler } from './sync/reconciler.js';
 import { AgentMethodError, TunnelClient } from './tunnel/index.js';
 import { Wakeup } from './wakeup.js';
@@ -41,6 +42,8 @@ export interface AgentDeps {
   logger: Logger;
   /** Builds the dataplane (tests inject one); default from `options.dataplane`. */
   createDataplane?: (options: AgentOptions, logger: Logger) => Dataplane;
+  /** The failed-apply retry's backoff, over the default 0.5 s doubling to 30 s (tests that wait on a retry shorten it). */
+  applyBackoff?: Partial<BackoffPolicy>;
   /** The SDK's fetch (tests inject one); default the global fetch, or one trusting `options.caFile`. */
   fetch?: FetchLike;
   /** The machine's interfaces (default `os.networkInterfaces()`). */
@@ -301,7 +304,7 @@ export class Agent {
         this.#die(deletedError(identity.device_id));
       },
     });
-    const loop: ReconcileLoop = new ReconcileLoop({ reconciler, source: () => watch.snapshot(), resyncIntervalMs: o.resyncIntervalMs, logger: log });
+    const loop: ReconcileLoop = new ReconcileLoop({ reconciler, source: () => watch.snapshot(), resyncIntervalMs: o.resyncIntervalMs, logger: log, ...(this.#deps.applyBackoff ? { backoff: this.#deps.applyBackoff } : {}) });
     await watch.restore();
     const running: Running = { enrolled, client, dataplane, reconciler, reporter, watch, publisher, publishNow, stun, paths, loop, credential };
     this.#running = running;

@@ -104,7 +104,8 @@ describe('the agent against a real server', () => {
     const f = await fleet('flaky');
     const opts = await f.options();
     const flaky = new FlakyDataplane(new RenderDataplane({ stateDir: opts.stateDir, interfaceName: opts.interfaceName }));
-    const a = await runAgent(opts, { createDataplane: () => flaky });
+    // Retries at most 1 s apart: on a loaded machine the waits below see more attempts, and the default 30 s cap outlasts the last wait.
+    const a = await runAgent(opts, { createDataplane: () => flaky, applyBackoff: { maxMs: 1_000 } });
     const before = await f.converged(1);
     const path = join(opts.stateDir, WIREGUARD_CONF_FILE);
     const good = await readFile(path, 'utf8');
