@@ -13,6 +13,7 @@ export { Agent, defaultDataplane, type AgentDeps } from './agent.js';
 export type { AgentStatusView, TunnelStateType } from './status/agent-status.js';
 export { parseAgentOptions, agentHelp, AgentOptionsError, AGENT_DEFAULTS, AGENT_EXAMPLES, AGENT_FLAGS, type AgentOptions, type AgentLogLevel } from './options.js';
 export { AgentFatalError, type FatalReason } from './errors.js';
+export { caFileHint } from './transient.js';
 export { StateDir, StateDirError, PRIVATE_KEY_FILE, IDENTITY_FILE, type DeviceIdentity } from './identity/state-dir.js';
 export { DirtySet } from './status/dirty-set.js';
 export { StatusReporter, type StatusFields, type StatusReporterOptions, type StatusReporterStats } from './status/status-reporter.js';
