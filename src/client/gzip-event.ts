@@ -1,5 +1,6 @@
-import type { ChangeEvent, DeleteEvent, GzipEvent, PatchEvent, WatchEvent } from '../protocol/index.js';
+import type { ChangeEvent, DeleteEvent, GzipEvent, PatchEvent } from '../protocol/index.js';
 import { invalidLine } from './stream-line.js';
+import { parseWatchLine } from './watch-event-parser.js';
 
 /** What a `gzip` event may stand for: an object event of its own kind. */
 export type PackedEvent = ChangeEvent | PatchEvent | DeleteEvent;
@@ -19,18 +20,18 @@ async function gunzip(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
 
 /**
  * The event a `gzip` event stands for (docs/protocol.md "Watch"): its
- * `data` unpacked and parsed with `parse`. Throws ProtocolError when `data`
+ * `data` unpacked and parsed as a line of the stream. Throws ProtocolError when `data`
  * is not gzip of a `change`, `patch` or `delete` line of the same kind and
  * revision: a line is never skipped.
  */
-export async function unpackGzipEvent(event: GzipEvent, line: string, parse: (line: string) => WatchEvent): Promise<PackedEvent> {
+export async function unpackGzipEvent(event: GzipEvent, line: string): Promise<PackedEvent> {
   let inner: string;
   try {
     inner = await gunzip(base64Bytes(event.value.data));
   } catch (err) {
     throw invalidLine('watch', line, 'gzip data that does not unpack', err);
   }
-  const packed = parse(inner);
+  const packed = parseWatchLine(inner);
   if (packed.type !== 'change' && packed.type !== 'patch' && packed.type !== 'delete') throw invalidLine('watch', line, `gzip of a ${packed.type} line`);
   if (packed.kind !== event.kind || packed.value.revision !== event.value.revision) throw invalidLine('watch', line, 'gzip of a line of another kind or revision');
   return packed;

@@ -33,7 +33,7 @@ export function watchEvents(
       parse: (line) => {
         const event = parseWatchLine(line);
         if (event.type === 'error') throw errorFromStreamEvent(event.value.code, event.value.message);
-        if (event.type === 'gzip') return unpackGzipEvent(event, line, parseWatchLine);
+        if (event.type === 'gzip') return unpackGzipEvent(event, line);
         return event;
       },
     },

@@ -9,13 +9,15 @@ function scan(line: string) {
 }
 
 describe('the simulated agents read a watch line without parsing it', () => {
-  it('takes type, kind and the object revision from change, patch, delete and tail lines', () => {
+  it('takes type, kind and the object revision from change, patch, gzip, delete and tail lines', () => {
     const device = { id: 'd1', revision: 41, endpoints: [{ source: 'stun', address: '203.0.113.1:41641' }], hostname: 'revision-1' };
     expect(scan(`${watchLineHead('change', 'device')}${JSON.stringify(device)}}`)).toEqual({ type: 'change', kind: 0, revision: 41 });
     // A patch's revision, not its from_revision, even where a member is named "revision".
     const patch = { revision: 52, from_revision: 41, id: 'd1', set: { hostname: 'h', note: { revision: 7 } } };
     expect(scan(`${watchLineHead('patch', 'device')}${JSON.stringify(patch)}}`)).toEqual({ type: 'patch', kind: 0, revision: 52 });
     expect(scan(`${watchLineHead('patch', 'security-group')}${JSON.stringify({ ...patch, revision: 60 })}}`)).toEqual({ type: 'patch', kind: 1, revision: 60 });
+    // A gzip event's revision comes first; its data never names one.
+    expect(scan(`${watchLineHead('gzip', 'organization')}{"revision":70,"data":"H4sIAAAAAAAAA6tWKkpNzszPU7JSMDIwMtBRKkpNzszPUzLUUUpLzclRslIwNLAAAA=="}}`)).toEqual({ type: 'gzip', kind: 2, revision: 70 });
     expect(scan(`${watchLineHead('delete', 'organization')}{"id":"o","revision":9}}`)).toEqual({ type: 'delete', kind: 2, revision: 9 });
     expect(scan(`${watchLineHead('tail', 'device')}{"revision":1234567890123}}`)).toEqual({ type: 'tail', kind: 0, revision: 1234567890123 });
   });

@@ -342,37 +342,26 @@ describe('SharedInformers with patch events', () => {
     expect(log).toEqual(['add a@1', 'add b@2', 'update a@1->3', 'update a@3->4']);
   });
 
-  it('watches without patches, for as long as it runs, when the server refuses them', async () => {
-    server.refusePatches = true;
+  // A server from before patches refuses both; one from before gzip (v1.11 to v1.13) only gzip.
+  it.each([
+    { server: 'before patches', refuse: 'refusePatches', kept: {} },
+    { server: 'before gzip', refuse: 'refuseGzip', kept: { patches: true } },
+  ] as const)('watches with only what a server from $server takes, for as long as it runs', async ({ refuse, kept }) => {
+    server[refuse] = true;
     server.put('device', { id: 'a', hostname: 'a' });
     shared = new SharedInformers(client, server.org, FAST).start();
     const devices = shared.informer('device');
     await devices.waitForSync();
-    expect(server.watchRequests).toEqual([
-      [{ kind: 'device', gt_revision: 0, at_tail: false, patches: true, gzip: true }],
-      [{ kind: 'device', gt_revision: 0, at_tail: false, patches: true }],
-      [{ kind: 'device', gt_revision: 0, at_tail: false }],
-    ]);
+    const asked = server.watchRequests.length;
+    expect(server.watchRequests[0]).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, patches: true, gzip: true }]);
+    // Newest first: without gzip, then (if still refused) without patches too.
+    expect(server.watchRequests.at(-1)).toEqual([{ kind: 'device', gt_revision: 0, at_tail: false, ...kept }]);
+    expect(asked).toBe(refuse === 'refusePatches' ? 3 : 2);
     server.put('device', { id: 'a', hostname: 'a2' });
     await until(() => devices.revision() === 2, 'changed');
     expect(devices.get('a')).toEqual({ id: 'a', hostname: 'a2', revision: 2 });
     server.cutAll();
-    await until(() => server.watchRequests.length === 4, 'resumed');
-    expect(server.watchRequests[3]).toEqual([{ kind: 'device', gt_revision: 2, at_tail: true }]);
-  });
-
-  it('watches with patches but without gzip, for as long as it runs, when the server refuses only gzip', async () => {
-    server.refuseGzip = true;
-    server.put('device', { id: 'a', hostname: 'a' });
-    shared = new SharedInformers(client, server.org, FAST).start();
-    const devices = shared.informer('device');
-    await devices.waitForSync();
-    expect(server.watchRequests).toEqual([
-      [{ kind: 'device', gt_revision: 0, at_tail: false, patches: true, gzip: true }],
-      [{ kind: 'device', gt_revision: 0, at_tail: false, patches: true }],
-    ]);
-    server.cutAll();
-    await until(() => server.watchRequests.length === 3, 'resumed');
-    expect(server.watchRequests[2]).toEqual([{ kind: 'device', gt_revision: 1, at_tail: true, patches: true }]);
+    await until(() => server.watchRequests.length === asked + 1, 'resumed');
+    expect(server.watchRequests[asked]).toEqual([{ kind: 'device', gt_revision: 2, at_tail: true, ...kept }]);
   });
 });

@@ -1,13 +1,8 @@
-import type { FleetApi } from '../http-api.js';
 import { allErrors, describeCounters, diffCounters, sumOf } from '../load/agent-counters.js';
 import type { AckMode } from '../load/agent-messages.js';
-import type { AgentPool } from '../load/agent-pool.js';
 import { log } from '../log.js';
-import type { BenchPostgres } from '../server/postgres.js';
-import type { RestartableServer } from '../server/restartable-server.js';
 import { sleep } from '../../util/sleep.js';
-import { catchUp, type FleetCatchUp } from './fleet-catch-up.js';
-import type { ConvergenceFollower } from './convergence-follower.js';
+import { catchUp, type FleetCatchUp, type FleetStepOptions } from './fleet-catch-up.js';
 import { describeStatements, totalStatements, writeStatements } from './db-statements.js';
 import { sampleServer, serverDelta } from './fleet-probe.js';
 import { patchGroup, type StatementBaseline } from './statement-baseline.js';
@@ -62,21 +57,14 @@ export function ackTimeoutMs(n: number): number {
  * reports at_head = N for it. Server CPU and statements are read around
  * each change.
  */
-export async function changeLoop(o: {
-  ack: AckMode;
-  server: RestartableServer;
-  api: FleetApi;
-  pg: BenchPostgres | undefined;
-  pool: AgentPool;
-  follower: ConvergenceFollower;
-  org: string;
-  groupId: string;
-  baseline: StatementBaseline;
-  /** Write statements per second with nothing happening (from the idle phase), subtracted per window. */
-  backgroundWritesPerSecond: number;
-  ackTimeoutMs: number;
-  signal: AbortSignal;
-}): Promise<ChangeLoopResult> {
+export async function changeLoop(
+  o: FleetStepOptions & {
+    groupId: string;
+    baseline: StatementBaseline;
+    /** Write statements per second with nothing happening (from the idle phase), subtracted per window. */
+    backgroundWritesPerSecond: number;
+  },
+): Promise<ChangeLoopResult> {
   const n = o.pool.agents;
   const notes: string[] = [];
   const changes: ChangeFigures[] = [];

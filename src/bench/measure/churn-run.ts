@@ -1,16 +1,19 @@
 import { describeCounters, diffCounters } from '../load/agent-counters.js';
 import type { AckMode, PatchOutcome } from '../load/agent-messages.js';
 import { log } from '../log.js';
-import { maxOf, percentile } from '../stats.js';
+import { maxOf } from '../stats.js';
 import { sleep } from '../../util/sleep.js';
-import { RECEIVE_TIMEOUT_MS, type FleetStepOptions } from './fleet-catch-up.js';
+import { catchUp, type FleetCatchUp, type FleetStepOptions } from './fleet-catch-up.js';
 import { churnAccounting, churnAgents, endpointPatch, type ChurnAccounting } from './churn-accounting.js';
 import { describeStatements, totalStatements } from './db-statements.js';
 import { sampleServer, serverDelta } from './fleet-probe.js';
-import { describeStuck, STUCK_EXAMPLES } from './stuck-report.js';
 
-/** One round of endpoint changes: the PATCHes, and the fleet catching up with the last of them. */
-export interface ChurnRound {
+/**
+ * One round of endpoint changes: the PATCHes, and the fleet catching up with
+ * the last of them (FleetCatchUp's times are from sending the PATCH that took
+ * `lastRevision`).
+ */
+export interface ChurnRound extends FleetCatchUp {
   asked: number;
   /** PATCHes answered 200 (each took a revision). */
   ok: number;
@@ -21,23 +24,12 @@ export interface ChurnRound {
   firstRevision: number;
   /** First PATCH handed to its pool → last answer in. */
   writeSpanMs: number;
-  /** Until every agent had seen `lastRevision`, from sending the PATCH that took it; NaN when some didn't in time. */
-  receivedMs: number;
-  receivedP50Ms: number;
-  missingReceived: number;
-  /** Until every agent's ACK of `lastRevision` was confirmed (or sent, see the method), from the same instant. */
-  ackedMs: number;
-  missingAcked: number;
-  /** Until the convergence reported at_head = N at `lastRevision` or later, from sending the PATCH that took `lastRevision`. */
-  convergedMs: number;
-  /** The same instant, from the first PATCH sent and from the last answer received. */
+  /** The convergence instant, from the first PATCH sent and from the last answer received. */
   convergedFromFirstSentMs: number;
   convergedFromLastAnswerMs: number;
-  bestAtHead: number;
   /** Bytes of the watch line each answered device should make (its answer without `status`). */
   predictedLineBytesMean: number;
   predictedLineBytesMax: number;
-  stuck?: string;
 }
 
 /** (g): 10% of the agents change their published STUN endpoint at once. */
@@ -81,10 +73,8 @@ function failures(outcomes: readonly PatchOutcome[]): string {
 
 /**
  * The chosen agents each PATCH their own device's endpoints (generation
- * `generation`), all at once; then waits, concurrently and bounded, until
- * every agent has seen the highest revision they took, every agent's ACK
- * of it is confirmed, and the convergence reports at_head = N there, as
- * the change loop waits for one change.
+ * `generation`), all at once; then the fleet catches up with the highest
+ * revision they took, as it does with one change (catchUp).
  */
 async function publishRound(o: ChurnOptions, chosen: readonly number[], generation: number): Promise<ChurnRound> {
   const n = o.pool.agents;
@@ -107,36 +97,16 @@ async function publishRound(o: ChurnOptions, chosen: readonly number[], generati
     predictedLineBytesMax: maxOf(lineBytes),
   };
   if (!last) {
-    return { ...base, lastRevision: Number.NaN, firstRevision: Number.NaN, receivedMs: Number.NaN, receivedP50Ms: Number.NaN, missingReceived: n, ackedMs: Number.NaN, missingAcked: n, convergedMs: Number.NaN, convergedFromFirstSentMs: Number.NaN, convergedFromLastAnswerMs: Number.NaN, bestAtHead: Number.NaN };
+    const missed: FleetCatchUp = { receivedMs: Number.NaN, receivedP50Ms: Number.NaN, missingReceived: n, ackedMs: Number.NaN, missingAcked: n, convergedMs: Number.NaN, bestAtHead: Number.NaN };
+    return { ...base, ...missed, lastRevision: Number.NaN, firstRevision: Number.NaN, convergedFromFirstSentMs: Number.NaN, convergedFromLastAnswerMs: Number.NaN };
   }
-  let bestAtHead = Number.NaN;
-  const [seen, acked, converged] = await Promise.all([
-    o.pool.awaitField('seen', last.revision, RECEIVE_TIMEOUT_MS),
-    o.pool.awaitField('acked', last.revision, o.ackTimeoutMs),
-    o.follower.waitFor((r) => {
-      if (r.revision < last.revision) return false;
-      bestAtHead = Number.isNaN(bestAtHead) ? r.atHead : Math.max(bestAtHead, r.atHead);
-      return r.atHead >= n;
-    }, o.ackTimeoutMs),
-  ]);
-  const received = seen.map((t) => t - last.sentAt);
-  const ackTimes = acked.map((t) => t - last.sentAt);
-  const missingReceived = received.filter((t) => Number.isNaN(t)).length;
-  const missingAcked = ackTimes.filter((t) => Number.isNaN(t)).length;
-  const stuck = missingReceived > 0 ? describeStuck(await o.pool.stuck(STUCK_EXAMPLES)) : undefined;
+  const waited = await catchUp(o, last.revision, last.sentAt, o.ackTimeoutMs);
   return {
     ...base,
+    ...waited,
     lastRevision: last.revision,
-    receivedMs: missingReceived === 0 ? maxOf(received) : Number.NaN,
-    receivedP50Ms: percentile(received, 50),
-    missingReceived,
-    ackedMs: missingAcked === 0 ? maxOf(ackTimes) : Number.NaN,
-    missingAcked,
-    convergedMs: converged ? converged.at - last.sentAt : Number.NaN,
-    convergedFromFirstSentMs: converged ? converged.at - firstSent : Number.NaN,
-    convergedFromLastAnswerMs: converged ? converged.at - lastAnswer : Number.NaN,
-    bestAtHead,
-    ...(stuck === undefined ? {} : { stuck }),
+    convergedFromFirstSentMs: waited.convergedMs + (last.sentAt - firstSent),
+    convergedFromLastAnswerMs: waited.convergedMs + (last.sentAt - lastAnswer),
   };
 }
 
