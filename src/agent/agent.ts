@@ -12,7 +12,7 @@ import { AGENT_METHODS, type DeviceLogin } from '../protocol/index.js';
 import { createExecRunner, LinuxDataplane, RenderDataplane, type Dataplane } from './dataplane/index.js';
 import { AgentFatalError, errorMessage } from './errors.js';
 import { ensureEnrolled, type Enrolled } from './identity/enrollment.js';
-import { StateDir } from './identity/state-dir.js';
+import { StateDir, StateDirError } from './identity/state-dir.js';
 import { StateDirLock, StateDirLockedError } from './identity/state-lock.js';
 import { DeviceCredential } from './identity/token-renewal.js';
 import { trustedFetch } from './identity/trusted-fetch.js';
@@ -88,9 +88,9 @@ interface Running {
  * One agent. `run(signal)` resolves after a clean shutdown (signal aborted),
  * and rejects with AgentFatalError when it must stop for good (token
  * refused, device deleted, enrollment refused, unusable state dir or settings).
- * Before it talks to the server it locks its state directory and opens its
- * local API port, so a second agent on the same machine stops without
- * enrolling anything.
+ * Before it talks to the server it locks its state directory (so a second
+ * agent on the same directory stops without enrolling anything) and opens
+ * its local API, writing the port into the state directory.
  */
 export class Agent {
   readonly #options: AgentOptions;
@@ -156,7 +156,7 @@ export class Agent {
     if (this.#fatal) throw this.#fatal;
   }
 
-  /** Takes the state directory, trusts `--ca-file`, opens the local API: all before the first request. */
+  /** Takes the state directory, trusts `--ca-file`, opens the local API (and says where in the state directory): all before the first request. */
   async #claim(stateDir: StateDir): Promise<void> {
     const o = this.#options;
     try {
@@ -180,6 +180,7 @@ export class Agent {
     try {
       this.#localApi = await LocalApi.start({
         port: o.localPort,
+        stateDir: stateDir.path,
         logger: this.#log.child({ component: 'local-api' }),
         handlers: {
           status: (s) => (this.#running ? this.status(s) : Promise.reject(new LocalApiNotReadyError('the agent is enrolling'))),
@@ -190,10 +191,11 @@ export class Agent {
         },
       });
     } catch (err) {
-      if (err instanceof LocalApiListenError) throw new AgentFatalError('config', `${err.message} (set --local-port)`, { cause: err });
+      if (err instanceof LocalApiListenError) throw new AgentFatalError('config', `${err.message} (set another --local-port, or leave it out for a free one)`, { cause: err });
+      if (err instanceof StateDirError) throw new AgentFatalError('state_dir', err.message, { cause: err });
       throw err;
     }
-    this.#log.info({ local_port: this.#localApi.port }, 'local API listening on 127.0.0.1');
+    this.#log.info({ local_port: this.#localApi.port, address_file: this.#localApi.addressFile }, 'local API listening on 127.0.0.1');
   }
 
   /** Enrolls and builds the parts; undefined when stopped first. */

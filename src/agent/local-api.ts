@@ -1,12 +1,15 @@
 /**
  * The agent's HTTP API on 127.0.0.1 (routes in src/protocol/agent-local.ts):
- * `POST /force-sync` and `GET /status`.
+ * `POST /force-sync` and `GET /status`, and the address file in the state
+ * directory that tells its clients the port.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { AGENT_LOCAL_ROUTES, ERRORS, HEADERS, MEDIA, RPC_ANSWER_TIMEOUT_MS, type ErrorCode } from '../protocol/index.js';
+import { AGENT_LOCAL_HOST, AGENT_LOCAL_ROUTES, ERRORS, HEADERS, MEDIA, RPC_ANSWER_TIMEOUT_MS, type ErrorCode } from '../protocol/index.js';
 import { errorMessage } from './errors.js';
+import { StateDirError } from './identity/state-dir.js';
+import { localApiAddressPath, removeLocalApiAddress, writeLocalApiAddress } from './local-api-address.js';
 import { ForceSyncError, type ForceSyncResult } from './sync/force-sync.js';
 
 export interface LocalApiHandlers {
@@ -17,6 +20,8 @@ export interface LocalApiHandlers {
 export interface LocalApiOptions {
   /** 0 picks a free port. */
   port: number;
+  /** The state directory, where the address file says which port it is while the API listens. */
+  stateDir: string;
   handlers: LocalApiHandlers;
   logger: Logger;
   /** Bound of one force-sync. Default RPC_ANSWER_TIMEOUT_MS. */
@@ -25,7 +30,7 @@ export interface LocalApiOptions {
   maxConcurrent?: number;
 }
 
-const HOST = '127.0.0.1';
+const HOST = AGENT_LOCAL_HOST;
 const LOOPBACK_HOSTS = new Set([HOST, 'localhost', '[::1]']);
 
 /** Listening on a port that is taken, or not allowed. */
@@ -59,6 +64,10 @@ function forceSyncFailure(err: unknown): { code: ErrorCode; message: string } {
  * Loopback only, and only for requests addressed to a loopback name (a web
  * page can't reach it through DNS rebinding). Force-syncs are bounded in
  * time and number; a caller that disconnects cancels its force-sync.
+ * `start` resolves once it listens and the address file is written; it
+ * throws LocalApiListenError when it can't listen, StateDirError when the
+ * file can't be written (and then listens no more). `close` stops it and
+ * removes the file.
  */
 export class LocalApi {
   #inFlight = 0;
@@ -84,6 +93,12 @@ export class LocalApi {
       server.listen(options.port, HOST, () => resolve());
     });
     server.on('error', (err) => options.logger.error({ err }, 'local API server error'));
+    try {
+      await writeLocalApiAddress(options.stateDir, { host: HOST, port: api.port });
+    } catch (err) {
+      await api.#stop();
+      throw new StateDirError(`writing the local API's address to ${localApiAddressPath(options.stateDir)} failed: ${errorMessage(err)}`, { cause: err });
+    }
     return api;
   }
 
@@ -91,7 +106,18 @@ export class LocalApi {
     return (this.server.address() as AddressInfo).port;
   }
 
+  /** Where clients find the port. */
+  get addressFile(): string {
+    return localApiAddressPath(this.o.stateDir);
+  }
+
   async close(): Promise<void> {
+    await this.#stop();
+    // Clients would otherwise find a closed port, or another program's once it is reused.
+    await removeLocalApiAddress(this.o.stateDir).catch((err: unknown) => this.o.logger.warn({ err, path: this.addressFile }, "removing the local API's address file failed"));
+  }
+
+  async #stop(): Promise<void> {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }

@@ -4,7 +4,7 @@
  * over the default.
  */
 import { hostname as osHostname } from 'node:os';
-import { AGENT_LOCAL_DEFAULT_PORT, isEndpointAddress, routePrefix, STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../protocol/index.js';
+import { AGENT_LOCAL_ADDRESS_FILE, AGENT_LOCAL_DEFAULT_PORT, AGENT_LOCAL_HOST, isEndpointAddress, routePrefix, STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../protocol/index.js';
 import { parseCommandLine, type CommandLineGrammar } from '../util/command-line.js';
 import { DURATION_EXAMPLES, parseDuration } from '../util/duration.js';
 import { didYouMeanFlag } from '../util/nearest-name.js';
@@ -42,7 +42,10 @@ export interface AgentOptions {
    * sent at enrollment and set again at every start (empty clears it).
    */
   advertiseRoutes: string[];
-  /** Loopback port of the local API; 0 picks a free one (logged). */
+  /**
+   * Loopback port of the local API; 0 (the default) picks a free one. Either
+   * way the port is written to AGENT_LOCAL_ADDRESS_FILE in the state directory.
+   */
   localPort: number;
   /** Discover the WireGuard port's public mapping with STUN and publish it (linux dataplane only). */
   stun: boolean;
@@ -109,7 +112,12 @@ export const AGENT_FLAGS = {
     kind: 'list',
     help: 'CIDRs of networks behind this device that peers may route through it, comma separated (repeatable), e.g. 10.20.0.0/16,192.168.5.0/24. Requested at every start (none: the request is cleared); applied once an admin approves them (ctl devices approve-routes).',
   },
-  localPort: { flag: 'local-port', env: 'FLEETPLANE_AGENT_LOCAL_PORT', kind: 'port', help: `Port of the local API on 127.0.0.1 (default ${AGENT_LOCAL_DEFAULT_PORT}; 0: any).` },
+  localPort: {
+    flag: 'local-port',
+    env: 'FLEETPLANE_AGENT_LOCAL_PORT',
+    kind: 'port',
+    help: `Port of the local API on ${AGENT_LOCAL_HOST} (default ${AGENT_LOCAL_DEFAULT_PORT}: a free one, so agents with different state directories never collide). Whichever port, ${AGENT_LOCAL_HOST}:PORT is in <state-dir>/${AGENT_LOCAL_ADDRESS_FILE} while the agent runs.`,
+  },
   stun: { flag: 'stun', env: 'FLEETPLANE_AGENT_STUN', kind: 'bool', help: 'Publish the public address of the WireGuard port, found with STUN (default true; --stun=false: off; needs --dataplane linux).' },
   stunServer: { flag: 'stun-server', env: 'FLEETPLANE_AGENT_STUN_SERVER', kind: 'string', help: 'STUN server host, IPv4 address or name (default: the host of --server).' },
   stunPort: { flag: 'stun-port', env: 'FLEETPLANE_AGENT_STUN_PORT', kind: 'port', help: `The STUN server's first port (default ${STUN_DEFAULT_PORT}).` },

@@ -7,6 +7,8 @@
  */
 import type { Logger } from 'pino';
 import { FleetplaneError } from '../client/index.js';
+import { certificateHint, isUntrustedCertificate } from '../util/untrusted-certificate.js';
+import { AGENT_FLAGS } from './options.js';
 
 /** Error codes of Node's sockets and DNS, and of undici, that say "try again later". */
 const TRANSIENT_CODES = new Set([
@@ -65,8 +67,18 @@ function statusOf(err: unknown): number | undefined {
   return typeof status === 'number' && status > 0 ? status : undefined;
 }
 
+/**
+ * What to do about an error caused by an untrusted server certificate:
+ * pass the CA with `--ca-file`. Undefined for any other error.
+ */
+export function caFileHint(err: unknown): string | undefined {
+  return certificateHint(err, `--${AGENT_FLAGS.caFile.flag} (or ${AGENT_FLAGS.caFile.env})`);
+}
+
 /** True for failures expected to pass by themselves: network errors, 429, 5xx, timeouts. */
 export function isTransient(err: unknown): boolean {
+  // The SDK reports a refused certificate as a network_error like any other failed fetch, but it won't pass by itself.
+  if (isUntrustedCertificate(err)) return false;
   if (err instanceof FleetplaneError) return TRANSIENT_API_CODES.has(err.code) || err.status === 429 || err.status >= 500;
   const status = statusOf(err);
   if (status !== undefined) return status === 429 || status >= 500;
@@ -79,7 +91,8 @@ export function isTransient(err: unknown): boolean {
 /**
  * Logs a failure a retry loop will retry: transient ones at info as
  * `{error, code?, status?, ...fields}` on one line; others at warn with the
- * whole error as `err`.
+ * whole error as `err`, and for an untrusted server certificate a `hint`
+ * naming `--ca-file`.
  */
 export function logRetry(logger: Logger, err: unknown, fields: Record<string, unknown>, msg: string): void {
   if (isTransient(err)) {
@@ -87,6 +100,7 @@ export function logRetry(logger: Logger, err: unknown, fields: Record<string, un
     const status = statusOf(err);
     logger.info({ ...fields, error: chainMessage(err), ...(code ? { code } : {}), ...(status ? { status } : {}) }, msg);
   } else {
-    logger.warn({ ...fields, err }, msg);
+    const hint = caFileHint(err);
+    logger.warn({ ...fields, err, ...(hint ? { hint } : {}) }, msg);
   }
 }

@@ -1,8 +1,7 @@
-import { Agent, AgentFatalError, AgentOptionsError, agentHelp, parseAgentOptions } from '../agent/index.js';
+import { Agent, AgentFatalError, AgentOptionsError, agentHelp, caFileHint, parseAgentOptions } from '../agent/index.js';
 import { cliLogger } from './cli-logger.js';
 import { EXIT } from './exit-codes.js';
 import { stopOnSignals } from './stop-signals.js';
-
 
 /** `fleetplane agent`: runs until SIGTERM/SIGINT (then shuts down cleanly), or until a fatal error. */
 export async function runAgent(argv: readonly string[]): Promise<number> {
@@ -27,7 +26,8 @@ export async function runAgent(argv: readonly string[]): Promise<number> {
     return EXIT.ok;
   } catch (err) {
     if (err instanceof AgentFatalError) {
-      process.stderr.write(`fleetplane agent: fatal (${err.reason}): ${err.message}\n`);
+      const hint = caFileHint(err);
+      process.stderr.write(`fleetplane agent: fatal (${err.reason}): ${err.message}${hint ? `; ${hint}` : ''}\n`);
       return EXIT.failure;
     }
     throw err;

@@ -12,8 +12,8 @@
 export const SYNC_ROUTES = { sync: '/sync', metrics: '/metrics' } as const;
 
 /**
- * 8723, next to the agent's local API (8722), rather than a Prometheus
- * exporter's customary 9464, which OpenTelemetry exporters hold on many hosts.
+ * 8723 rather than a Prometheus exporter's customary 9464, which
+ * OpenTelemetry exporters hold on many hosts.
  */
 export const SYNC_DEFAULT_PORT = 8723;
 export const SYNC_DEFAULT_HOST = '127.0.0.1';

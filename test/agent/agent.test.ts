@@ -289,7 +289,7 @@ describe('fleetplane agent (process)', () => {
     const { org, key } = await orgWithKey(env.admin, 'cli');
     const dir = await env.stateDir();
     // A first start enrolls; stop it, delete the device (which revokes its token), start again.
-    const first = spawnFleetplane('agent', ['--server', env.url, '--org', org, '--registration-key', key, '--state-dir', dir, '--local-port', '0', '--log-level', 'warn']);
+    const first = spawnFleetplane('agent', ['--server', env.url, '--org', org, '--registration-key', key, '--state-dir', dir, '--log-level', 'warn']);
     const sd = new StateDir(dir);
     let identity;
     for (let i = 0; i < 600 && !(identity = await sd.loadIdentity().catch(() => undefined)); i++) await new Promise((r) => setTimeout(r, 50));
@@ -298,7 +298,7 @@ describe('fleetplane agent (process)', () => {
     expect(stopped.code, first.output().slice(-2000)).toBe(0);
     await env.admin.devices.delete(org, identity!.device_id);
 
-    const again = spawnFleetplane('agent', ['--state-dir', dir, '--local-port', '0', '--log-level', 'silent']);
+    const again = spawnFleetplane('agent', ['--state-dir', dir, '--log-level', 'silent']);
     const exit = await again.exit;
     expect(exit.code).toBe(1);
     expect(again.output()).toMatch(/fatal \(token_refused\): the server refused this device's token/);

@@ -64,7 +64,6 @@ describe('50 agents in render mode, as real processes', () => {
             '--state-dir', dir,
             '--hostname', `agent-${i}`,
             '--endpoint', `192.0.2.${i + 1}:${51820 + i}`,
-            '--local-port', '0',
             '--status-interval', '5',
             '--resync-interval', '60',
             '--log-level', 'info',

@@ -17,7 +17,7 @@ describe('agent flags and environment', () => {
       listenPort: 51820,
       endpoints: [],
       advertiseRoutes: [],
-      localPort: 8722,
+      localPort: 0,
       stun: true,
       stunServer: undefined,
       stunPort: 3478,
@@ -47,7 +47,7 @@ describe('agent flags and environment', () => {
         '--endpoint=[2001:db8::1]:51900',
         '--advertise-routes', '10.20.0.0/16,FD00:20::/48',
         '--advertise-routes=192.168.5.0/24',
-        '--local-port', '0',
+        '--local-port', '9000',
         '--stun=false',
         '--stun-server', 'stun.example.net',
         '--stun-port', '4478',
@@ -73,7 +73,7 @@ describe('agent flags and environment', () => {
       listenPort: 51900,
       endpoints: ['192.0.2.1:51900', '[2001:db8::1]:51900'],
       advertiseRoutes: ['10.20.0.0/16', 'fd00:20::/48', '192.168.5.0/24'],
-      localPort: 0,
+      localPort: 9000,
       stun: false,
       stunServer: 'stun.example.net',
       stunPort: 4478,
@@ -185,6 +185,12 @@ describe('agent flags and environment', () => {
       expect(() => parseAgentOptions(e.args, {}), e.args.join(' ')).not.toThrow();
     }
     expect(parseAgentOptions(AGENT_EXAMPLES[3]?.args ?? [], {}).stunIntervalMs).toBe(300_000);
+  });
+
+  it('--help says the local API takes a free port by default and where the agent writes it', () => {
+    const line = agentHelp().split('\n').find((l) => l.includes('--local-port'));
+    expect(line).toContain('(default 0: a free one, so agents with different state directories never collide)');
+    expect(line).toContain('127.0.0.1:PORT is in <state-dir>/local-api.address while the agent runs');
   });
 
   it('documents every flag and its variable in --help', () => {

@@ -6,9 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import { createServer, type AddressInfo } from 'node:net';
 import pino from 'pino';
-import { Agent, AgentFatalError, StateDir } from '../../src/agent/index.js';
+import { Agent, AgentFatalError, LocalApiAddressError, parseAgentOptions, readLocalApiAddress, StateDir } from '../../src/agent/index.js';
 import { AGENT_LOCAL_ROUTES } from '../../src/protocol/index.js';
-import { agentOptions, localJson, orgWithKey, runAgent, useAgentServer, until } from './support/harness.js';
+import { agentOptions, localJson, orgWithKey, runAgent, useAgentServer, until, type RunningAgent } from './support/harness.js';
 import { ensureBuilt, spawnFleetplane, waitForOutput } from './support/processes.js';
 
 const env = useAgentServer('fp-second-', ensureBuilt);
@@ -41,7 +41,35 @@ describe('a second agent on the same machine', () => {
     await again.stop();
   });
 
-  it('on the same local API port (another state directory) stops before enrolling', async () => {
+  it('with default settings and another state directory runs beside the first; clients find each from its state directory', async () => {
+    const { org, key } = await orgWithKey(env.admin, 'side-by-side');
+    const dirs = [await env.stateDir(), await env.stateDir()] as const;
+    // What `fleetplane agent` runs with no --local-port.
+    const options = (dir: string) => parseAgentOptions(['--server', env.url, '--registration-key', key, '--state-dir', dir, '--hostname', 'side-by-side'], {});
+    const a = await runAgent(options(dirs[0]));
+    let b: RunningAgent | undefined;
+    try {
+      b = await runAgent(options(dirs[1]));
+      expect(a.localPort).not.toBe(b.localPort);
+      expect(await deviceCount(org)).toBe(2);
+      for (const [agent, dir] of [[a, dirs[0]], [b, dirs[1]]] as const) {
+        const found = await readLocalApiAddress(dir);
+        expect(found.port).toBe(agent.localPort);
+        const res = await fetch(`${found.url}${AGENT_LOCAL_ROUTES.status}`);
+        expect(res.status).toBe(200);
+        expect(await res.json()).toMatchObject({ device_id: agent.deviceId });
+      }
+      await a.stop();
+      // A stopped agent's file is gone; the other one's stays, and its agent still answers.
+      await expect(readLocalApiAddress(dirs[0])).rejects.toBeInstanceOf(LocalApiAddressError);
+      expect((await localJson((await readLocalApiAddress(dirs[1])).port, 'GET', AGENT_LOCAL_ROUTES.status)).body).toMatchObject({ device_id: b.deviceId });
+    } finally {
+      await a.stop();
+      await b?.stop();
+    }
+  });
+
+  it('on the same explicit local API port (another state directory) stops before enrolling', async () => {
     const { org, key } = await orgWithKey(env.admin, 'same-port');
     const first = await runAgent(agentOptions({ server: env.url, org, registrationKey: key, stateDir: await env.stateDir() }));
     const secondDir = await env.stateDir();
@@ -55,7 +83,7 @@ describe('a second agent on the same machine', () => {
   it('as a process on the same state directory exits 1 naming the running one', async () => {
     const { org, key } = await orgWithKey(env.admin, 'same-dir-process');
     const dir = await env.stateDir();
-    const args = ['--server', env.url, '--registration-key', key, '--state-dir', dir, '--local-port', '0', '--log-level', 'info'];
+    const args = ['--server', env.url, '--registration-key', key, '--state-dir', dir, '--log-level', 'info'];
     const first = spawnFleetplane('agent', args);
     try {
       await waitForOutput(first, /"msg":"enrolled"/);
@@ -63,9 +91,13 @@ describe('a second agent on the same machine', () => {
       expect((await second.exit).code).toBe(1);
       expect(second.output()).toMatch(new RegExp(`fatal \\(state_dir\\): another agent \\(pid ${first.child.pid ?? 0}\\) is using this state directory`));
       expect(await deviceCount(org)).toBe(1);
+      // The second one left the first one's address file alone.
+      const { port } = await readLocalApiAddress(dir);
+      await until(async () => (await localJson(port, 'GET', AGENT_LOCAL_ROUTES.status)).status === 200, 'the first agent answering on the port in its address file');
     } finally {
       expect((await first.stop()).code).toBe(0);
     }
+    await expect(readLocalApiAddress(dir)).rejects.toBeInstanceOf(LocalApiAddressError);
   });
 });
 

@@ -54,7 +54,7 @@ describe('an agent process renewing its device token', () => {
     const dir = join(work.path, 'agent');
     agent = spawnFleetplane(
       'agent',
-      ['--server', url, '--state-dir', dir, '--hostname', 'renewer', '--endpoint', '192.0.2.1:51820', '--local-port', '0', '--status-interval', '5', '--log-level', 'info'],
+      ['--server', url, '--state-dir', dir, '--hostname', 'renewer', '--endpoint', '192.0.2.1:51820', '--status-interval', '5', '--log-level', 'info'],
       { env: { FLEETPLANE_AGENT_REGISTRATION_KEY: key.key }, logFile: join(work.path, 'agent.log') },
     );
     const proc = agent;

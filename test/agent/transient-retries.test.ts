@@ -2,7 +2,9 @@
  * Retries of transient failures log one info line each (message and code,
  * no stack trace); anything unexpected stays a warning with the whole error.
  */
+import { createServer as createHttpsServer } from 'node:https';
 import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -11,12 +13,17 @@ import { ensureEnrolled } from '../../src/agent/identity/enrollment.js';
 import { StateDir } from '../../src/agent/index.js';
 import { TunnelHandshakeError } from '../../src/agent/tunnel/index.js';
 import { ProtocolError, TransportError, UnavailableError } from '../../src/client/index.js';
+import { requireBinary, which } from '../support/binaries.js';
+import { issueServerCert, makeTestCa } from '../support/test-ca.js';
 import { agentOptions, orgWithKey, runAgent, startListeningServer, tempDir, until } from './support/harness.js';
+
+const hasOpenssl = requireBinary('openssl', which('openssl') !== undefined);
 
 interface Line {
   level: number;
   msg: string;
   err?: unknown;
+  hint?: string;
   error?: string;
   code?: string;
   status?: number;
@@ -74,6 +81,47 @@ describe('logRetry', () => {
     }
     expect(c.lines.map((l) => l.level)).toEqual([40, 40, 40]);
     for (const l of c.lines) expect(l.err).toMatchObject({ stack: expect.any(String) });
+    expect(c.lines.map((l) => l.hint)).toEqual([undefined, expect.stringContaining('--ca-file'), undefined]);
+  });
+
+  it('says to pass --ca-file when the server certificate is untrusted, even as the SDK reports it (a network_error)', () => {
+    const c = capture();
+    const tls = Object.assign(new Error('unable to verify the first certificate'), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+    const err = new TransportError({ code: 'network_error', message: 'POST /api/x: fetch failed', cause: new TypeError('fetch failed', { cause: tls }) });
+    expect(isTransient(err)).toBe(false);
+    logRetry(c.logger, err, {}, 'enrollment failed; retrying');
+    expect(c.lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        err: expect.objectContaining({ stack: expect.any(String) }),
+        hint: "the server's certificate is not signed by a CA trusted here: pass its CA with --ca-file (or FLEETPLANE_AGENT_CA_FILE)",
+      }),
+    ]);
+  });
+});
+
+describe.skipIf(!hasOpenssl)('the agent, against a server whose certificate it does not trust', () => {
+  it('enrollment logs that it failed with a hint to pass --ca-file, and keeps trying', async () => {
+    const dir = await tempDir('fp-transient-tls-');
+    const ca = makeTestCa(dir.path);
+    const cert = issueServerCert(ca, 'untrusted');
+    const server = createHttpsServer({ cert: cert.cert, key: cert.key }, (_req, res) => res.end());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const c = capture();
+    const stop = new AbortController();
+    try {
+      const stateDir = new StateDir(join(dir.path, 'state'));
+      const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const enrolling = ensureEnrolled({ stateDir, server: url, org: undefined, registrationKey: 'fpr_x', hostname: 'h', endpoints: [], logger: c.logger }, stop.signal).catch(() => undefined);
+      const retry = await until(() => c.lines.find((l) => l.msg === 'enrollment failed; retrying'), 'a retry line');
+      stop.abort();
+      await enrolling;
+      expect(retry).toMatchObject({ level: 40, hint: expect.stringContaining('pass its CA with --ca-file') });
+      expect(JSON.stringify(retry.err)).toMatch(/unable to verify the first certificate/);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await dir.remove();
+    }
   });
 });
 

@@ -49,7 +49,7 @@ describe.runIf(hasChromium())('the dashboard, in Chromium, with a real server an
       const dir = join(work.path, `agent-${i}`);
       const proc = spawnFleetplane(
         'agent',
-        ['--server', url, '--org', org, '--state-dir', dir, '--hostname', `node-${i}`, '--endpoint', `192.0.2.${i + 1}:51820`, '--local-port', '0', '--log-level', 'warn'],
+        ['--server', url, '--org', org, '--state-dir', dir, '--hostname', `node-${i}`, '--endpoint', `192.0.2.${i + 1}:51820`, '--log-level', 'warn'],
         { nodeFlags: ['--max-old-space-size=64'], logFile: join(work.path, `agent-${i}.log`), env: { FLEETPLANE_AGENT_REGISTRATION_KEY: key.key } },
       );
       agents.push({ proc, dir, id: '' });

@@ -53,7 +53,7 @@ describe('agent --login', () => {
   }, 60_000);
 
   function agent(dir: string, org: string): Proc {
-    const p = spawnFleetplane('agent', ['--server', url, '--login', '--org', org, '--state-dir', dir, '--hostname', 'by-login', '--endpoint', '192.0.2.1:51820', '--local-port', '0', '--log-level', 'info']);
+    const p = spawnFleetplane('agent', ['--server', url, '--login', '--org', org, '--state-dir', dir, '--hostname', 'by-login', '--endpoint', '192.0.2.1:51820', '--log-level', 'info']);
     agents.push(p);
     return p;
   }
