@@ -114,6 +114,8 @@ export async function* ndjsonStream<T>(
         const parsed = spec.parse(line);
         const item = parsed instanceof Promise ? await parsed : parsed;
         disarm();
+        // A line already read when the signal aborted is not delivered: nothing follows an abort.
+        if (user?.aborted) return;
         yield item;
         arm();
       }

@@ -32,6 +32,17 @@ async function drain(it: AsyncIterable<StreamEvent>, into: StreamEvent[]): Promi
 }
 
 describe('watchEvents', () => {
+  it('delivers nothing after its signal aborts, not even lines it has already read', async () => {
+    for (let i = 0; i < 5; i++) server.put('device', { hostname: `d${i}` });
+    const ac = new AbortController();
+    const events = client.watchEvents(server.org, [{ kind: 'device' }], { signal: ac.signal });
+    const first = await events.next();
+    expect(first.done).toBe(false);
+    // The list came in one write: the four lines after the first are read and waiting.
+    ac.abort();
+    expect(await events.next()).toEqual({ done: true, value: undefined });
+  });
+
   it('yields the initial list, the tail, then changes, deletes and bookmarks as typed events', async () => {
     const a = server.put('device', { hostname: 'a' });
     server.put('security-group', { description: 'g' });
