@@ -32,6 +32,7 @@ const FAMILY: Record<FleetplaneErrorCode, ErrorClass> = {
   forbidden: AuthError,
   not_found: NotFoundError,
   conflict: ConflictError,
+  already_exists: ConflictError,
   field_owned_elsewhere: ConflictError,
   precondition_failed: ConflictError,
   revision_compacted: CompactedError,

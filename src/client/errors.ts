@@ -62,7 +62,7 @@ export class NotFoundError extends FleetplaneError {
   override name = 'NotFoundError';
 }
 
-/** `conflict`, `field_owned_elsewhere` (409) and `precondition_failed` (412, If-Match). */
+/** `conflict`, `already_exists`, `field_owned_elsewhere` (409) and `precondition_failed` (412, If-Match). */
 export class ConflictError extends FleetplaneError {
   override name = 'ConflictError';
 }

@@ -12,6 +12,7 @@ export const ERRORS = {
   not_found: { status: 404, message: 'Not found.' },
   request_timeout: { status: 408, message: 'The request did not arrive in time.' },
   conflict: { status: 409, message: 'The request conflicts with the current state.' },
+  already_exists: { status: 409, message: 'Another object already has this name.' },
   field_owned_elsewhere: { status: 409, message: 'This field is owned by another endpoint.' },
   revision_compacted: { status: 410, message: 'The requested revision has been compacted; list again from 0.' },
   precondition_failed: { status: 412, message: 'If-Match does not match the current revision.' },

@@ -38,6 +38,7 @@ const FAMILIES: Record<ErrorCode, new (init: FleetplaneErrorInit) => FleetplaneE
   forbidden: AuthError,
   not_found: NotFoundError,
   conflict: ConflictError,
+  already_exists: ConflictError,
   field_owned_elsewhere: ConflictError,
   precondition_failed: ConflictError,
   revision_compacted: CompactedError,

@@ -119,7 +119,7 @@ describe.each(backends())('tags, group names and device references on $name', ({
       expect([key.statusCode, errorCode(key)]).toEqual([400, 'validation_failed']);
     });
 
-    it('group names are unique among live groups (409 naming /name), may be reused once the group is gone, and are not ids', async () => {
+    it('group names are unique among live groups (409 already_exists naming /name), may be reused once the group is gone, and are not ids', async () => {
       const s = h();
       const org = (await s.createOrg()).id;
       const web = await s.createGroup(org, { name: 'web' });
@@ -127,9 +127,9 @@ describe.each(backends())('tags, group names and device references on $name', ({
       const unnamed = await s.createGroup(org, { description: 'legacy' });
       expect(unnamed.name).toBeNull();
       const twice = await s.call('POST', paths.securityGroups(org), { token: s.admin, body: { name: 'web' } });
-      expect([twice.statusCode, errorCode(twice), twice.json<ErrorBody>().error.details]).toEqual([409, 'conflict', { path: '/name' }]);
+      expect([twice.statusCode, errorCode(twice), twice.json<ErrorBody>().error.details]).toEqual([409, 'already_exists', { path: '/name' }]);
       const renamed = await s.call('PATCH', paths.securityGroup(org, unnamed.id), { token: s.admin, body: { name: 'web' } });
-      expect([renamed.statusCode, errorCode(renamed)]).toEqual([409, 'conflict']);
+      expect([renamed.statusCode, errorCode(renamed), renamed.json<ErrorBody>().error.details]).toEqual([409, 'already_exists', { path: '/name' }]);
       // Other organizations have their own names.
       const other = (await s.createOrg()).id;
       expect((await s.createGroup(other, { name: 'web' })).name).toBe('web');

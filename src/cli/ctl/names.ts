@@ -37,7 +37,7 @@ export function pickByName<T extends { id: string }>(
   return only;
 }
 
-/** An organization by id or by its name among those the token lists (names need not be unique: docs/protocol.md). */
+/** An organization by id or by its name among those the token lists (unique since v1.16; an older server may hold two with one name, which stays refused as ambiguous). */
 export async function resolveOrganization(client: FleetplaneClient, ref: string, signal: AbortSignal | undefined): Promise<OrgRef> {
   if (isId(ref)) return { id: ref, name: undefined };
   const { items } = await client.organizations.list({ signal });

@@ -469,6 +469,48 @@ UPDATE objects SET value = jsonb_set(value, '{applies_to}', '[]'::jsonb)
  WHERE kind = 'security-group' AND value->'applies_to' IS NULL;
 `,
   },
+  {
+    version: 19,
+    name: 'unique-organization-names',
+    sql: `
+-- Organization names are unique again (issue 37, v1.16, reversing migration 4): '--org acme' must name one
+-- organization. Duplicates stored before keep their oldest (by created_at, then id) and the others are renamed
+-- <name>-<n>, the smallest n >= 2 free among live names and the names given before it, one at a time in order of
+-- name, created_at, id (a recursive query: PGlite and PostgreSQL both run it, no procedural code).
+CREATE TEMP TABLE org_renames ON COMMIT DROP AS
+WITH RECURSIVE live AS (
+  SELECT id, value->>'name' AS name, value->>'created_at' AS created_at FROM objects WHERE kind = 'organization' AND NOT deleted
+), dup AS (
+  SELECT id, name, row_number() OVER (ORDER BY name, created_at, id) AS k
+    FROM (SELECT id, name, created_at, row_number() OVER (PARTITION BY name ORDER BY created_at, id) AS r FROM live) ranked
+   WHERE r > 1
+), pick (k, id, old_name, new_name, taken) AS (
+  SELECT 0::bigint, NULL::uuid, NULL::text, NULL::text, ARRAY(SELECT name FROM live)
+  UNION ALL
+  SELECT d.k, d.id, d.name, c.name, p.taken || c.name
+    FROM pick p JOIN dup d ON d.k = p.k + 1
+   CROSS JOIN LATERAL (
+     SELECT d.name || '-' || n AS name FROM generate_series(2, cardinality(p.taken) + 2) n
+      WHERE d.name || '-' || n <> ALL (p.taken) ORDER BY n LIMIT 1
+   ) c
+)
+SELECT id, old_name, new_name FROM pick WHERE id IS NOT NULL;
+-- Each rename is a revision of its organization, so its watchers see it.
+UPDATE orgs g SET head_revision = g.head_revision + 1 FROM org_renames r WHERE g.id = r.id;
+UPDATE objects o
+   SET prev_revision = o.revision, revision = g.head_revision, changed_at = now(),
+       value = o.value || jsonb_build_object('name', r.new_name, 'revision', g.head_revision,
+                                             'updated_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+  FROM org_renames r JOIN orgs g ON g.id = r.id
+ WHERE o.id = r.id;
+INSERT INTO audit_log (org_id, actor_type, action, kind, object_id, revision, details)
+SELECT r.id, 'system', 'update', 'organization', r.id::text, g.head_revision,
+       jsonb_build_object('fields', jsonb_build_array('name'), 'previous_name', r.old_name, 'reason', 'duplicate_name_before_upgrade')
+  FROM org_renames r JOIN orgs g ON g.id = r.id;
+DROP TABLE org_renames;
+CREATE UNIQUE INDEX objects_organization_name ON objects ((value->>'name')) WHERE kind = 'organization' AND NOT deleted;
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

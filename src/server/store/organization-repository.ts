@@ -25,8 +25,9 @@ export class OrganizationRepository {
   get = (id: string) => orgs.getOrganization(this.#db, id);
   /** Every organization, or only `only` when given. */
   list = (only?: string) => orgs.listOrganizations(this.#db, only);
-  /** `ifMatch`: the revision the caller last read; a newer one refuses the patch. */
-  patch = (id: string, patch: OrganizationPatch, ifMatch?: string) => orgs.patchOrganization(this.#db, this.bus, id, patch, ifMatch);
+  /** `ifMatch`: the revision the caller last read; a newer one refuses the patch. `writer`: may it rename (default: yes). */
+  patch = (id: string, patch: OrganizationPatch, ifMatch?: string, writer?: orgs.OrganizationWriter) =>
+    orgs.patchOrganization(this.#db, this.bus, id, patch, ifMatch, writer);
   /** Deletes it with everything in it; its tokens stop authenticating once the deletion committed. */
   delete = (id: string, ifMatch?: string) =>
     afterCommit(this.tokens, orgs.deleteOrganization(this.#db, this.bus, id, ifMatch), () => ({ orgDeleted: id }));

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Database, Queryable } from '../db/index.js';
+import { pgConstraint, pgErrorCode, UNIQUE_VIOLATION, type Database, type Queryable } from '../db/index.js';
 import type { SignalBus } from '../bus/index.js';
 import {
   DEFAULT_NETWORK,
@@ -21,6 +21,26 @@ import { changedFields, sameJson } from '../../util/same-json.js';
 import { recordAudit } from '../audit/record.js';
 
 const KIND = 'organization' as const;
+
+/** The unique index on live organizations' names (migration 19). */
+export const ORG_NAME_INDEX = 'objects_organization_name';
+
+/**
+ * Names are unique among live organizations. The index decides, not a
+ * read before the write: two creates racing with one name both pass any
+ * check, and the loser must get 409 as well, not a 500.
+ */
+function nameTaken(err: unknown, name: string | undefined): never {
+  if (pgErrorCode(err) === UNIQUE_VIOLATION && pgConstraint(err) === ORG_NAME_INDEX) {
+    throw new ApiError('already_exists', `another organization is named ${JSON.stringify(name)}`, { path: '/name' }, { cause: err });
+  }
+  throw err;
+}
+
+/** Who changes an organization: `rename` false for an organization-scoped credential, which may not change its name. */
+export interface OrganizationWriter {
+  readonly rename: boolean;
+}
 
 function checkNetwork(network: Network): void {
   if (!ipv4Pool(network.ipv4_cidr)) throw validationFailed('/network/ipv4_cidr', 'an IPv4 CIDR with prefix /8../30');
@@ -76,14 +96,14 @@ export async function createOrganization(db: Database, input: OrganizationCreate
     };
     await recordAudit(tx, { orgId: id, action: 'create', kind: KIND, objectId: id, revision: 1, ...(Object.keys(owners).length > 0 ? { details: owners } : {}) });
     return invitation === undefined ? org : { ...org, owner_invitation: invitation };
-  });
+  }).catch((err: unknown) => nameTaken(err, input.name));
 }
 
 export async function getOrganization(q: Queryable, id: string): Promise<Organization | undefined> {
   return getObject<Organization & { [k: string]: unknown }>(q, id, KIND, id);
 }
 
-/** Live organizations, by name (names need not be unique); `only` restricts to one (organization-scoped tokens). */
+/** Live organizations, by name; `only` restricts to one (organization-scoped tokens). */
 export async function listOrganizations(q: Queryable, only?: string): Promise<Organization[]> {
   const rows = await q.query<{ value: Organization }>(
     `SELECT o.value FROM objects o JOIN orgs g ON g.id = o.org_id
@@ -108,11 +128,16 @@ export async function patchOrganization(
   id: string,
   patch: OrganizationPatch,
   ifMatch?: string,
+  writer: OrganizationWriter = { rename: true },
 ): Promise<Organization> {
   checkNetworkPrefixes(patch.network);
   return writeInOrg(db, bus, id, async (w) => {
     const current = await lockObject<Organization & { [k: string]: unknown }>(w.tx, id, KIND, id);
     checkIfMatch(ifMatch, current.revision);
+    // Refused before the name is looked at: a tenant renaming to a taken name would learn another tenant has it (v1.4, v1.16).
+    if (!writer.rename && patch.name !== undefined && patch.name !== current.name) {
+      throw new ApiError('forbidden', 'only the admin token or a server admin may rename an organization', { path: '/name' });
+    }
     if (current.policy) checkPolicyOwned(current, patch);
     const network: Network = { ...current.network, ...patch.network };
     checkNetwork(network);
@@ -139,7 +164,7 @@ export async function patchOrganization(
     await updateObject(w.tx, updated);
     await recordAudit(w.tx, { orgId: id, action: 'update', kind: KIND, objectId: id, revision, details: { fields: changedFields(current, next) } });
     return updated;
-  });
+  }).catch((err: unknown) => nameTaken(err, patch.name));
 }
 
 /**

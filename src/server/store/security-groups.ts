@@ -29,7 +29,7 @@ export function checkRules(rules: readonly Rule[] | undefined, field: string): v
 /** Names are unique among an organization's live groups (`group:<name>` must name one group). */
 function nameTaken(err: unknown, name: string | null | undefined): never {
   if (pgErrorCode(err) === UNIQUE_VIOLATION && pgConstraint(err) === 'objects_group_name') {
-    throw new ApiError('conflict', `another security group of this organization is named ${JSON.stringify(name)}`, { path: '/name' });
+    throw new ApiError('already_exists', `another security group of this organization is named ${JSON.stringify(name)}`, { path: '/name' });
   }
   throw err;
 }

@@ -49,7 +49,9 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
         body: OrganizationCreate,
         response: {
           201: json('The organization created, and the owner invitation made with it (its token shown once).', CreatedOrganization, RESPONSE_HEADERS.etag),
-          ...errors([400, 401, 403, 409, 413], { 409: 'A network route overlaps the tunnel pool or is a default route' }),
+          ...errors([400, 401, 403, 409, 413], {
+            409: 'Another live organization has the name (already_exists), or a network route overlaps the tunnel pool or is a default route',
+          }),
         },
       },
     },
@@ -92,12 +94,17 @@ export function registerOrganizationRoutes(app: App, ctx: ServerContext): void {
         response: {
           200: json('The organization as changed (unchanged when the patch changes nothing).', Organization, RESPONSE_HEADERS.etag),
           ...errors([400, 401, 403, 404, 409, 412, 413], {
-            409: 'ipv4_cidr cannot change while the organization has devices, or a network route overlaps the tunnel pool or is a default route',
+            403: 'Only the admin may change the name',
+            409: 'Another live organization has the name (already_exists), ipv4_cidr cannot change while the organization has devices, or a network route overlaps the tunnel pool or is a default route',
           }),
         },
       },
     },
-    async (req, reply) => withEtag(reply, await ctx.store.organizations.patch(req.params.org, req.body, ifMatchOf(req))),
+    async (req, reply) => {
+      // The admin (token or server admin's session) sees every organization's name anyway; a tenant may not probe them.
+      const writer = { rename: ctx.access.kindOfRequest(req) === 'admin' };
+      return withEtag(reply, await ctx.store.organizations.patch(req.params.org, req.body, ifMatchOf(req), writer));
+    },
   );
 
   app.delete(
