@@ -1,12 +1,17 @@
 import { Agent, AgentFatalError, AgentOptionsError, agentHelp, caFileHint, parseAgentOptions } from '../agent/index.js';
 import { cliLogger } from './cli-logger.js';
 import { EXIT } from './exit-codes.js';
+import { versionLine } from './version.js';
 import { stopOnSignals } from './stop-signals.js';
 
 /** `fleetplane agent`: runs until SIGTERM/SIGINT (then shuts down cleanly), or until a fatal error. */
 export async function runAgent(argv: readonly string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(agentHelp());
+    return EXIT.ok;
+  }
+  if (argv.includes('--version')) {
+    process.stdout.write(versionLine());
     return EXIT.ok;
   }
   let options;

@@ -7,6 +7,7 @@ import { bindAddress, probePort, reservePort } from '../server/http/reserved-por
 import type { FleetServer, ServerTestHooks } from '../server/server.js';
 import { cliLogger } from './cli-logger.js';
 import { EXIT } from './exit-codes.js';
+import { versionLine } from './version.js';
 
 export function serveHelp(): string {
   const lines = SETTING_SPECS.map((s) => `  --${s.flag.padEnd(26)} ${s.env ? `[${s.env}] ` : ''}${s.help}`);
@@ -22,6 +23,10 @@ export function serveHelp(): string {
 export async function runServe(argv: readonly string[], hooks: ServerTestHooks = {}): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(serveHelp());
+    return EXIT.ok;
+  }
+  if (argv.includes('--version')) {
+    process.stdout.write(versionLine());
     return EXIT.ok;
   }
   let settings;

@@ -5,6 +5,7 @@ import { openClient } from './ctl/connect.js';
 import { describeError } from './ctl/describe-error.js';
 import { isId, resolveOrganization } from './ctl/names.js';
 import { EXIT, UsageError } from './exit-codes.js';
+import { versionLine } from './version.js';
 import { stopOnSignals } from './stop-signals.js';
 
 /** The organization `ref` names, looked up once it succeeds (a name needs the server, which may be down at start). */
@@ -21,6 +22,10 @@ function connectionFlags(options: SyncOptions): { string(name: ConnectionFlagNam
 export async function runSync(argv: readonly string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(syncHelp());
+    return EXIT.ok;
+  }
+  if (argv.includes('--version')) {
+    process.stdout.write(versionLine());
     return EXIT.ok;
   }
   let options: SyncOptions;

@@ -225,7 +225,7 @@ describe('fleetplane ctl as a real process against a real server', () => {
     const help = await run(['sg', 'create', '--help']);
     expect([help.code, help.stderr]).toEqual([0, '']);
     expect(help.stdout).toContain('--allow PROTO[:PORTS]');
-    for (const args of [['--version'], ['ctl', '--version']]) {
+    for (const args of [['--version'], ['ctl', '--version'], ['agent', '--version'], ['serve', '--version'], ['sync', '--version']]) {
       const version = await fleetplane(args, {}).exit;
       expect([version.code, version.stdout]).toEqual([0, expectedVersionLine()]);
     }
