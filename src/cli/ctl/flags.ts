@@ -65,7 +65,7 @@ export const FLAGS = {
   actor: { kind: 'string', value: 'TYPE[:ID]', help: 'only entries of this actor: admin, token, device, registration_key, user, api_key, system or anonymous, with an id' },
   object: { kind: 'string', value: 'ID', help: 'only entries about this object id' },
   action: { kind: 'string', value: 'ACTION', help: 'only entries of this action: create, update, delete, approve, revoke, renew or denied' },
-  kind: { kind: 'string', value: 'KIND', help: 'only entries about this kind of object, e.g. device, security_group, token' },
+  kind: { kind: 'string', value: 'KIND', help: 'only entries about this kind of object, e.g. device, security-group, registration-key (plurals, underscores, sg work too)' },
   limit: { kind: 'string', value: 'N', help: 'show at most N entries (default 100)' },
   params: { kind: 'string', value: 'JSON', help: 'parameters of the agent method (default {})' },
   wait: { kind: 'string', value: 'DURATION', help: 'how long the server waits for the device to connect: 30s, 2m or seconds (server default 20 s, max 120 s)' },

@@ -1,34 +1,10 @@
 import { WATCH_KINDS, type KindValue, type WatchKind } from '../../protocol/index.js';
 import type { Informer } from '../../client/index.js';
-import { UsageError } from '../exit-codes.js';
 import type { ChangeType } from './change-type.js';
 import type { RemoteCommand } from './command-spec.js';
 import { cliInformers, followInformers } from './informer-session.js';
+import { watchKinds } from './kinds.js';
 import { TableStream } from './table.js';
-
-const KIND_NAMES: Readonly<Record<string, readonly WatchKind[]>> = {
-  all: WATCH_KINDS,
-  device: ['device'],
-  devices: ['device'],
-  'security-group': ['security-group'],
-  'security-groups': ['security-group'],
-  sg: ['security-group'],
-  organization: ['organization'],
-  organizations: ['organization'],
-  org: ['organization'],
-  orgs: ['organization'],
-};
-
-export function parseKinds(names: readonly string[]): WatchKind[] {
-  if (names.length === 0) throw new UsageError(`watch needs at least one kind: ${WATCH_KINDS.join(', ')} or all`);
-  const kinds = new Set<WatchKind>();
-  for (const name of names) {
-    const k = KIND_NAMES[name];
-    if (!k) throw new UsageError(`unknown kind ${JSON.stringify(name)}: use ${WATCH_KINDS.join(', ')} or all`);
-    for (const kind of k) kinds.add(kind);
-  }
-  return [...kinds];
-}
 
 /** What a line says an object is: the device's hostname and tunnel IP, the group's description, the organization's name. */
 const SUMMARY: { [K in WatchKind]: (o: KindValue[K]) => string } = {
@@ -53,7 +29,7 @@ export const watchCommand: RemoteCommand = {
   args: '<kind>...',
   summary: 'print every change of devices, security groups or the organization until Ctrl-C',
   details: [
-    `<kind>: ${WATCH_KINDS.join(', ')} (plurals and short forms work too), or all.`,
+    `<kind>: ${WATCH_KINDS.join(', ')} (plurals, underscores and short forms such as sgs work too), or all.`,
     'First every existing object (ADDED), then each change as it happens. The watch never gives up on',
     'a server restart or a broken connection: it resumes where it was (nothing missed, nothing',
     'twice), printing "reconnecting…" on stderr while it retries. It ends with Ctrl-C (exit 0), or with',
@@ -64,7 +40,7 @@ export const watchCommand: RemoteCommand = {
   flags: ['org', 'output'],
   examples: ['fleetplane ctl watch devices --org acme', 'fleetplane ctl watch all --org acme -o json | jq .object.id'],
   async run(ctx, args) {
-    const kinds = parseKinds(args);
+    const kinds = watchKinds(args);
     const org = await ctx.org();
     const informers = cliInformers(ctx, org.id);
     const table = ctx.out.forPeople ? new TableStream(ctx.out.writer, HEADERS, [], MIN_WIDTHS) : undefined;

@@ -180,6 +180,8 @@ export class FakeFleetServer {
     const sub = parts[3] ?? '';
     if (sub === 'events' && req.method === 'POST') return this.#watch(res, body);
     if (sub === 'convergence' && req.method === 'GET') return this.convergence.handle(res, url);
+    // An empty audit log: tests read what ctl asked for in `requests`.
+    if (sub === 'audit' && req.method === 'GET') return this.#json(res, 200, { items: [] });
     if (sub === 'tokens' && req.method === 'POST') {
       const input = JSON.parse(body) as Record<string, unknown>;
       return this.#json(res, 201, { id: randomUUID(), organization_id: org, role: input['role'], description: input['description'] ?? '', expires_at: null, created_at: now(), token: 'fpt_secret' });

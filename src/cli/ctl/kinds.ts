@@ -1,0 +1,70 @@
+import { AUDIT_KINDS, WATCH_KINDS, isWatchKind, type AuditKind, type WatchKind } from '../../protocol/index.js';
+import { UsageError } from '../exit-codes.js';
+
+/** `security_group` → `security-group`. */
+type Dashed<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Head}-${Dashed<Tail>}` : S;
+
+/**
+ * A kind of object as the CLI spells it: the watch kinds' spelling
+ * (singular, words joined by dashes: `security-group`), for every kind the
+ * audit log records. The audit log stores the same kinds with underscores.
+ */
+export type CliKind = Dashed<AuditKind>;
+
+const dashed = <S extends string>(kind: S): Dashed<S> => kind.replaceAll('_', '-') as Dashed<S>;
+
+/** Every kind, in the CLI's spelling, in the audit log's order. */
+export const CLI_KINDS: readonly CliKind[] = AUDIT_KINDS.map(dashed);
+
+/** Short names, as the resources of the same kinds answer to them (`ctl sg list`, `ctl keys list`); a plural with `s` works too. */
+const SHORT_NAMES: Partial<Record<CliKind, readonly string[]>> = {
+  organization: ['org'],
+  device: ['dev'],
+  'security-group': ['sg'],
+  'registration-key': ['key'],
+  invitation: ['invite'],
+};
+
+/**
+ * Every spelling a kind answers to, to the kind: its own, its plural, the
+ * same with underscores for dashes (`security_groups`, the audit log's
+ * `security_group`), and its short names singular and plural (`sg`, `sgs`).
+ * The one table of kind aliases: `ctl watch` and `ctl audit --kind` read it.
+ */
+const SPELLINGS: ReadonlyMap<string, CliKind> = new Map(
+  CLI_KINDS.flatMap((kind) =>
+    [kind, ...(SHORT_NAMES[kind] ?? [])].flatMap((name) => [name, `${name}s`]).flatMap((name) => [name, name.replaceAll('-', '_')]).map((name) => [name, kind] as const),
+  ),
+);
+
+/** The kind `name` spells, or undefined for none. */
+export function kindNamed(name: string): CliKind | undefined {
+  return SPELLINGS.get(name);
+}
+
+/** `ctl audit --kind`: the audit log's kind (`security_group`) that `name` spells; a UsageError listing the kinds otherwise. */
+export function auditKind(flag: string, name: string): AuditKind {
+  const kind = kindNamed(name);
+  const stored = AUDIT_KINDS.find((k) => dashed(k) === kind);
+  if (stored === undefined) {
+    throw new UsageError(`--${flag}: unknown kind ${JSON.stringify(name)}: use ${CLI_KINDS.join(', ')} (plurals, underscores and short names such as sg work too)`);
+  }
+  return stored;
+}
+
+/** `ctl watch <kind>...`: the watch kinds the names spell, `all` for every one, each once; a UsageError listing them otherwise. */
+export function watchKinds(names: readonly string[]): WatchKind[] {
+  const choices = `${WATCH_KINDS.join(', ')} or all`;
+  if (names.length === 0) throw new UsageError(`watch needs at least one kind: ${choices}`);
+  const kinds = new Set<WatchKind>();
+  for (const name of names) {
+    if (name === 'all') {
+      for (const k of WATCH_KINDS) kinds.add(k);
+      continue;
+    }
+    const kind = kindNamed(name);
+    if (kind !== undefined && isWatchKind(kind)) kinds.add(kind);
+    else throw new UsageError(kind === undefined ? `unknown kind ${JSON.stringify(name)}: use ${choices}` : `${kind} changes can't be watched: use ${choices}`);
+  }
+  return [...kinds];
+}
