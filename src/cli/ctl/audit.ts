@@ -2,6 +2,7 @@ import { AUDIT_ACTIONS, type AuditEntry } from '../../protocol/index.js';
 import type { AuditFilter } from '../../client/index.js';
 import { UsageError } from '../exit-codes.js';
 import type { RemoteCommand } from './command-spec.js';
+import { pastTime } from './duration.js';
 import { intFlag, noExtraArgs } from './flag-values.js';
 import { auditKind } from './kinds.js';
 import type { Column } from './output.js';
@@ -36,22 +37,25 @@ export const auditCommand: RemoteCommand = {
     'read member only where the organization sets audit_readable_by_read. ACTOR is TYPE:ID (admin, token,',
     'device, registration_key, user, api_key, system, anonymous); denied entries are refused writes, their',
     'OBJECT the route. -o wide adds the user agent and the details; -o json prints the entries as a list.',
-    '--kind takes any spelling of a kind: security-group, security-groups, security_group or sg alike.',
+    '--since and --until take an RFC 3339 time or a duration ago (1h: from an hour ago on). --kind takes',
+    'any spelling of a kind: security-group, security-groups, security_group or sg alike.',
   ].join('\n'),
   flags: ['org', 'output', 'since', 'until', 'actor', 'object', 'action', 'kind', 'limit'],
   examples: [
     'fleetplane ctl audit --org acme',
     'fleetplane ctl audit --org acme --kind security-group --action update --since 2030-01-01T00:00:00Z',
+    'fleetplane ctl audit --org acme --kind devices --since 7d --until 1d',
     'fleetplane ctl audit --actor token:5b0c... -o json | jq ".[].object_id"',
   ],
   async run(ctx, args) {
     noExtraArgs(args, 0);
     const shown = intFlag('limit', ctx.flags.string('limit')) ?? DEFAULT_SHOWN;
     if (shown < 1) throw new UsageError('--limit must be at least 1');
+    const now = ctx.out.now();
     const kind = ctx.flags.string('kind');
     const filter: AuditFilter = {
-      since: ctx.flags.string('since'),
-      until: ctx.flags.string('until'),
+      since: pastTime('since', ctx.flags.string('since'), now),
+      until: pastTime('until', ctx.flags.string('until'), now),
       actor: ctx.flags.string('actor'),
       object: ctx.flags.string('object'),
       action: oneOf('action', ctx.flags.string('action'), AUDIT_ACTIONS),

@@ -1,5 +1,6 @@
 import type { ApiKey } from '../../../protocol/index.js';
 import type { CommandGroup } from '../command-spec.js';
+import { expiresAt } from '../duration.js';
 import { defined, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId, resolveOrganization } from '../names.js';
 import type { Column } from '../output.js';
@@ -23,13 +24,15 @@ export const apiKeysGroup: CommandGroup = {
       kind: 'remote',
       name: 'create',
       summary: 'create an API key (needs a session: ctl login); its secret is printed this once',
-      flags: ['organizations', roleHelp, 'description', { name: 'expires-at', help: 'RFC 3339 expiry (server default 90 days, at most 365 days)' }, 'output'],
+      flags: ['organizations', roleHelp, 'description', { name: 'expires-at', help: 'RFC 3339 expiry (server default 90 days, at most 365 days)' }, 'expires-in', 'output'],
       examples: ['fleetplane ctl api-keys create --organizations acme --role read --description ci'],
       async run(ctx, args) {
         noExtraArgs(args, 0);
+        const expires = expiresAt(ctx.flags.string('expires-at'), ctx.flags.string('expires-in'), ctx.out.now());
+        const role = roleFlag(ctx);
         const refs = ctx.flags.list('organizations').flatMap((v) => v.split(',')).filter((v) => v !== '');
         const organizations = refs.length === 0 ? [(await ctx.org()).id] : await Promise.all(refs.map(async (r) => (await resolveOrganization(ctx.client, r, ctx.signal)).id));
-        const body = { organizations, role: roleFlag(ctx), ...defined({ description: ctx.flags.string('description'), expires_at: ctx.flags.string('expires-at') }) };
+        const body = { organizations, role, ...defined({ description: ctx.flags.string('description'), expires_at: expires }) };
         ctx.out.object(await ctx.client.apiKeys.create(body, { signal: ctx.signal }));
         shownOnce(ctx, 'key');
       },

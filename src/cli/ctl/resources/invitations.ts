@@ -1,7 +1,7 @@
 import type { Invitation } from '../../../protocol/index.js';
 import { UsageError } from '../../exit-codes.js';
 import type { CommandGroup } from '../command-spec.js';
-import { optionalDuration } from '../duration.js';
+import { expiryFields } from '../duration.js';
 import { defined, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId } from '../names.js';
 import type { Column } from '../output.js';
@@ -25,7 +25,7 @@ export const invitationsGroup: CommandGroup = {
       kind: 'remote',
       name: 'create',
       summary: 'invite a user by email or subject, or (neither) whoever presents the printed token',
-      flags: ['org', 'email', 'subject', roleHelp, 'expires-in', 'expires-at', 'output'],
+      flags: ['org', 'email', 'subject', roleHelp, { name: 'expires-in', help: 'invitation lifetime: 7d, 12h, 30m or seconds (server default 7 days, at most 30 days)' }, 'expires-at', 'output'],
       examples: [
         'fleetplane ctl invitations create --email dana@example.com --role admin --org acme',
         'fleetplane ctl invitations create --role owner --org acme -o json | jq -r .token',
@@ -36,7 +36,8 @@ export const invitationsGroup: CommandGroup = {
         const subject = ctx.flags.string('subject');
         if (email !== undefined && subject !== undefined) throw new UsageError('give at most one of --email and --subject');
         const body = {
-          ...defined({ email, subject, expires_at: ctx.flags.string('expires-at'), expires_in: optionalDuration('expires-in', ctx.flags.string('expires-in')) }),
+          ...defined({ email, subject }),
+          ...expiryFields(ctx.flags.string('expires-at'), ctx.flags.string('expires-in')),
           role: roleFlag(ctx),
         };
         const created = await ctx.client.members.invite((await ctx.org()).id, body, { signal: ctx.signal });

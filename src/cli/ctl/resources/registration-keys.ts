@@ -1,6 +1,7 @@
 import type { RegistrationKey } from '../../../client/index.js';
 import type { CommandGroup } from '../command-spec.js';
 import { orgLabel, type CtlContext, type OrgRef } from '../context.js';
+import { expiresAt } from '../duration.js';
 import { dataFlag, defined, listFlag, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId } from '../names.js';
 import type { Column } from '../output.js';
@@ -56,12 +57,13 @@ export const registrationKeysGroup: CommandGroup = {
         { name: 'tags', help: 'tags of the devices the key enrolls, comma separated (tag:web,tag:db)' },
         'description',
         { name: 'expires-at', help: "RFC 3339 expiry (default: the server's --registration-key-ttl from now, 1 hour unless set; at most its --registration-key-max-ttl)" },
+        'expires-in',
         'data',
         'output',
       ],
       examples: [
         'fleetplane ctl registration-keys create --org acme --description "rack 4"',
-        'fleetplane ctl registration-keys create --org acme --ephemeral --description "CI runners"',
+        'fleetplane ctl registration-keys create --org acme --ephemeral --description "CI runners" --expires-in 7d',
         'fleetplane ctl registration-keys create --org acme --tags tag:web --description "web tier"',
         'fleetplane ctl registration-keys create --org acme --single-use -o json | jq -r .key',
       ],
@@ -75,7 +77,7 @@ export const registrationKeysGroup: CommandGroup = {
             single_use: f.boolean('single-use'),
             ephemeral: f.boolean('ephemeral'),
             tags: listFlag(f.string('tags')),
-            expires_at: f.string('expires-at'),
+            expires_at: expiresAt(f.string('expires-at'), f.string('expires-in'), ctx.out.now()),
           }),
         };
         const created = await ctx.client.registrationKeys.create((await ctx.org()).id, body, { signal: ctx.signal });

@@ -3,6 +3,7 @@ import type { OrgToken } from '../../../client/index.js';
 import { UsageError } from '../../exit-codes.js';
 import type { CommandGroup } from '../command-spec.js';
 import { orgLabel, type CtlContext, type OrgRef } from '../context.js';
+import { expiresAt } from '../duration.js';
 import { dataFlag, defined, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId } from '../names.js';
 import type { Column } from '../output.js';
@@ -51,13 +52,13 @@ export const tokensGroup: CommandGroup = {
       kind: 'remote',
       name: 'create',
       summary: 'create a token; its secret is printed this once',
-      flags: ['org', { name: 'role', help: 'admin (everything in the organization) or read (read and watch); required' }, 'description', 'expires-at', 'data', 'output'],
-      examples: ['fleetplane ctl tokens create --org acme --role read --description ci', 'fleetplane ctl tokens create --org acme --role admin -o json | jq -r .token'],
+      flags: ['org', { name: 'role', help: 'admin (everything in the organization) or read (read and watch); required' }, 'description', 'expires-at', 'expires-in', 'data', 'output'],
+      examples: ['fleetplane ctl tokens create --org acme --role read --description ci --expires-in 30d', 'fleetplane ctl tokens create --org acme --role admin -o json | jq -r .token'],
       async run(ctx, args) {
         noExtraArgs(args, 0);
         const role = requireArg(ctx.flags.string('role'), '--role (admin or read)');
         if (!isRole(role)) throw new UsageError(`--role must be one of ${TOKEN_ROLES.join(', ')}`);
-        const body = { ...(await dataFlag(ctx.flags.string('data'))), ...defined({ description: ctx.flags.string('description'), expires_at: ctx.flags.string('expires-at') }), role };
+        const body = { ...(await dataFlag(ctx.flags.string('data'))), ...defined({ description: ctx.flags.string('description'), expires_at: expiresAt(ctx.flags.string('expires-at'), ctx.flags.string('expires-in'), ctx.out.now()) }), role };
         ctx.out.object(await ctx.client.tokens.create((await ctx.org()).id, body, { signal: ctx.signal }));
         shownOnce(ctx, 'token');
       },
