@@ -33,6 +33,7 @@ import { InformerStateFile } from './sync/informer-state-file.js';
 import { OrgWatch } from './sync/org-watch.js';
 import { ReconcileLoop } from './sync/reconcile-loop.js';
 import type { BackoffPolicy } from '../util/backoff.js';
+import { noticingTls } from '../util/plain-http-to-tls.js';
 import { Reconciler } from './sync/reconciler.js';
 import { AgentMethodError, TunnelClient } from './tunnel/index.js';
 import { Wakeup } from './wakeup.js';
@@ -44,7 +45,11 @@ export interface AgentDeps {
   createDataplane?: (options: AgentOptions, logger: Logger) => Dataplane;
   /** The failed-apply retry's backoff, over the default 0.5 s doubling to 30 s (tests that wait on a retry shorten it). */
   applyBackoff?: Partial<BackoffPolicy>;
-  /** The SDK's fetch (tests inject one); default the global fetch, or one trusting `options.caFile`. */
+  /**
+   * The SDK's fetch (tests inject one); default the global fetch, or one
+   * trusting `options.caFile`, either saying when a plain-HTTP request met
+   * a server that speaks HTTPS (util/plain-http-to-tls.ts).
+   */
   fetch?: FetchLike;
   /** The machine's interfaces (default `os.networkInterfaces()`). */
   interfaces?: () => InterfaceTable;
@@ -166,17 +171,16 @@ export class Agent {
       if (err instanceof StateDirLockedError) throw new AgentFatalError('state_dir', err.message, { cause: err });
       throw new AgentFatalError('state_dir', `the state directory ${stateDir.path} can't be used: ${errorMessage(err)}`, { cause: err });
     }
-    this.#fetch = this.#deps.fetch;
+    let ca: Buffer | undefined;
     if (o.caFile !== undefined) {
-      let ca: Buffer;
       try {
         ca = await readFile(o.caFile);
       } catch (err) {
         throw new AgentFatalError('config', `--ca-file ${o.caFile}: ${errorMessage(err)}`, { cause: err });
       }
-      this.#fetch ??= trustedFetch(ca);
       this.#wsOptions = { ca };
     }
+    this.#fetch = this.#deps.fetch ?? noticingTls(ca === undefined ? (input, init) => globalThis.fetch(input, init) : trustedFetch(ca));
     try {
       this.#localApi = await LocalApi.start({
         port: o.localPort,

@@ -2,11 +2,13 @@
  * How the agent's retry loops log a failure. A transient one (the server
  * unreachable, restarting, overloaded) is expected in a fleet's life: one
  * info line with the message and code, no stack trace. Anything else (a
- * bug, a refused certificate, an answer the protocol doesn't allow) is a
- * warning with the whole error, because someone has to look at it.
+ * bug, a refused certificate, plain HTTP to a server that speaks HTTPS, an
+ * answer the protocol doesn't allow) is a warning with the whole error,
+ * because someone has to look at it.
  */
 import type { Logger } from 'pino';
 import { FleetplaneError } from '../client/index.js';
+import { isPlainHttpToTls } from '../util/plain-http-to-tls.js';
 import { certificateHint, isUntrustedCertificate } from '../util/untrusted-certificate.js';
 import { AGENT_FLAGS } from './options.js';
 
@@ -77,8 +79,9 @@ export function caFileHint(err: unknown): string | undefined {
 
 /** True for failures expected to pass by themselves: network errors, 429, 5xx, timeouts. */
 export function isTransient(err: unknown): boolean {
-  // The SDK reports a refused certificate as a network_error like any other failed fetch, but it won't pass by itself.
-  if (isUntrustedCertificate(err)) return false;
+  // The SDK reports a refused certificate, and plain HTTP to a server that speaks HTTPS, as a network_error like any
+  // other failed fetch, but neither passes by itself.
+  if (isUntrustedCertificate(err) || isPlainHttpToTls(err)) return false;
   if (err instanceof FleetplaneError) return TRANSIENT_API_CODES.has(err.code) || err.status === 429 || err.status >= 500;
   const status = statusOf(err);
   if (status !== undefined) return status === 429 || status >= 500;

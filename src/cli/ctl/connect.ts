@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { FleetplaneClient, type FetchLike } from '../../client/index.js';
+import { noticingTls } from '../../util/plain-http-to-tls.js';
 import { fetchTrusting } from './ca-fetch.js';
 import { ConfigError, configPath, loadConfig, looseModeWarning } from './config-file.js';
 import { resolveConnection, type Connection, type ConnectionFlags } from './connection.js';
@@ -22,13 +23,20 @@ export async function openClient(
     const warning = looseModeWarning(loaded);
     if (warning !== undefined) stderr.write(`${warning}\n`);
   }
-  let fetch: FetchLike | undefined;
-  if (connection.caFile !== undefined) {
-    try {
-      fetch = fetchTrusting(await readFile(connection.caFile, 'utf8'));
-    } catch (err) {
-      throw new ConfigError(`CA file ${connection.caFile}: ${err instanceof Error ? err.message : String(err)}`);
-    }
+  return { client: new FleetplaneClient({ baseUrl: connection.server, token: connection.token, fetch: await ctlFetch(connection.caFile) }), connection };
+}
+
+/**
+ * The fetch of ctl's clients: trusting the PEM certificates of `caFile`
+ * when one is given (a ConfigError when it can't be read), and failing a
+ * plain-HTTP request to a server that speaks HTTPS with a
+ * PlainHttpToTlsError saying so (util/plain-http-to-tls.ts).
+ */
+export async function ctlFetch(caFile: string | undefined): Promise<FetchLike> {
+  if (caFile === undefined) return noticingTls((input, init) => globalThis.fetch(input, init));
+  try {
+    return noticingTls(fetchTrusting(await readFile(caFile, 'utf8')));
+  } catch (err) {
+    throw new ConfigError(`CA file ${caFile}: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return { client: new FleetplaneClient({ baseUrl: connection.server, token: connection.token, fetch }), connection };
 }

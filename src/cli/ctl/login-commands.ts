@@ -1,9 +1,8 @@
-import { readFile } from 'node:fs/promises';
-import { deviceLoginPrompt, FleetplaneClient, type FetchLike } from '../../client/index.js';
+import { deviceLoginPrompt, FleetplaneClient } from '../../client/index.js';
 import { SECRET_PREFIX, type Session } from '../../protocol/index.js';
 import { UsageError } from '../exit-codes.js';
-import { fetchTrusting } from './ca-fetch.js';
 import type { Command, CommandGroup, LocalCommand } from './command-spec.js';
+import { ctlFetch } from './connect.js';
 import { ConfigError, loadConfig, saveConfig, type ConfigFile, type ContextEntry } from './config-file.js';
 import type { LocalContext } from './context.js';
 import { noExtraArgs, requireArg } from './flag-values.js';
@@ -39,16 +38,7 @@ function loginTarget(ctx: LocalContext, config: ConfigFile): LoginTarget {
 }
 
 async function clientFor(entry: ContextEntry, token?: string): Promise<FleetplaneClient> {
-  let fetch: FetchLike | undefined;
-  const caFile = entry['ca-file'];
-  if (caFile !== undefined) {
-    try {
-      fetch = fetchTrusting(await readFile(caFile, 'utf8'));
-    } catch (err) {
-      throw new ConfigError(`CA file ${caFile}: ${err instanceof Error ? err.message : String(err)}`);
-    }
-  }
-  return new FleetplaneClient({ baseUrl: entry.server, ...(token === undefined ? {} : { token }), fetch });
+  return new FleetplaneClient({ baseUrl: entry.server, ...(token === undefined ? {} : { token }), fetch: await ctlFetch(entry['ca-file']) });
 }
 
 const login: LocalCommand = {
