@@ -4,7 +4,6 @@
  * API listens and removed when it closes. The API alone, without a server.
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import { AGENT_DEFAULTS, AgentFatalError, LocalApiAddressError, readLocalApiAddr
 import { LocalApi, LocalApiListenError } from '../../src/agent/local-api.js';
 import { AGENT_LOCAL_ADDRESS_FILE, AGENT_LOCAL_ROUTES, formatAgentLocalAddress, parseAgentLocalAddress } from '../../src/protocol/index.js';
 import { agentOptions, runAgent, tempDir } from './support/harness.js';
+import { freePort } from '../support/postgres-server.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -34,15 +34,6 @@ async function startApi(dir: string, port: number, who: string): Promise<LocalAp
   });
   cleanups.push(() => api.close());
   return api;
-}
-
-/** A loopback port nothing listens on (it was free a moment ago). */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 describe('the local API address file', () => {

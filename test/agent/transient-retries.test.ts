@@ -3,7 +3,7 @@
  * no stack trace); anything unexpected stays a warning with the whole error.
  */
 import { createServer as createHttpsServer } from 'node:https';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
@@ -16,6 +16,7 @@ import { ProtocolError, TransportError, UnavailableError } from '../../src/clien
 import { requireBinary, which } from '../support/binaries.js';
 import { issueServerCert, makeTestCa } from '../support/test-ca.js';
 import { agentOptions, orgWithKey, runAgent, startListeningServer, tempDir, until } from './support/harness.js';
+import { freePort } from '../support/postgres-server.js';
 
 const hasOpenssl = requireBinary('openssl', which('openssl') !== undefined);
 
@@ -41,15 +42,6 @@ function capture(level: pino.Level = 'info'): { logger: Logger; lines: Line[]; r
     },
   });
   return { logger: pino({ level }, stream), lines, raw: () => raw };
-}
-
-/** A loopback port nothing listens on (it was free a moment ago). */
-async function closedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 function refused(): TransportError {
@@ -132,7 +124,7 @@ describe('the agent, when its server goes away', () => {
     const stop = new AbortController();
     try {
       const enrolling = ensureEnrolled(
-        { stateDir: new StateDir(dir.path), server: `http://127.0.0.1:${await closedPort()}`, org: undefined, registrationKey: 'fpr_x', hostname: 'h', endpoints: [], logger: c.logger },
+        { stateDir: new StateDir(dir.path), server: `http://127.0.0.1:${await freePort()}`, org: undefined, registrationKey: 'fpr_x', hostname: 'h', endpoints: [], logger: c.logger },
         stop.signal,
       ).catch(() => undefined);
       await until(() => c.lines.some((l) => l.msg === 'enrollment failed; retrying'), 'a retry line');
