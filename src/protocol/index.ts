@@ -10,6 +10,7 @@ export * from './ip.js';
 export * from './formats.js';
 export * from './watch.js';
 export * from './watch-line.js';
+export * from './page.js';
 export * from './tunnel.js';
 export * from './keepalive.js';
 export * from './tunnel-frames.js';

@@ -34,6 +34,8 @@ export const ROUTES = {
   tokenReparent: '/api/organizations/:org/tokens/:id/reparent',
   registrationKeyReparent: '/api/organizations/:org/registration_keys/:id/reparent',
   events: '/api/organizations/:org/events',
+  /** One stream for a page of the dashboard: watch events, convergence and statuses (docs/protocol.md "Page stream"). */
+  page: '/api/organizations/:org/page',
   /** Members and invitations (docs/protocol.md "Members and roles"). */
   members: '/api/organizations/:org/members',
   member: '/api/organizations/:org/members/:user',
@@ -97,6 +99,7 @@ export const paths = {
   registrationKeyReparent: (org: string, id: string) => `${paths.registrationKey(org, id)}/reparent`,
   acceptInvitation: () => ROUTES.acceptInvitation,
   events: (org: string) => `${paths.organization(org)}/events`,
+  page: (org: string) => `${paths.organization(org)}/page`,
   members: (org: string) => `${paths.organization(org)}/members`,
   member: (org: string, user: string) => `${paths.members(org)}/${enc(user)}`,
   invitations: (org: string) => `${paths.organization(org)}/invitations`,

@@ -17,7 +17,7 @@ import { isLoopbackHost } from '../util/loopback.js';
 import type { RouteModule, ServerContext } from './http/context.js';
 import { makeSettings, type Settings } from './config/settings.js';
 import { runPeriodically } from '../util/periodic.js';
-import { WatchEngine, WatchMetrics, watchRoutes } from './watch/index.js';
+import { pageRoutes, WatchEngine, WatchMetrics, watchRoutes } from './watch/index.js';
 import { procTcpMemory, StreamMetrics, StreamOwner, type TcpMemorySource } from './streams/index.js';
 import { bindAddress, LISTEN_BACKLOG, probePort, reservePort, ReservedPort } from './http/reserved-port.js';
 import { AgentGateway } from './gateway/index.js';
@@ -270,7 +270,7 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
   };
   const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, streams, fleet.presence);
   const loginModules = [authRoutes(login), userSessionRoutes(), dashboardRoutes(opts.dashboardDir)];
-  const app = await buildApp(ctx, [watchRoutes(watch), fleet.routes(), replicaRoutes(), gateway.routes(), relay.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
+  const app = await buildApp(ctx, [watchRoutes(watch), pageRoutes(watch, fleet.convergence, store.convergence.of), fleet.routes(), replicaRoutes(), gateway.routes(), relay.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
   streams.start();
   watch.start();
   const tokensAt = performance.now();

@@ -2,7 +2,8 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { WATCH_KINDS, type BookmarkEvent, type ChangeEvent, type DeleteEvent, type ErrorEvent, type GzipEvent, type PatchEvent, type TailEvent, type WatchEvent } from '../watch.js';
 import type { ConvergenceEvent } from './fleet.js';
 import { Convergence } from './fleet.js';
-import { ErrorCodeSchema, Revision } from './common.js';
+import { ErrorCodeSchema, OrNull, Revision, Timestamp } from './common.js';
+import type { PageLine, StatusSummary } from '../page.js';
 import { DeviceObject } from './device.js';
 import { Organization } from './organization.js';
 import { SecurityGroup } from './security-group.js';
@@ -90,6 +91,40 @@ export const ConvergenceEventSchema = Type.Union([ConvergenceUpdateSchema, Error
   description: 'One line of a convergence stream (newline-delimited JSON).',
 });
 
+export const StatusSummarySchema = Type.Object(
+  {
+    id: Type.String(),
+    online: Type.Boolean(),
+    last_seen: OrNull(Timestamp),
+    applied_revision: OrNull(Revision),
+    apply_error: OrNull(Type.String()),
+    os: OrNull(Type.String()),
+    agent_version: OrNull(Type.String()),
+  },
+  { $id: 'StatusSummary', description: "One device's observed status, as a device list shows it." },
+);
+
+export const StatusesLineSchema = Type.Object(
+  {
+    type: Type.Literal('statuses'),
+    value: Type.Union([
+      Type.Object({ reset: Type.Boolean(), items: Type.Array(StatusSummarySchema), removed: Type.Array(Type.String()) }),
+      Type.Object({ reset: Type.Boolean(), gzip: Type.String({ contentEncoding: 'base64' }) }),
+    ]),
+  },
+  {
+    $id: 'StatusesLine',
+    description:
+      'Page streams only: with reset, every device (replace what you hold); else the devices whose status changed and those deleted since the previous line, at most one line a second. Packed as gzip (base64 of the gzip of {items, removed}) from 4 KiB of JSON on.',
+  },
+);
+
+/** One line of `POST .../page`. */
+export const PageLineSchema = Type.Union(
+  [DeviceEventSchema, SecurityGroupEventSchema, OrganizationEventSchema, PatchEventSchema, GzipEventSchema, TailEventSchema, BookmarkEventSchema, ErrorEventSchema, ConvergenceUpdateSchema, StatusesLineSchema],
+  { $id: 'PageLine', description: 'One line of a page stream: a watch event, the convergence, or statuses (newline-delimited JSON).' },
+);
+
 /** True when A and B are the same type (each assignable to the other). */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 
@@ -105,5 +140,7 @@ const sameLines: [
   Same<Static<typeof ErrorEventSchema>, ErrorEvent>,
   Same<Static<typeof WatchEventSchema>, WatchEvent>,
   Same<Static<typeof ConvergenceEventSchema>, ConvergenceEvent>,
-] = [true, true, true, true, true, true, true, true, true, true];
+  Same<Static<typeof StatusSummarySchema>, StatusSummary>,
+  Same<Static<typeof PageLineSchema>, PageLine>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true];
 void sameLines;

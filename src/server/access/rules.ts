@@ -222,6 +222,8 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   { entry: 'rest', method: 'GET', route: ROUTES.audit, allow: { admin: true }, refusal: ADMIN_ONLY },
   // Streams and tunnels.
   { entry: 'watch', method: 'POST', route: ROUTES.events, scope: ORG, allow: READ },
+  // A page stream is a watch stream with the convergence and statuses a read may GET anyway.
+  { entry: 'watch', method: 'POST', route: ROUTES.page, scope: ORG, allow: READ },
   // Without an upgrade: any valid token learns that it needs one (400).
   { entry: 'rest', method: 'GET', route: ROUTES.agentTunnel, allow: ANY_TOKEN },
   { entry: 'tunnel', method: 'GET', route: ROUTES.agentTunnel, allow: { device: true }, refusal: 'only a device token may open an agent tunnel' },

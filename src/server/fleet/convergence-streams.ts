@@ -1,10 +1,13 @@
+import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
-import { MEDIA, orgSignal, statusSignal, type Convergence } from '../../protocol/index.js';
+import { MEDIA, orgSignal, PAGE_STATUS_INTERVAL_MS, statusSignal, type Convergence, type StatusesItems, type StatusSummary } from '../../protocol/index.js';
 import type { SignalBus, Subscription } from '../bus/index.js';
 import { ApiError } from '../errors.js';
 import { chunk, LineStream, responseHead, type StreamOwner } from '../streams/index.js';
 import type { FleetMetrics } from './fleet-metrics.js';
+import { PageSink } from './page-sink.js';
+import { encodeStatuses } from './statuses-line.js';
 
 /** A line of a convergence stream (docs/protocol.md "Fleet convergence"), from its value's JSON text. */
 function encodeConvergence(valueJson: string): Buffer {
@@ -18,6 +21,14 @@ function encodeConvergence(valueJson: string): Buffer {
  */
 export interface ConvergenceSource {
   read(): Promise<Convergence>;
+  /** From the next read on, also follows each device's status summary. */
+  followStatuses(): void;
+  /** Reads since `followStatuses`: 0 until one has read every device's summary. */
+  readonly statusReads: number;
+  /** Every device's summary as of the last read. */
+  allStatuses(): StatusSummary[];
+  /** Summaries changed and devices deleted since the last call. */
+  takeStatusChanges(): StatusesItems;
 }
 
 export interface ConvergenceStreamsOptions {
@@ -37,6 +48,8 @@ export interface ConvergenceStreamsOptions {
 
 interface OrgState {
   readonly streams: Set<LineStream>;
+  /** Page streams following this organization's convergence or statuses (docs/protocol.md "Page stream"). */
+  readonly pages: Set<PageSink>;
   readonly source: ConvergenceSource;
   readonly subscriptions: Subscription[];
   json: string;
@@ -45,6 +58,11 @@ interface OrgState {
   timer: NodeJS.Timeout | undefined;
   reading: boolean;
   lastReadAt: number;
+  /** The next `statuses` delta is due (at most one per PAGE_STATUS_INTERVAL_MS). */
+  statusTimer: NodeJS.Timeout | undefined;
+  lastStatusesAt: number;
+  /** A `statuses` line is being packed: lines go out in order, one at a time. */
+  encoding: Promise<void> | undefined;
 }
 
 /**
@@ -83,7 +101,7 @@ export class ConvergenceStreams {
           this.o.owner.release(s);
           if (!state.streams.delete(s)) return;
           this.o.metrics.convergenceStreams.set(--this.#count);
-          if (state.streams.size === 0) this.#drop(orgId, state);
+          if (state.streams.size === 0 && state.pages.size === 0) this.#drop(orgId, state);
         },
       });
       socket.write(responseHead(MEDIA.watch));
@@ -95,6 +113,72 @@ export class ConvergenceStreams {
     });
   }
 
+  /**
+   * Adds a page stream's convergence and statuses (as asked) to its watch
+   * stream's socket, until the socket closes. `current` is the value its
+   * route read, sent at once when the organization wasn't followed yet.
+   */
+  attachPage(socket: Socket, orgId: string, current: Convergence | undefined, wants: { convergence: boolean; statuses: boolean }): void {
+    if (!wants.convergence && !wants.statuses) return;
+    const state = this.#follow(orgId, current === undefined ? 'null' : JSON.stringify(current));
+    const sink: PageSink = new PageSink(socket, wants.convergence, wants.statuses, {
+      convergence: () => state.bytes,
+      resetStatuses: () => this.#resetStatuses(orgId, state),
+    });
+    state.pages.add(sink);
+    this.o.metrics.pageStreams.inc();
+    socket.once('close', () => {
+      this.o.metrics.pageStreams.dec();
+      if (!state.pages.delete(sink)) return;
+      if (state.streams.size === 0 && state.pages.size === 0) this.#drop(orgId, state);
+    });
+    if (wants.convergence && state.json !== 'null') sink.writeConvergence(state.bytes);
+    if (wants.statuses) {
+      state.source.followStatuses();
+      if (state.source.statusReads > 0) this.#resetStatuses(orgId, state);
+      else this.#wake(orgId);
+    }
+  }
+
+  /** Sends every device's summary to the sinks still waiting for it; one encoding for all of them. */
+  #resetStatuses(orgId: string, org: OrgState): void {
+    this.#queueStatuses(org, async () => {
+      const waiting = [...org.pages].filter((p) => p.needsStatusesReset && !p.closed);
+      if (waiting.length === 0 || org.source.statusReads === 0) return;
+      const bytes = await encodeStatuses(true, { items: org.source.allStatuses(), removed: [] });
+      for (const p of waiting) p.writeStatusesReset(bytes);
+    }, orgId);
+  }
+
+  /** The changes since the last delta, to every sink past its reset; at most one per PAGE_STATUS_INTERVAL_MS. */
+  #scheduleStatuses(orgId: string, org: OrgState): void {
+    if (org.statusTimer) return;
+    const wait = Math.max(0, org.lastStatusesAt + PAGE_STATUS_INTERVAL_MS - performance.now());
+    org.statusTimer = setTimeout(() => {
+      org.statusTimer = undefined;
+      org.lastStatusesAt = performance.now();
+      this.#queueStatuses(org, async () => {
+        const changes = org.source.takeStatusChanges();
+        if (changes.items.length === 0 && changes.removed.length === 0) return;
+        const bytes = await encodeStatuses(false, changes);
+        for (const p of org.pages) p.writeStatusesDelta(bytes);
+      }, orgId);
+    }, wait);
+  }
+
+  /** Runs `write` after the organization's previous statuses line went out: a reset packed later than a delta must not overtake it. */
+  #queueStatuses(org: OrgState, write: () => Promise<void>, orgId: string): void {
+    const run = (): Promise<void> =>
+      write().catch((err: unknown) => {
+        // The sinks keep what they had; a reset on the next page joining or drain mends them.
+        this.o.logger.error({ err, org: orgId }, 'statuses line failed');
+      });
+    const next: Promise<void> = (org.encoding ?? Promise.resolve()).then(run).finally(() => {
+      if (org.encoding === next) org.encoding = undefined;
+    });
+    org.encoding = next;
+  }
+
   /** The organization's state, followed from now if it wasn't; a stream joining a followed one gets the value its peers have, which its own read may postdate. */
   #follow(orgId: string, json: string): OrgState {
     let org = this.#orgs.get(orgId);
@@ -102,6 +186,7 @@ export class ConvergenceStreams {
       const wake = (): void => this.#wake(orgId);
       org = {
         streams: new Set(),
+        pages: new Set(),
         source: this.o.source(orgId),
         subscriptions: [this.o.bus.subscribe(orgSignal(orgId), wake), this.o.bus.subscribe(statusSignal(orgId), wake)],
         json,
@@ -110,6 +195,9 @@ export class ConvergenceStreams {
         timer: undefined,
         reading: false,
         lastReadAt: performance.now(),
+        statusTimer: undefined,
+        lastStatusesAt: Number.NEGATIVE_INFINITY,
+        encoding: undefined,
       };
       this.#orgs.set(orgId, org);
     }
@@ -146,10 +234,16 @@ export class ConvergenceStreams {
         org.json = json;
         org.bytes = encodeConvergence(json);
         for (const s of org.streams) s.write(org.bytes);
+        for (const p of org.pages) p.writeConvergence(org.bytes);
+      }
+      if (this.#orgs.get(orgId) === org && [...org.pages].some((p) => p.statuses)) {
+        if ([...org.pages].some((p) => p.needsStatusesReset)) this.#resetStatuses(orgId, org);
+        this.#scheduleStatuses(orgId, org);
       }
     } catch (err) {
       if (err instanceof ApiError && err.code === 'not_found') {
         for (const s of [...org.streams]) s.end({ cause: 'gone', code: err.code, message: err.message });
+        // A page stream's watch part ends itself with the organization's delete event.
       } else {
         // The next signal or heartbeat reads again; the streams keep their last value meanwhile.
         this.o.logger.warn({ err, org: orgId }, 'convergence query failed');
@@ -167,6 +261,7 @@ export class ConvergenceStreams {
 
   #drop(orgId: string, org: OrgState): void {
     clearTimeout(org.timer);
+    clearTimeout(org.statusTimer);
     for (const sub of org.subscriptions) sub.close();
     if (this.#orgs.get(orgId) === org) this.#orgs.delete(orgId);
   }

@@ -14,6 +14,8 @@ export class FleetMetrics {
   readonly statusPending: Gauge;
   readonly connectedDevices: Gauge;
   readonly convergenceStreams: Gauge;
+  /** Page streams following an organization's convergence or statuses. */
+  readonly pageStreams: Gauge;
   readonly convergenceQueries: Counter;
   /** Device totals by state over every organization; read at scrape time from `observeDevices`. */
   readonly devices: Gauge<'state'>;
@@ -48,6 +50,7 @@ export class FleetMetrics {
       registers,
     });
     this.convergenceStreams = new Gauge({ name: 'fleetplane_convergence_streams', help: 'Open convergence streams.', registers });
+    this.pageStreams = new Gauge({ name: 'fleetplane_page_streams', help: 'Open page streams that carry convergence or statuses.', registers });
     this.convergenceQueries = new Counter({
       name: 'fleetplane_convergence_stream_queries_total',
       help: 'Convergence queries made for streams (at most one per organization per interval, whatever the number of streams).',

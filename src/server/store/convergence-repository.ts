@@ -22,7 +22,16 @@ export class ConvergenceRepository {
   /** An organization's convergence kept in memory, each read fetching only what changed (for followers). */
   view = (orgId: string) => {
     const view = new ConvergenceView(orgId, this.staleAfterSeconds);
-    return { read: () => view.read(this.#db) };
+    const db = this.#db;
+    return {
+      read: () => view.read(db),
+      followStatuses: () => view.followStatuses(),
+      get statusReads() {
+        return view.statusReads;
+      },
+      allStatuses: () => view.allStatuses(),
+      takeStatusChanges: () => view.takeStatusChanges(),
+    };
   };
   /** Devices of all organizations by convergence state (one statement over every device: cache it). */
   deviceTotals = () => deviceTotals(this.#db, this.staleAfterSeconds);

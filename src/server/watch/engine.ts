@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { MEDIA, orgSignal, type Watch } from '../../protocol/index.js';
@@ -19,6 +20,8 @@ export interface OpenStream {
   tokenId: string | undefined;
   /** The device whose own token opened the stream: it counts as connected while the stream is open. */
   deviceId: string | undefined;
+  /** Called with the stream's socket once its watcher exists, before anything of the list is written: a page stream's other lines join here. */
+  alongside?(socket: Socket): void;
 }
 
 /** A watch request checked by `prepare`, to be opened with `open` (or given back with `abandon`). */
@@ -224,6 +227,7 @@ export class WatchEngine {
         });
         this.add(w, req, listTurn);
         this.owner.guard(w);
+        req.alongside?.(socket);
         return w;
       });
     } finally {
