@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// Bundles the dashboard (src/dashboard, Preact) into dist/dashboard: one
-// minified script and one stylesheet with content hashes in their names, and
-// index.html naming them. Type-checking is tsc's job (tsconfig.dashboard.json);
+// Bundles the dashboard (src/dashboard, Preact) into dist/dashboard: the page's
+// minified script and stylesheet, and the SharedWorker every tab shares (its
+// page stream), with content hashes in their names, and index.html naming them. Type-checking is tsc's job (tsconfig.dashboard.json);
 // esbuild only strips types.
 //
 //   node scripts/build-dashboard.mjs
@@ -18,7 +18,7 @@ const out = join(root, 'dist', 'dashboard');
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 const result = await build({
-  entryPoints: [join(src, 'main.tsx')],
+  entryPoints: { app: join(src, 'main.tsx'), 'app-worker': join(src, 'worker.ts') },
   bundle: true,
   format: 'esm',
   target: ['chrome115', 'firefox115', 'safari16'],
@@ -27,18 +27,19 @@ const result = await build({
   jsxImportSource: 'preact',
   minify: true,
   legalComments: 'none',
-  entryNames: 'app-[hash]',
+  entryNames: '[name]-[hash]',
   outdir: out,
   metafile: true,
   logLevel: 'warning',
 });
-const outputs = Object.keys(result.metafile.outputs).map((p) => basename(p));
-const script = outputs.find((f) => f.endsWith('.js'));
-const style = outputs.find((f) => f.endsWith('.css'));
-if (!script || !style) throw new Error(`the dashboard bundle is missing its script or stylesheet: ${outputs.join(', ')}`);
-const html = readFileSync(join(src, 'index.html'), 'utf8').replace('%SCRIPT%', `/ui/${script}`).replace('%STYLE%', `/ui/${style}`);
+const outputs = Object.entries(result.metafile.outputs).map(([p, o]) => ({ file: basename(p), entry: o.entryPoint ? basename(o.entryPoint) : undefined }));
+const script = outputs.find((o) => o.entry === 'main.tsx' && o.file.endsWith('.js'))?.file;
+const worker = outputs.find((o) => o.entry === 'worker.ts')?.file;
+const style = outputs.find((o) => o.file.endsWith('.css'))?.file;
+if (!script || !style || !worker) throw new Error(`the dashboard bundle is missing its script, worker or stylesheet: ${outputs.map((o) => o.file).join(', ')}`);
+const html = readFileSync(join(src, 'index.html'), 'utf8').replace('%SCRIPT%', `/ui/${script}`).replace('%STYLE%', `/ui/${style}`).replace('%WORKER%', `/ui/${worker}`);
 writeFileSync(join(out, 'index.html'), html);
 const gzip = (f) => gzipSync(readFileSync(join(out, f)), { level: 9 }).length;
-const manifest = { script, style, gzipBytes: { script: gzip(script), style: gzip(style) } };
+const manifest = { script, worker, style, gzipBytes: { script: gzip(script), worker: gzip(worker), style: gzip(style) } };
 writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-process.stdout.write(`dashboard: ${script} ${manifest.gzipBytes.script} B gzipped, ${style} ${manifest.gzipBytes.style} B gzipped\n`);
+process.stdout.write(`dashboard: ${script} ${manifest.gzipBytes.script} B gzipped, ${worker} ${manifest.gzipBytes.worker} B gzipped, ${style} ${manifest.gzipBytes.style} B gzipped\n`);

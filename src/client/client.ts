@@ -1,4 +1,4 @@
-import { paths, type Convergence, type Replica, type Watch } from '../protocol/index.js';
+import { paths, type Convergence, type PageRequest, type Replica, type Watch } from '../protocol/index.js';
 import type { CallOptions } from './collection.js';
 import { AuthApi } from './auth-api.js';
 import { AuditApi } from './audit-api.js';
@@ -14,6 +14,7 @@ import { RelaysApi } from './relays-api.js';
 import { SecurityGroupsApi } from './security-groups-api.js';
 import type { StreamEvent } from './watch-event-parser.js';
 import { watchEvents, type WatchEventsOptions } from './watch-events.js';
+import { pageEvents, type PageEvent } from './page-events.js';
 
 export type FleetplaneClientOptions = TransportOptions;
 
@@ -78,5 +79,10 @@ export class FleetplaneClient {
   /** The raw watch stream; see `watchEvents` in watch-events.ts for its contract. */
   watchEvents(org: string, watches: readonly Watch[], opts: WatchEventsOptions = {}): AsyncGenerator<StreamEvent, void, undefined> {
     return watchEvents(this.#transport, org, watches, opts);
+  }
+
+  /** The raw page stream (watch events, convergence, statuses); see `pageEvents` in page-events.ts. */
+  pageEvents(org: string, request: PageRequest, opts: WatchEventsOptions = {}): AsyncGenerator<PageEvent, void, undefined> {
+    return pageEvents(this.#transport, org, request, opts);
   }
 }

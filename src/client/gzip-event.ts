@@ -5,14 +5,14 @@ import { parseWatchLine } from './watch-event-parser.js';
 /** What a `gzip` event may stand for: an object event of its own kind. */
 export type PackedEvent = ChangeEvent | PatchEvent | DeleteEvent;
 
-function base64Bytes(data: string): Uint8Array<ArrayBuffer> {
+export function base64Bytes(data: string): Uint8Array<ArrayBuffer> {
   const text = atob(data);
   const bytes = new Uint8Array(text.length);
   for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
   return bytes;
 }
 
-async function gunzip(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+export async function gunzip(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
   // DecompressionStream: the same code in Node.js (18+) and the dashboard's browser.
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
   return new Response(stream).text();

@@ -41,6 +41,7 @@ export { retryAfterWait, MAX_RETRY_AFTER_MS, MAX_RETRY_AFTER_JITTER_MS } from '.
 export { DEFAULT_MAX_LINE_BYTES } from './ndjson-reader.js';
 export type { NdjsonStreamOptions } from './ndjson-stream.js';
 export type { WatchEventsOptions } from './watch-events.js';
+export type { PageEvent, StatusesUpdate } from './page-events.js';
 export type { WatchConvergenceOptions } from './convergence-watch.js';
 export type { FollowConvergenceOptions, ConvergenceRetry } from './convergence-follow.js';
 export { isConvergence, parseConvergenceLine } from './convergence-parser.js';

@@ -1,4 +1,5 @@
-import type { WatchKind } from '../protocol/index.js';
+import type { Convergence, WatchKind } from '../protocol/index.js';
+import type { PageEvent, StatusesUpdate } from './page-events.js';
 import { Backoff, type BackoffPolicy } from '../util/backoff.js';
 import type { FleetplaneClient } from './client.js';
 import { isRetryable } from './error-mapping.js';
@@ -40,6 +41,17 @@ export interface SharedInformersOptions {
    * then asks again without them, for as long as it runs.
    */
   gzip?: boolean;
+  /**
+   * Follow the organization as a page does (docs/protocol.md "Page
+   * stream"): the one stream also brings the convergence and device
+   * statuses, each to its handler (only those given are asked for). After
+   * every reconnection the convergence comes again, and statuses start over
+   * with a reset.
+   */
+  page?: {
+    convergence?: (value: Convergence) => void;
+    statuses?: (update: StatusesUpdate) => void;
+  };
 }
 
 /**
@@ -274,7 +286,7 @@ export class SharedInformers {
       let openedAt: number | undefined;
       let failure: unknown;
       try {
-        const events = this.#client.watchEvents(this.#org, watches, {
+        const streamOpts = {
           signal: conn.signal,
           idleTimeoutMs,
           maxLineBytes: this.#opts.maxLineBytes,
@@ -282,7 +294,11 @@ export class SharedInformers {
             openedAt = this.#now();
             this.#apply({ type: 'opened', synced: this.#allCurrent() });
           },
-        });
+        };
+        const page = this.#opts.page;
+        const events: AsyncGenerator<PageEvent, void, undefined> = page
+          ? this.#client.pageEvents(this.#org, { watches, convergence: page.convergence !== undefined, statuses: page.statuses !== undefined }, streamOpts)
+          : this.#client.watchEvents(this.#org, watches, streamOpts);
         for await (const event of events) this.#dispatch(event, members);
         failure = new TransportError({ code: 'network_error', message: 'the server ended the watch stream' });
       } catch (err) {
@@ -322,7 +338,8 @@ export class SharedInformers {
     this.#end({ type: 'aborted' }, signal.reason ?? new DOMException('informers stopped', 'AbortError'));
   }
 
-  #dispatch(event: StreamEvent, members: ReadonlyMap<WatchKind, KindInformer<WatchKind>>): void {
+  #dispatch(event: PageEvent, members: ReadonlyMap<WatchKind, KindInformer<WatchKind>>): void {
+    if (event.type === 'convergence' || event.type === 'statuses') return this.#pageLine(event);
     if (event.type !== 'tail' && this.#allCurrent()) this.#agreed = Math.max(this.#agreed, event.value.revision);
     if (event.type === 'bookmark') {
       for (const i of members.values()) i.handleBookmark(event.value.revision);
@@ -346,6 +363,16 @@ export class SharedInformers {
         informer.handleTail(event.value.revision);
         this.#apply({ type: 'progress', synced: this.#allCurrent() });
         return;
+    }
+  }
+
+  /** A page stream's convergence or statuses, to its handler; a handler that throws is reported, not fatal. */
+  #pageLine(event: Exclude<PageEvent, StreamEvent>): void {
+    try {
+      if (event.type === 'convergence') this.#opts.page?.convergence?.(event.value);
+      else this.#opts.page?.statuses?.(event);
+    } catch (err) {
+      this.#logger.error({ err }, `fleetplane informer ${event.type} handler threw`);
     }
   }
 

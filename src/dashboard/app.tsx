@@ -1,11 +1,13 @@
 import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { SharedInformers, type FleetplaneClient } from '../client/index.js';
+import type { FleetplaneClient } from '../client/index.js';
 import { equalJitterDelay } from '../util/backoff.js';
 import { ErrorState } from './components/ui.js';
 import { LiveContext } from './live/context.js';
 import { useConvergenceTracker } from './live/convergence-tracker.js';
 import { EventFeed } from './live/event-feed.js';
+import { connectHub } from './live/hub-channel.js';
+import { PageLink, type HubChannel } from './live/page-link.js';
 import { href, useRoute, type Route } from './router.js';
 import { checkSession, pageClient, type SessionState } from './session.js';
 import { CredentialsView } from './views/credentials-view.js';
@@ -45,25 +47,27 @@ function useTheme(): [string, () => void] {
   ];
 }
 
-/** One watch stream per selected organization, shared by its views; stopped when the organization changes or the session ends. */
-function useOrgInformers(client: FleetplaneClient, org: string | undefined, on: boolean, onFailed: (error: Error) => void): { informers: SharedInformers; events: EventFeed } | undefined {
+/** The selected organization from the page hub (one page stream for all tabs), shared by its views; left when the organization changes or the session ends. */
+function useOrgPage(
+  channel: HubChannel,
+  org: string | undefined,
+  on: boolean,
+  onFailed: (error: Error) => void,
+  onConnection: (ok: boolean) => void,
+): { page: PageLink; events: EventFeed } | undefined {
   const live = useMemo(() => {
     if (!org || !on) return undefined;
-    const informers = new SharedInformers(client, org);
-    return { informers, events: new EventFeed(informers) };
-  }, [client, org, on]);
-  const informers = live?.informers;
+    const page = new PageLink(channel, org);
+    return { page, events: new EventFeed(page) };
+  }, [channel, org, on]);
   useEffect(() => {
-    if (!informers || !live) return;
+    if (!live) return;
     // The stream ends for good on 401/403/404: a revoked token's stream is closed with `forbidden`.
-    const off = informers.onStatus((s) => {
-      if (s.type === 'failed') onFailed(s.error);
-    });
-    informers.start();
+    const offs = [live.page.onFailed((message) => onFailed(new Error(message))), live.page.onConnection(onConnection)];
     return () => {
-      off();
+      for (const off of offs) off();
       live.events.close();
-      void informers.stop();
+      live.page.close();
     };
   }, [live]);
   return live;
@@ -84,6 +88,7 @@ export function App(): JSX.Element {
       ),
     [],
   );
+  const hub = useMemo(() => connectHub(client).channel, [client]);
   const check = (): void => {
     checkSession(client).then(
       (s) => {
@@ -120,16 +125,26 @@ export function App(): JSX.Element {
   const signedIn = session.state === 'signed-in';
   const org = signedIn ? route.params['org'] : undefined;
   // A stream that failed for good may mean the credential is gone: asking the server tells (a 401 ends the session).
-  const convergence = useConvergenceTracker(client, org);
-  const live = useOrgInformers(client, org, signedIn, (error) => {
-    checkSession(client).then(
-      (s) => {
-        if (s.state === 'signed-out') setSession({ state: 'signed-out', reason: ENDED });
-        else setStreamError(error);
-      },
-      (err: unknown) => setCheckError(err),
-    );
-  });
+  const live = useOrgPage(
+    hub,
+    org,
+    signedIn,
+    (error) => {
+      checkSession(client).then(
+        (s) => {
+          if (s.state === 'signed-out') setSession({ state: 'signed-out', reason: ENDED });
+          else setStreamError(error);
+        },
+        (err: unknown) => setCheckError(err),
+      );
+    },
+    // The stream lives in the shared worker: its failures reach this tab only this way.
+    (ok) => {
+      if (!ok) setReachable(false);
+    },
+  );
+
+  const convergence = useConvergenceTracker(live?.page);
 
   let body: JSX.Element;
   if (session.state === 'checking') body = checkError ? <main><ErrorState error={checkError} title="The server is unreachable" /></main> : <main><p class="muted">Loading…</p></main>;
@@ -144,7 +159,7 @@ export function App(): JSX.Element {
   else body = <FleetView org={org} />;
 
   return (
-    <LiveContext.Provider value={{ client, informers: live?.informers, events: live?.events, convergence }}>
+    <LiveContext.Provider value={{ client, informers: live?.page, page: live?.page, events: live?.events, convergence }}>
       <header class="top">
         <a class="brand" href={href('orgs')}>fleetplane</a>
         {org ? (

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { FleetplaneClient } from '../../src/client/index.js';
-import { ROUTES, paths } from '../../src/protocol/index.js';
+import { ROUTES } from '../../src/protocol/index.js';
 import { policyDocument, POLICY_GROUPS } from '../../src/bench/measure/policy-document.js';
 import { until } from '../agent/support/harness.js';
 import { hasChromium, screenshot, seriousViolations } from './support/browser.js';
@@ -43,8 +43,13 @@ async function column(page: Page, testId: string): Promise<string[]> {
 
 /** The server's count of events it sent packed as gzip events. */
 async function gzipWritten(url: string): Promise<number> {
+  return metricValue(url, 'fleetplane_watch_gzip_written_total');
+}
+
+/** A metric without labels, as the server's /metrics says it now. */
+async function metricValue(url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}${ROUTES.metrics}`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('fleetplane_watch_gzip_written_total '));
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return Number(line?.split(' ')[1] ?? Number.NaN);
 }
 
@@ -139,11 +144,8 @@ describe.runIf(hasChromium())('the dashboard with a policy document, in Chromium
     const admin = new FleetplaneClient({ baseUrl: url, token: ADMIN });
     const org = (await admin.organizations.create({ name: `policy-gzip-${process.pid}` })).id;
     const { page, problems } = await browser.newPage();
-    // Every watch request the page makes: a line it could not unpack would make it open another and list again.
-    let watches = 0;
-    page.on('request', (r) => {
-      if (r.method() === 'POST' && new URL(r.url()).pathname === paths.events(org)) watches++;
-    });
+    // Every page stream opened (the page's shared worker opens them): a line it could not unpack would make it open another and list again.
+    const watches = (): Promise<number> => metricValue(url, 'fleetplane_page_streams_opened_total');
     await page.goto(url);
     await page.getByTestId('login-token').fill(ADMIN);
     await page.getByTestId('login-submit').click();
@@ -154,7 +156,7 @@ describe.runIf(hasChromium())('the dashboard with a policy document, in Chromium
     await admin.securityGroups.create(org, { name: 'old', description: '', inbound_rules: [], outbound_rules: [] });
     await until(async () => (await column(page, 'sg-row-name')).includes('old'), 'the new group in the page');
     const before = await gzipWritten(url);
-    const watchesBefore = watches;
+    const watchesBefore = await watches();
 
     // The bench's document: its organization line is tens of KiB, so a watch that takes gzip gets it packed.
     expect(await admin.policy.apply(org, policyDocument(0))).toMatchObject({ managed: true, applied: true });
@@ -162,7 +164,7 @@ describe.runIf(hasChromium())('the dashboard with a policy document, in Chromium
     expect(await gzipWritten(url)).toBeGreaterThan(before);
     // Taken from the live stream, unpacked: no new watch, so no list brought it.
     await new Promise((r) => setTimeout(r, 500));
-    expect(watches).toBe(watchesBefore);
+    expect(await watches()).toBe(watchesBefore);
     expect(watchesBefore).toBeGreaterThan(0);
     const names = await column(page, 'sg-row-name');
     expect([names[0], names.at(-1)]).toEqual(['g000', `g0${POLICY_GROUPS - 1}`]);

@@ -1,13 +1,16 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
-import type { Convergence, FleetplaneClient, SharedInformers } from '../../client/index.js';
+import type { Convergence, FleetplaneClient } from '../../client/index.js';
 import type { EventFeed } from './event-feed.js';
+import type { LiveInformers, PageLink } from './page-link.js';
 
-/** What every view gets from the shell: the page's client, and the selected organization's informers (one watch stream). */
+/** What every view gets from the shell: the page's client, and the selected organization as the shared page stream brings it. */
 export interface Live {
   client: FleetplaneClient;
   /** Undefined outside an organization's views. */
-  informers: SharedInformers | undefined;
+  informers: LiveInformers | undefined;
+  /** The selected organization's page stream (objects, convergence, statuses); undefined outside an organization's views. */
+  page: PageLink | undefined;
   /** The selected organization's changes since the page opened; undefined outside an organization's views. */
   events: EventFeed | undefined;
   /** The selected organization's convergence; undefined outside an organization's views. */
@@ -36,7 +39,7 @@ export function useClient(): FleetplaneClient {
   return useLive().client;
 }
 
-export function useInformers(): SharedInformers {
+export function useInformers(): LiveInformers {
   const i = useLive().informers;
   if (!i) throw new Error('an organization view rendered without its informers');
   return i;
@@ -46,4 +49,10 @@ export function useTracked(): TrackedConvergence {
   const c = useLive().convergence;
   if (!c) throw new Error('an organization view rendered without its convergence');
   return c;
+}
+
+export function usePage(): PageLink {
+  const p = useLive().page;
+  if (!p) throw new Error('an organization view rendered without its page stream');
+  return p;
 }

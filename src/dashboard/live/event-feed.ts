@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { WATCH_KINDS } from '../../protocol/index.js';
-import type { SharedInformers, WatchKind } from '../../client/index.js';
+import type { WatchKind } from '../../client/index.js';
+import type { LiveInformers } from './page-link.js';
 import { useLive } from './context.js';
 
 /** Events kept in the page: older ones fall off the end. */
@@ -34,7 +35,7 @@ export class EventFeed {
   readonly #listeners = new Set<() => void>();
   readonly #offs: (() => void)[] = [];
 
-  constructor(informers: SharedInformers) {
+  constructor(informers: LiveInformers) {
     for (const kind of WATCH_KINDS) {
       const inf = informers.informer(kind);
       const push = (type: FeedEvent['type'], o: { id: string; revision: number }): void => {

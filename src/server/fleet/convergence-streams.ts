@@ -127,6 +127,7 @@ export class ConvergenceStreams {
     });
     state.pages.add(sink);
     this.o.metrics.pageStreams.inc();
+    this.o.metrics.pageStreamsOpened.inc();
     socket.once('close', () => {
       this.o.metrics.pageStreams.dec();
       if (!state.pages.delete(sink)) return;

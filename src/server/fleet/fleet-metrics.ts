@@ -16,6 +16,7 @@ export class FleetMetrics {
   readonly convergenceStreams: Gauge;
   /** Page streams following an organization's convergence or statuses. */
   readonly pageStreams: Gauge;
+  readonly pageStreamsOpened: Counter;
   readonly convergenceQueries: Counter;
   /** Device totals by state over every organization; read at scrape time from `observeDevices`. */
   readonly devices: Gauge<'state'>;
@@ -51,6 +52,7 @@ export class FleetMetrics {
     });
     this.convergenceStreams = new Gauge({ name: 'fleetplane_convergence_streams', help: 'Open convergence streams.', registers });
     this.pageStreams = new Gauge({ name: 'fleetplane_page_streams', help: 'Open page streams that carry convergence or statuses.', registers });
+    this.pageStreamsOpened = new Counter({ name: 'fleetplane_page_streams_opened_total', help: 'Page streams opened that carry convergence or statuses.', registers });
     this.convergenceQueries = new Counter({
       name: 'fleetplane_convergence_stream_queries_total',
       help: 'Convergence queries made for streams (at most one per organization per interval, whatever the number of streams).',
