@@ -19,10 +19,13 @@ export function connectHub(client: FleetplaneClient): { channel: HubChannel; sha
     const worker = new SharedWorker(url, { type: 'module', name: 'fleetplane' });
     const port = worker.port;
     const lock = `fleetplane-tab-${crypto.randomUUID()}`;
-    // Held until the tab goes: the worker waits for it to drop this tab's streams.
-    void navigator.locks.request(lock, () => new Promise<never>(() => undefined));
     port.start();
-    port.postMessage({ t: 'hello', lock });
+    // Held until the tab goes: the worker waits for it to drop this tab's streams. Named to the worker only once
+    // granted: a worker asking first would get it at once and take the tab for gone.
+    void navigator.locks.request(lock, () => {
+      port.postMessage({ t: 'hello', lock });
+      return new Promise<never>(() => undefined);
+    });
     return {
       shared: true,
       channel: {
