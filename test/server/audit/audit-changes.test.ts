@@ -6,8 +6,9 @@
  * (docs/protocol.md "Audit log").
  */
 import { describe, expect, it } from 'vitest';
-import { AUDIT_REDACTED, AUDIT_VALUE_MAX_BYTES, auditChanges, paths, type AuditEntry, type Rule } from '../../../src/protocol/index.js';
+import { AUDIT_REDACTED, AUDIT_VALUE_MAX_BYTES, auditChanges, HEADERS, MEDIA, paths, type AuditEntry, type Rule } from '../../../src/protocol/index.js';
 import { fieldChanges, isCredentialName, redact } from '../../../src/server/audit/index.js';
+import { POLICY_SAMPLE } from '../../support/policy-sample.js';
 import { useServer, uniqueName } from '../fixtures.js';
 import { auditPage, auditRows } from './audit-support.js';
 
@@ -69,6 +70,22 @@ describe('before and after values, and names, in the audit log', () => {
     await s.ok(200, 'PATCH', paths.securityGroup(org.id, group.id), { body: { inbound_rules: many } });
     const [, update] = await entriesOf(org.id, group.id);
     expect(update?.details['changes']).toEqual({ inbound_rules: { from: [rule(22)], to: { truncated: true, bytes } } });
+  });
+
+  it('a policy document applied and released records the organization fields it changed, from and to', async () => {
+    const s = h();
+    const org = await s.createOrg();
+    await s.ok(200, 'PUT', paths.policy(org.id), { payload: POLICY_SAMPLE, headers: { [HEADERS.contentType]: MEDIA.yaml } });
+    await s.ok(200, 'DELETE', paths.policy(org.id));
+    const entries = await entriesOf(org.id, org.id);
+    const [applied, released] = entries.filter((e) => e.action === 'update');
+    expect(applied?.details).toMatchObject({
+      policy: 'applied',
+      fields: ['policy', 'tag_owners'],
+      changes: { tag_owners: { from: {}, to: { 'tag:db': ['role:admin'], 'tag:web': ['role:admin'] } }, policy: { from: null, to: { groups: [expect.objectContaining({ name: 'db' })] } } },
+    });
+    expect(released?.details).toMatchObject({ policy: 'released', fields: ['policy'], changes: { policy: { from: { groups: [expect.objectContaining({ name: 'db' })] }, to: null } } });
+    expect(applied?.object_name).toBe(org.name);
   });
 
   it('create and delete record the name, which the entries keep after the object is gone', async () => {
