@@ -10,6 +10,7 @@ import { AUDIT_REDACTED, AUDIT_VALUE_MAX_BYTES, auditChanges, HEADERS, MEDIA, pa
 import { fieldChanges, isCredentialName, redact } from '../../../src/server/audit/index.js';
 import { POLICY_SAMPLE } from '../../support/policy-sample.js';
 import { useServer, uniqueName } from '../fixtures.js';
+import { addMemberForTest, createUserForTest } from '../support/users.js';
 import { auditPage, auditRows } from './audit-support.js';
 
 const rule = (port: number): Rule => ({ ip_protocol: 'tcp', from_port: port, to_port: port, ip_ranges: ['10.0.0.0/8', '192.168.0.0/16'] });
@@ -86,6 +87,16 @@ describe('before and after values, and names, in the audit log', () => {
     });
     expect(released?.details).toMatchObject({ policy: 'released', fields: ['policy'], changes: { policy: { from: { groups: [expect.objectContaining({ name: 'db' })] }, to: null } } });
     expect(applied?.object_name).toBe(org.name);
+  });
+
+  it("a member's new role records the role before and after", async () => {
+    const s = h();
+    const org = await s.createOrg();
+    const user = await createUserForTest(s.server.db);
+    await addMemberForTest(s.server.db, org.id, user.id, 'admin');
+    await s.ok(200, 'PATCH', paths.member(org.id, user.id), { body: { role: 'read' } });
+    const [entry] = (await auditPage(s, org.id, { object: user.id })).items;
+    expect(entry).toMatchObject({ action: 'update', kind: 'member', details: { role: 'read', fields: ['role'], changes: { role: { from: 'admin', to: 'read' } } } });
   });
 
   it('create and delete record the name, which the entries keep after the object is gone', async () => {
