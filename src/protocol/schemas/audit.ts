@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { AUDIT_REDACTED, AUDIT_VALUE_MAX_BYTES } from './audit-changes.js';
 import { OrNull, Revision, Timestamp, Uuid, strict } from './common.js';
 
 /**
@@ -70,7 +71,7 @@ export const AuditEntry = Type.Object(
     user_agent: OrNull(Type.String({ maxLength: AUDIT_USER_AGENT_MAX })),
     details: Type.Record(Type.String(), Type.Unknown(), {
       description:
-        'Small, never secrets: e.g. the refused route and status. An update or approve has `fields` (the changed top-level field names) and `changes` ({field: {from, to}}), credential-like values as "[redacted]" and a value whose JSON exceeds 4096 bytes as {"truncated": true, "bytes": n}.',
+        `Small, never secrets: e.g. the refused route and status. An update or approve has \`fields\` (the changed top-level field names) and \`changes\` ({field: {from, to}}), credential-like values as "${AUDIT_REDACTED}" and a value whose JSON exceeds ${AUDIT_VALUE_MAX_BYTES} bytes as {"truncated": true, "bytes": n}.`,
     }),
   },
   { ...strict, $id: 'AuditEntry' },
