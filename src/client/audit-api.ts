@@ -12,7 +12,7 @@ export interface AuditFilter {
   gtRevision?: number | undefined;
   /** `type` or `type:id`, e.g. `token:<id>`, `user:<id>`, `admin`. */
   actor?: string | undefined;
-  /** An object id. */
+  /** An object id (the server matches ids only; `ctl audit --object` resolves a name to one first). */
   object?: string | undefined;
   action?: AuditAction | undefined;
   kind?: AuditKind | undefined;
@@ -46,6 +46,9 @@ function queryOf(f: ServerAuditFilter, after: string | undefined) {
  * The audit log (docs/protocol.md "Audit log"): `/api/organizations/{org}/audit`
  * (admins; read tokens and members where the organization grants it) and
  * `/api/audit` (the admin token: every organization and entries outside any).
+ * Entries name their object (`object_name`, since v1.18) and an update's
+ * values before and after (`details.changes`: read it with `auditChanges`
+ * of the protocol module).
  */
 export class AuditApi {
   constructor(private readonly transport: HttpTransport) {}

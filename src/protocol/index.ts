@@ -30,6 +30,7 @@ export * from './schemas/api-keys.js';
 export * from './schemas/auth.js';
 export * from './schemas/device-tokens.js';
 export * from './schemas/audit.js';
+export * from './schemas/audit-changes.js';
 export * from './schemas/fleet.js';
 export * from './schemas/agent-rpc.js';
 export * from './schemas/watch-events.js';

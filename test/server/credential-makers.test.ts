@@ -201,11 +201,9 @@ describe('credentials and what made them (PGlite)', () => {
     expect(outcome(await h.call('GET', paths.devices(org), { token: below.token }))).toBe('200');
     expect(await enroll(org, key.key)).toBe('201');
     const update = (await auditRows(h, org)).find((r) => r.action === 'update' && r.object_id === token.id);
-    expect(update?.details).toEqual({
-      fields: ['created_by'],
-      from: { credential_kind: 'session', credential_id: expect.any(String), user_id: admin.id },
-      to: { credential_kind: 'user', credential_id: null, user_id: owner.id },
-    });
+    const from = { credential_kind: 'session', credential_id: expect.any(String), user_id: admin.id };
+    const to = { credential_kind: 'user', credential_id: null, user_id: owner.id };
+    expect(update?.details).toEqual({ fields: ['created_by'], changes: { created_by: { from, to } }, from, to });
 
     // It now rests on the owner: removed, it goes.
     await h.ok(204, 'DELETE', paths.member(org, owner.id), { token: secondOwner.session });

@@ -63,7 +63,7 @@ export const FLAGS = {
   since: { kind: 'string', value: 'TIME|DURATION', help: 'only entries at or after this RFC 3339 time, or this long ago (10m, 1h, 7d)' },
   until: { kind: 'string', value: 'TIME|DURATION', help: 'only entries before this RFC 3339 time, or this long ago (10m, 1h, 7d)' },
   actor: { kind: 'string', value: 'TYPE[:ID]', help: 'only entries of this actor: admin, token, device, registration_key, user, api_key, system or anonymous, with an id' },
-  object: { kind: 'string', value: 'ID', help: 'only entries about this object id' },
+  object: { kind: 'string', value: 'ID|NAME', help: 'only entries about this object: an id, or a device hostname, security group or organization name' },
   action: { kind: 'string', value: 'ACTION', help: 'only entries of this action: create, update, delete, approve, revoke, renew or denied' },
   kind: { kind: 'string', value: 'KIND', help: 'only entries about this kind of object, e.g. device, security-group, registration-key (plurals, underscores, sg work too)' },
   limit: { kind: 'string', value: 'N', help: 'show at most N entries (default 100)' },

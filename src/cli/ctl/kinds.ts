@@ -52,6 +52,11 @@ export function auditKind(flag: string, name: string): AuditKind {
   return stored;
 }
 
+/** How ctl shows a kind the audit log stores (`security_group` → `security-group`), as `ctl watch` shows kinds. */
+export function cliKind(kind: AuditKind): CliKind {
+  return dashed(kind);
+}
+
 /** `ctl watch <kind>...`: the watch kinds the names spell, `all` for every one, each once; a UsageError listing them otherwise. */
 export function watchKinds(names: readonly string[]): WatchKind[] {
   const choices = `${WATCH_KINDS.join(', ')} or all`;

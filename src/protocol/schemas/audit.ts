@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { AUDIT_REDACTED, AUDIT_VALUE_MAX_BYTES } from './audit-changes.js';
 import { OrNull, Revision, Timestamp, Uuid, strict } from './common.js';
 
 /**
@@ -61,10 +62,17 @@ export const AuditEntry = Type.Object(
     action: Type.Union(AUDIT_ACTIONS.map((a) => Type.Literal(a))),
     kind: Type.Union(AUDIT_KINDS.map((k) => Type.Literal(k))),
     object_id: OrNull(Type.String()),
+    object_name: OrNull(Type.String(), {
+      description:
+        "The object's name when the entry was written (an organization's or security group's name, a device's hostname), so it reads after the object is gone; null when it has none, and in entries written before v1.18.",
+    }),
     revision: OrNull(Revision, { description: "The organization revision of the change; null for changes that take none (credentials, denials)." }),
     source: OrNull(Type.String(), { description: 'The caller address as the server saw it.' }),
     user_agent: OrNull(Type.String({ maxLength: AUDIT_USER_AGENT_MAX })),
-    details: Type.Record(Type.String(), Type.Unknown(), { description: 'Small, never secrets: e.g. the changed field names, the refused route and status.' }),
+    details: Type.Record(Type.String(), Type.Unknown(), {
+      description:
+        `Small, never secrets: e.g. the refused route and status. An update or approve has \`fields\` (the changed top-level field names) and \`changes\` ({field: {from, to}}), credential-like values as "${AUDIT_REDACTED}" and a value whose JSON exceeds ${AUDIT_VALUE_MAX_BYTES} bytes as {"truncated": true, "bytes": n}.`,
+    }),
   },
   { ...strict, $id: 'AuditEntry' },
 );

@@ -22,6 +22,7 @@ type Row = {
   action: AuditEntry['action'];
   kind: AuditEntry['kind'];
   object_id: string | null;
+  object_name: string | null;
   revision: string | number | null;
   source: string | null;
   user_agent: string | null;
@@ -37,6 +38,7 @@ function toEntry(r: Row): AuditEntry {
     action: r.action,
     kind: r.kind,
     object_id: r.object_id,
+    object_name: r.object_name,
     revision: r.revision === null ? null : Number(r.revision),
     source: r.source,
     user_agent: r.user_agent,

@@ -10,9 +10,15 @@ export interface AuditRecord {
   readonly action: AuditAction;
   readonly kind: AuditKind;
   readonly objectId: string | null;
+  /**
+   * The object's name as it is after the change (before it, for a delete):
+   * an organization's or group's name, a device's hostname. Omitted or null:
+   * it has none.
+   */
+  readonly objectName?: string | null | undefined;
   /** The organization revision the change took; omitted for changes that take none (credentials). */
   readonly revision?: number | undefined;
-  /** Small and never secret: e.g. `{ fields: [...] }`, the changed field names. */
+  /** Small and never secret: e.g. an update's `fieldChanges` (changes.ts), the changed fields with their values redacted and bounded. */
   readonly details?: Readonly<Record<string, unknown>> | undefined;
   /**
    * Who made the change when the call's credential does not say (a login
@@ -49,8 +55,8 @@ export async function insertAudit(
   r: AuditRecord,
 ): Promise<void> {
   await q.query(
-    `INSERT INTO audit_log (org_id, actor_type, actor_id, credential_id, action, kind, object_id, revision, source, user_agent, details)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::text::jsonb)`,
+    `INSERT INTO audit_log (org_id, actor_type, actor_id, credential_id, action, kind, object_id, object_name, revision, source, user_agent, details)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text::jsonb)`,
     [
       r.orgId,
       actor.type,
@@ -59,6 +65,7 @@ export async function insertAudit(
       r.action,
       r.kind,
       r.objectId,
+      r.objectName ?? null,
       r.revision ?? null,
       where.source,
       where.userAgent,

@@ -511,6 +511,15 @@ DROP TABLE org_renames;
 CREATE UNIQUE INDEX objects_organization_name ON objects ((value->>'name')) WHERE kind = 'organization' AND NOT deleted;
 `,
   },
+  {
+    version: 20,
+    name: 'audit-object-name',
+    sql: `
+-- The object's name when its entry was written (issue 37, v1.18): the log names objects, deleted ones too.
+-- Entries written before stay null: what they were called then is not known.
+ALTER TABLE audit_log ADD COLUMN object_name text;
+`,
+  },
 ];
 
 /** Arbitrary constant shared by every replica: the advisory lock serializing migrations. */

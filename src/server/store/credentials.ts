@@ -334,7 +334,7 @@ export async function reparentOrgToken(q: Queryable, orgId: string, id: string, 
   const { before, moved } = await reparent(q, 'tokens', orgId, id, to);
   const rows = await q.query('SELECT * FROM tokens WHERE id = $1', [id]);
   const token = toOrgToken(rows[0] ?? {});
-  await recordAudit(q, { orgId, action: 'update', kind: 'token', objectId: id, details: { fields: ['created_by'], from: before, to: token.created_by } });
+  await recordAudit(q, { orgId, action: 'update', kind: 'token', objectId: id, details: { fields: ['created_by'], changes: { created_by: { from: before, to: token.created_by } }, from: before, to: token.created_by } });
   return { token, moved };
 }
 
@@ -344,6 +344,6 @@ export async function reparentRegistrationKey(q: Queryable, orgId: string, id: s
   const { before } = await reparent(q, 'registration_keys', orgId, id, to);
   const key = await getRegistrationKey(q, orgId, id);
   if (!key) throw new ApiError('internal', 'a re-parented registration key vanished in its own transaction');
-  await recordAudit(q, { orgId, action: 'update', kind: 'registration_key', objectId: id, details: { fields: ['created_by'], from: before, to: key.created_by } });
+  await recordAudit(q, { orgId, action: 'update', kind: 'registration_key', objectId: id, details: { fields: ['created_by'], changes: { created_by: { from: before, to: key.created_by } }, from: before, to: key.created_by } });
   return key;
 }

@@ -17,8 +17,9 @@ import {
 import { ApiError, notFound, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject, type StoredValue } from './objects.js';
 import { writeInOrg, type OrgWrite } from './org-write.js';
+import { fieldChanges } from '../audit/changes.js';
 import { recordAudit } from '../audit/record.js';
-import { changedFields, sameJson } from '../../util/same-json.js';
+import { sameJson } from '../../util/same-json.js';
 import { effectiveStatus, statusColumns, statusesOf, type StatusRow } from './device-status.js';
 import { releaseTunnelIp, takeTunnelIp } from './tunnel-ips.js';
 import { hashSecret, newSecret } from './secrets.js';
@@ -140,6 +141,7 @@ export async function createDevice(
         action: 'create',
         kind: KIND,
         objectId: id,
+        objectName: device.hostname,
         revision,
         details: registrationKeyId === undefined ? {} : { registration_key_id: registrationKeyId },
       });
@@ -206,13 +208,13 @@ export async function patchDevice(
         await checkGroup(w, patch.security_group_id);
       }
       const updated = { ...next, revision, updated_at: new Date().toISOString() };
-      const fields = changedFields(current, next);
+      const details = fieldChanges(current, next);
       // Approving routes is its own action: it is what reviewers of the log look for.
-      const action = fields.includes('approved_cidrs') ? 'approve' : 'update';
+      const action = details.fields.includes('approved_cidrs') ? 'approve' : 'update';
       // One round trip for the row, its audit entry, the status the answer carries and the signal (a patch is
       // what an agent's every endpoint change costs, and each round trip wakes the database and us once more).
       void w.pipelined(updateObject(w.tx, updated));
-      void w.pipelined(recordAudit(w.tx, { orgId, action, kind: KIND, objectId: id, revision, details: { fields } }));
+      void w.pipelined(recordAudit(w.tx, { orgId, action, kind: KIND, objectId: id, objectName: next.hostname, revision, details }));
       return { device: updated, statuses: w.pipelined(statusesOf(w.tx, [id], staleAfterSeconds)) };
     }, { touches: [{ kind: KIND, id }] });
     return withStatus(device, (await (statuses ?? statusesOf(db, [id], staleAfterSeconds))).get(id));
@@ -232,6 +234,6 @@ export async function deleteDevice(db: Database, bus: SignalBus, orgId: string, 
     await w.tx.query('DELETE FROM device_status WHERE device_id = $1', [id]);
     await w.tx.query('DELETE FROM device_presence WHERE device_id = $1', [id]);
     await w.tx.query('UPDATE tokens SET revoked_at = now() WHERE device_id = $1 AND revoked_at IS NULL', [id]);
-    await recordAudit(w.tx, { orgId, action: 'delete', kind: KIND, objectId: id, revision });
+    await recordAudit(w.tx, { orgId, action: 'delete', kind: KIND, objectId: id, objectName: current.hostname, revision });
   });
 }

@@ -19,8 +19,9 @@ import { endMadeBy, endMadeByMember } from './makers.js';
  */
 export function setMemberRole(db: Database, orgId: string, userId: string, role: MemberRole, scope: members.MemberChangeScope) {
   return db.transaction(async (tx) => {
-    const member = await members.setMemberRole(tx, orgId, userId, role, scope);
-    await recordAudit(tx, { orgId, action: 'update', kind: 'member', objectId: userId, details: { role } });
+    const { member, was } = await members.setMemberRole(tx, orgId, userId, role, scope);
+    const changes = was === role ? {} : { fields: ['role'], changes: { role: { from: was, to: role } } };
+    await recordAudit(tx, { orgId, action: 'update', kind: 'member', objectId: userId, details: { role, ...changes } });
     const revoked = role === 'read' ? await endMadeByMember(tx, orgId, userId, 'demoted') : [];
     return { member, revoked };
   });

@@ -80,9 +80,16 @@ function refused(was: MemberRole | null | undefined, scope: MemberChangeScope, n
 
 /**
  * Changes a member's role, in one statement: 404 when not a member, 403 when
- * the scope may not touch owners, 409 when it would leave no owner.
+ * the scope may not touch owners, 409 when it would leave no owner. Returns
+ * the member and its role before (`was`).
  */
-export async function setMemberRole(q: Queryable, orgId: string, userId: string, role: MemberRole, scope: MemberChangeScope): Promise<Member> {
+export async function setMemberRole(
+  q: Queryable,
+  orgId: string,
+  userId: string,
+  role: MemberRole,
+  scope: MemberChangeScope,
+): Promise<{ member: Member; was: MemberRole }> {
   await requireOrg(q, orgId);
   const rows = await q.query<{ was: MemberRole | null; changed: Record<string, unknown> | null }>(
     `WITH ${OTHER_OWNERS},
@@ -97,7 +104,8 @@ export async function setMemberRole(q: Queryable, orgId: string, userId: string,
     [orgId, userId, role, scope.owners],
   );
   const row = rows[0];
-  if (row?.changed) return toMember(row.changed);
+  // `was` reads the statement's snapshot, taken before its UPDATE: the role before.
+  if (row?.changed && row.was !== null) return { member: toMember(row.changed), was: row.was };
   throw refused(row?.was, scope, role);
 }
 

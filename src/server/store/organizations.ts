@@ -17,7 +17,8 @@ import { writeInOrg } from './org-write.js';
 import { addOwner } from './members.js';
 import { createInvitation } from './invitations.js';
 import { checkNetworkPrefixes, checkNetworkRoutes } from './route-approval.js';
-import { changedFields, sameJson } from '../../util/same-json.js';
+import { sameJson } from '../../util/same-json.js';
+import { fieldChanges } from '../audit/changes.js';
 import { recordAudit } from '../audit/record.js';
 
 const KIND = 'organization' as const;
@@ -94,7 +95,7 @@ export async function createOrganization(db: Database, input: OrganizationCreate
       ...(input.owner_user_id === undefined ? {} : { owner_user_id: input.owner_user_id }),
       ...(invitation === undefined ? {} : { owner_invitation_id: invitation.id }),
     };
-    await recordAudit(tx, { orgId: id, action: 'create', kind: KIND, objectId: id, revision: 1, ...(Object.keys(owners).length > 0 ? { details: owners } : {}) });
+    await recordAudit(tx, { orgId: id, action: 'create', kind: KIND, objectId: id, objectName: org.name, revision: 1, ...(Object.keys(owners).length > 0 ? { details: owners } : {}) });
     return invitation === undefined ? org : { ...org, owner_invitation: invitation };
   }).catch((err: unknown) => nameTaken(err, input.name));
 }
@@ -162,7 +163,7 @@ export async function patchOrganization(
     const revision = await w.revision();
     const updated = { ...next, revision, updated_at: new Date().toISOString() };
     await updateObject(w.tx, updated);
-    await recordAudit(w.tx, { orgId: id, action: 'update', kind: KIND, objectId: id, revision, details: { fields: changedFields(current, next) } });
+    await recordAudit(w.tx, { orgId: id, action: 'update', kind: KIND, objectId: id, objectName: next.name, revision, details: fieldChanges(current, next) });
     return updated;
   }).catch((err: unknown) => nameTaken(err, patch.name));
 }
@@ -187,7 +188,7 @@ export async function deleteOrganization(db: Database, bus: SignalBus, id: strin
     await tombstoneObject(w.tx, current, revision);
     await w.tx.query('UPDATE orgs SET deleted_at = now() WHERE id = $1', [id]);
     await w.tx.query('UPDATE tokens SET revoked_at = now() WHERE org_id = $1 AND revoked_at IS NULL', [id]);
-    await recordAudit(w.tx, { orgId: id, action: 'delete', kind: KIND, objectId: id, revision });
+    await recordAudit(w.tx, { orgId: id, action: 'delete', kind: KIND, objectId: id, objectName: current.name, revision });
   });
 }
 

@@ -13,8 +13,9 @@ import type { Network, Organization, PolicyApplyResult, PolicyDocument, PolicyTe
 import { ApiError, notFound } from '../errors.js';
 import { getObject, updateObject, type StoredValue } from './objects.js';
 import { writeInOrg } from './org-write.js';
+import { fieldChanges } from '../audit/changes.js';
 import { recordAudit } from '../audit/record.js';
-import { changedFields, sameJson } from '../../util/same-json.js';
+import { sameJson } from '../../util/same-json.js';
 import { checkNetworkPrefixes, checkNetworkRoutes } from './route-approval.js';
 import { parsePolicy, type PolicyProblem } from '../policy/policy-parse.js';
 import { compilePolicy } from '../policy/policy-compile.js';
@@ -181,7 +182,7 @@ export async function applyPolicy(db: Database, bus: SignalBus, orgId: string, t
     if (!sameJson(next, org)) {
       revision = await w.revision();
       await updateObject(w.tx, { ...next, revision, updated_at: new Date().toISOString() });
-      await recordAudit(w.tx, { orgId, action: 'update', kind: 'organization', objectId: orgId, revision, details: { fields: changedFields(org, next), policy: 'applied' } });
+      await recordAudit(w.tx, { orgId, action: 'update', kind: 'organization', objectId: orgId, objectName: next.name, revision, details: { ...fieldChanges(org, next), policy: 'applied' } });
     }
     await w.tx.query(
       `INSERT INTO policy_documents (org_id, text, etag, revision) VALUES ($1, $2, $3, $4)
@@ -211,9 +212,10 @@ export async function releasePolicy(db: Database, bus: SignalBus, orgId: string)
     const locked = await w.lock<StoredOrganization>('organization', orgId);
     if (!locked.policy) return { managed: false as const, revision: locked.revision };
     const revision = await w.revision();
-    await updateObject(w.tx, { ...locked, policy: null, revision, updated_at: new Date().toISOString() });
+    const released: StoredOrganization = { ...locked, policy: null };
+    await updateObject(w.tx, { ...released, revision, updated_at: new Date().toISOString() });
     await w.tx.query('DELETE FROM policy_documents WHERE org_id = $1', [orgId]);
-    await recordAudit(w.tx, { orgId, action: 'update', kind: 'organization', objectId: orgId, revision, details: { fields: ['policy'], policy: 'released' } });
+    await recordAudit(w.tx, { orgId, action: 'update', kind: 'organization', objectId: orgId, objectName: locked.name, revision, details: { ...fieldChanges(locked, released), policy: 'released' } });
     return { managed: false as const, revision };
   });
 }

@@ -45,7 +45,7 @@ export async function retireGroupObjects(db: Database, bus: SignalBus, orgId: st
         if (!current) return;
         const revision = await w.revision();
         await tombstoneObject(w.tx, current, revision);
-        await recordAudit(w.tx, { orgId, action: 'delete', kind: 'security_group', objectId: id, revision, details: { policy: 'managed' } });
+        await recordAudit(w.tx, { orgId, action: 'delete', kind: 'security_group', objectId: id, objectName: current.name, revision, details: { policy: 'managed' } });
       }),
     ),
   );
@@ -67,7 +67,7 @@ export async function restoreGroupObjects(db: Database, bus: SignalBus, orgId: s
            WHERE objects.org_id = EXCLUDED.org_id AND objects.kind = EXCLUDED.kind`,
           [g.id, orgId, KIND, revision, JSON.stringify(value)],
         );
-        await recordAudit(w.tx, { orgId, action: 'create', kind: 'security_group', objectId: g.id, revision, details: { policy: 'released' } });
+        await recordAudit(w.tx, { orgId, action: 'create', kind: 'security_group', objectId: g.id, objectName: g.name, revision, details: { policy: 'released' } });
       }),
     ),
   );

@@ -6,8 +6,9 @@ import { pgConstraint, pgErrorCode, UNIQUE_VIOLATION } from '../db/index.js';
 import { ApiError, validationFailed } from '../errors.js';
 import { checkIfMatch, getObject, insertObject, lockObject, tombstoneObject, updateObject, type StoredValue } from './objects.js';
 import { writeInOrg } from './org-write.js';
+import { fieldChanges } from '../audit/changes.js';
 import { recordAudit } from '../audit/record.js';
-import { changedFields, sameJson } from '../../util/same-json.js';
+import { sameJson } from '../../util/same-json.js';
 import { checkGroupsWritable } from './policy-groups.js';
 import { normalTags } from '../../protocol/index.js';
 
@@ -54,7 +55,7 @@ export async function createSecurityGroup(db: Database, bus: SignalBus, orgId: s
       updated_at: now,
     };
     await insertObject(w.tx, orgId, KIND, group);
-    await recordAudit(w.tx, { orgId, action: 'create', kind: 'security_group', objectId: group.id, revision });
+    await recordAudit(w.tx, { orgId, action: 'create', kind: 'security_group', objectId: group.id, objectName: group.name, revision });
     return group;
   }).catch((err: unknown) => nameTaken(err, input.name));
 }
@@ -89,7 +90,7 @@ export async function patchSecurityGroup(
     const revision = await w.revision();
     const updated = { ...next, revision, updated_at: new Date().toISOString() };
     await updateObject(w.tx, updated);
-    await recordAudit(w.tx, { orgId, action: 'update', kind: 'security_group', objectId: id, revision, details: { fields: changedFields(current, next) } });
+    await recordAudit(w.tx, { orgId, action: 'update', kind: 'security_group', objectId: id, objectName: next.name, revision, details: fieldChanges(current, next) });
     return updated;
   }).catch((err: unknown) => nameTaken(err, patch.name));
 }
@@ -108,6 +109,6 @@ export async function deleteSecurityGroup(db: Database, bus: SignalBus, orgId: s
     const n = Number(users[0]?.n ?? 0);
     if (n > 0) throw new ApiError('conflict', `security group is used by ${n} device(s); detach them first`);
     await tombstoneObject(w.tx, current, revision);
-    await recordAudit(w.tx, { orgId, action: 'delete', kind: 'security_group', objectId: id, revision });
+    await recordAudit(w.tx, { orgId, action: 'delete', kind: 'security_group', objectId: id, objectName: current.name, revision });
   });
 }

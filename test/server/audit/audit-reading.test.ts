@@ -92,7 +92,7 @@ describe.each(backends())('reading the audit log on $name', ({ name, available }
       expect(await status(read)).toEqual([200, undefined]);
       // Granting is itself in the log.
       const page = await auditPage(s, org.id, { action: 'update', kind: 'organization' });
-      expect(page.items[0]?.details).toEqual({ fields: ['audit_readable_by_read'] });
+      expect(page.items[0]?.details).toEqual({ fields: ['audit_readable_by_read'], changes: { audit_readable_by_read: { from: false, to: true } } });
     });
 
     it('GET /api/audit is the admin token\'s: every organization and the entries outside any', async () => {

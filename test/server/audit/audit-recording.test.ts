@@ -83,8 +83,8 @@ describe.each(backends())('audit recording on $name', ({ name, available }) => {
       await s.ok(204, 'DELETE', paths.organization(org.id));
       const rows = (await auditRows(s, org.id)).slice(3);
       expect(rows.map((r) => [r.action, r.kind, r.object_id, r.revision === null ? null : Number(r.revision), r.details])).toEqual([
-        ['approve', 'device', device.id, approved.revision, { fields: ['approved_cidrs'] }],
-        ['update', 'organization', org.id, renamed.revision, { fields: ['description'] }],
+        ['approve', 'device', device.id, approved.revision, { fields: ['approved_cidrs'], changes: { approved_cidrs: { from: [], to: ['10.9.0.0/24'] } } }],
+        ['update', 'organization', org.id, renamed.revision, { fields: ['description'], changes: { description: { from: '', to: 'lab' } } }],
         ['delete', 'device', device.id, renamed.revision + 1, {}],
         ['delete', 'registration_key', key.id, null, {}],
         ['delete', 'organization', org.id, renamed.revision + 2, {}],

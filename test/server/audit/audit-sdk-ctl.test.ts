@@ -51,7 +51,7 @@ describe('the audit log through the SDK and ctl', () => {
     const [header, ...lines] = table.out.trimEnd().split('\n');
     expect(header).toMatch(/^TIME\s+ACTOR\s+ACTION\s+KIND\s+OBJECT\s+REVISION\s+SOURCE$/);
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(new RegExp(`admin\\s+create\\s+security_group\\s+${groups[4] ?? ''}`));
+    expect(lines[0]).toMatch(new RegExp(`admin\\s+create\\s+security-group\\s+${groups[4] ?? ''}`));
     const json = await ctl(['audit', '--org', org, '--object', groups[0] ?? '', '-o', 'json']);
     expect(json.code, json.err).toBe(0);
     expect((JSON.parse(json.out) as AuditEntry[]).map((e) => [e.action, e.object_id])).toEqual([['create', groups[0]]]);
