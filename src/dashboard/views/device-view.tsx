@@ -6,6 +6,7 @@ import { Ago, describeError, EmptyState, ErrorState } from '../components/ui.js'
 import { useClient, useInformers } from '../live/context.js';
 import { useConvergence, useInformerItems } from '../live/hooks.js';
 import { href } from '../router.js';
+import { DeviceActions } from './device-actions.js';
 import { DeviceGroup } from './device-group.js';
 
 type RpcAnswer = { method: string; ok: boolean; text: string; ms: number };
@@ -121,6 +122,7 @@ export function DeviceView(props: { org: string; id: string }): JSX.Element {
           </tbody>
         </table>
       </div>
+      <DeviceActions org={props.org} device={device} />
       <h2>Peers</h2>
       {/* Servers before v1.9 send no peers. */}
       <PeersTable org={props.org} peers={s.peers ?? []} truncated={s.peers_truncated === true} names={names} now={Date.now()} />

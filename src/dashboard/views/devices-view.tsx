@@ -6,6 +6,7 @@ import { Ago, EmptyState, ErrorState } from '../components/ui.js';
 import { VirtualRows } from '../components/virtual-rows.js';
 import { useConvergence, useDeviceStatuses, useInformerItems } from '../live/hooks.js';
 import { href } from '../router.js';
+import { BulkActions } from './bulk-actions.js';
 
 type Column = 'hostname' | 'tunnel_ip' | 'online' | 'last_seen' | 'applied' | 'apply_error' | 'version' | 'os';
 type Filter = 'all' | 'behind' | 'error' | 'offline';
@@ -56,6 +57,7 @@ export function DevicesView(props: { org: string }): JSX.Element {
   const [sort, setSort] = useState<{ by: Column; desc: boolean }>({ by: 'hostname', desc: false });
   const [filter, setFilter] = useState<Filter>('all');
   const [search, setSearch] = useState('');
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [now, setNow] = useState(Date.now());
   // "12 s ago" moves on without a request.
   useEffect(() => {
@@ -82,8 +84,25 @@ export function DevicesView(props: { org: string }): JSX.Element {
     return out;
   }, [devices.items, statuses, sort, filter, search, head]);
 
+  const shownIds = rows.map((r) => r.device.id);
+  const allShown = shownIds.length > 0 && shownIds.every((id) => selected.has(id));
+  const toggle = (id: string): void => {
+    const next = new Set(selected);
+    if (!next.delete(id)) next.add(id);
+    setSelected(next);
+  };
+  const selectedDevices = devices.items.filter((d) => selected.has(d.id));
   const header = (
     <div class="grid-head" role="row">
+      <div role="columnheader">
+        <input
+          type="checkbox"
+          aria-label="Select every device shown"
+          data-testid="devices-select-all"
+          checked={allShown}
+          onChange={() => setSelected(allShown ? new Set() : new Set(shownIds))}
+        />
+      </div>
       {COLUMNS.map((c) => (
         <div role="columnheader" key={c.key} aria-sort={sort.by === c.key ? (sort.desc ? 'descending' : 'ascending') : 'none'}>
           <button type="button" onClick={() => setSort({ by: c.key, desc: sort.by === c.key ? !sort.desc : false })}>
@@ -119,6 +138,7 @@ export function DevicesView(props: { org: string }): JSX.Element {
           {rows.length} of {devices.items.length} devices{devices.synced ? '' : ' (loading…)'}
         </span>
       </div>
+      <BulkActions org={props.org} selected={selectedDevices} onClear={() => setSelected(new Set())} />
       {devices.synced && devices.items.length === 0 ? (
         <EmptyState title="No devices yet">Create a registration key under Credentials and start an agent with it.</EmptyState>
       ) : (
@@ -146,6 +166,16 @@ export function DevicesView(props: { org: string }): JSX.Element {
                   if (e.key === 'Enter') open(r.device.id);
                 }}
               >
+                <div role="cell" onClick={(e) => e.stopPropagation()}>
+                  <input
+                    type="checkbox"
+                    aria-label={`Select ${r.device.hostname}`}
+                    data-testid="devices-select"
+                    checked={selected.has(r.device.id)}
+                    onChange={() => toggle(r.device.id)}
+                    onKeyDown={(e) => e.stopPropagation()}
+                  />
+                </div>
                 <div role="cell">
                   <a href={href('device', props.org, r.device.id)} tabIndex={-1}>
                     {r.device.hostname}
