@@ -10,6 +10,7 @@ import { connectHub } from './live/hub-channel.js';
 import { PageLink, type HubChannel } from './live/page-link.js';
 import { href, useRoute, type Route } from './router.js';
 import { checkSession, pageClient, type SessionState } from './session.js';
+import { AuditView } from './views/audit-view.js';
 import { CredentialsView } from './views/credentials-view.js';
 import { DeviceView } from './views/device-view.js';
 import { DevicesView } from './views/devices-view.js';
@@ -27,6 +28,7 @@ const TABS: readonly { view: Route['view']; label: string }[] = [
   { view: 'security-groups', label: 'Security groups' },
   { view: 'credentials', label: 'Credentials' },
   { view: 'events', label: 'Events' },
+  { view: 'audit', label: 'Audit log' },
   { view: 'settings', label: 'Settings' },
 ];
 
@@ -155,6 +157,7 @@ export function App(): JSX.Element {
   else if (route.view === 'security-groups') body = <SecurityGroupsView org={org} />;
   else if (route.view === 'credentials') body = <CredentialsView org={org} />;
   else if (route.view === 'events') body = <EventsView org={org} />;
+  else if (route.view === 'audit') body = <AuditView org={org} />;
   else if (route.view === 'settings') body = <SettingsView org={org} />;
   else body = <FleetView org={org} />;
 

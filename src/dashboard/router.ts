@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 
 /** A parsed hash route: `#/orgs/:org/devices/:id` → view `device`, params `{ org, id }`. */
 export interface Route {
-  view: 'login' | 'orgs' | 'fleet' | 'devices' | 'device' | 'security-groups' | 'credentials' | 'events' | 'settings';
+  view: 'login' | 'orgs' | 'fleet' | 'devices' | 'device' | 'security-groups' | 'credentials' | 'events' | 'audit' | 'settings';
   params: Readonly<Record<string, string>>;
 }
 
@@ -11,6 +11,7 @@ const ORG_VIEWS: Readonly<Record<string, Route['view']>> = {
   'security-groups': 'security-groups',
   credentials: 'credentials',
   events: 'events',
+  audit: 'audit',
   settings: 'settings',
 };
 
