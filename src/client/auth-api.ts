@@ -3,6 +3,7 @@ import {
   type CreatedSession,
   type DeviceLogin,
   type DeviceLoginClient,
+  type LoginMethods,
   type Session,
   type SessionInfo,
 } from '../protocol/index.js';
@@ -13,6 +14,7 @@ import type { HttpTransport } from './http-transport.js';
 import { retryAfterWait } from '../util/backoff.js';
 import { sleep } from '../util/sleep.js';
 
+const isLoginMethods = (v: unknown): v is LoginMethods => isRecord(v) && typeof v['token'] === 'boolean' && typeof v['oidc'] === 'boolean';
 const isSession = (v: unknown): v is Session => isRecord(v) && typeof v['id'] === 'string' && typeof v['expires_at'] === 'string';
 const isCreated = (v: unknown): v is CreatedSession => isRecord(v) && typeof v['token'] === 'string' && isSession(v['session']) && isRecord(v['user']);
 const isInfo = (v: unknown): v is SessionInfo => isRecord(v) && isSession(v['session']) && isRecord(v['user']);
@@ -108,6 +110,11 @@ export class AuthApi {
   }
 
   /** In a browser: clears the token cookie of `signInWithToken` (the token itself stays valid). */
+  /** `GET /api/auth/methods`: how one may sign in (no credential needed). */
+  loginMethods(opts: CallOptions = {}): Promise<LoginMethods> {
+    return this.transport.json({ method: 'GET', path: paths.authMethods(), signal: opts.signal }, isLoginMethods, 'the login methods');
+  }
+
   async signOutToken(opts: CallOptions = {}): Promise<void> {
     await this.transport.empty({ method: 'DELETE', path: paths.authTokenSession(), signal: opts.signal });
   }

@@ -2,6 +2,7 @@ import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { FleetplaneClient } from '../client/index.js';
 import { equalJitterDelay } from '../util/backoff.js';
+import { OrgSwitcher } from './components/org-switcher.js';
 import { ErrorState } from './components/ui.js';
 import { LiveContext } from './live/context.js';
 import { useConvergenceTracker } from './live/convergence-tracker.js';
@@ -165,6 +166,7 @@ export function App(): JSX.Element {
     <LiveContext.Provider value={{ client, informers: live?.page, page: live?.page, events: live?.events, convergence }}>
       <header class="top">
         <a class="brand" href={href('orgs')}>fleetplane</a>
+        {org ? <OrgSwitcher org={org} view={route.view} /> : null}
         {org ? (
           <nav class="tabs" aria-label="Organization">
             {TABS.map((t) => (

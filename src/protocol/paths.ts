@@ -47,6 +47,8 @@ export const ROUTES = {
   userApiKeys: '/api/users/:user/api_keys',
   userApiKey: '/api/users/:user/api_keys/:id',
   /** Users and login (docs/protocol.md "Users and login"): no credential on the first four. */
+  /** How one may sign in here: public, so a sign-in page offers only what works (docs/protocol.md "Users and login"). */
+  authMethods: '/api/auth/methods',
   authOidcLogin: '/api/auth/oidc/login',
   authOidcCallback: '/api/auth/oidc/callback',
   authDevice: '/api/auth/device',
@@ -106,6 +108,7 @@ export const paths = {
   invitation: (org: string, id: string) => `${paths.invitations(org)}/${enc(id)}`,
   userApiKeys: (user: string) => `/api/users/${enc(user)}/api_keys`,
   userApiKey: (user: string, id: string) => `${paths.userApiKeys(user)}/${enc(id)}`,
+  authMethods: () => ROUTES.authMethods,
   authOidcLogin: () => ROUTES.authOidcLogin,
   authOidcCallback: () => ROUTES.authOidcCallback,
   authDevice: () => ROUTES.authDevice,

@@ -1,5 +1,5 @@
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { paths } from '../../protocol/index.js';
 import { describeError } from '../components/ui.js';
 import { useClient } from '../live/context.js';
@@ -10,6 +10,16 @@ export function LoginView(props: { reason: string | undefined; onSignedIn: () =>
   const [token, setToken] = useState('');
   const [error, setError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
+  // Offered only when the server has an identity provider; a server that can't say (older, or unreachable) offers the token only.
+  const [oidc, setOidc] = useState(false);
+  useEffect(() => {
+    const ac = new AbortController();
+    client.auth.loginMethods({ signal: ac.signal }).then(
+      (m) => setOidc(m.oidc),
+      () => setOidc(false),
+    );
+    return () => ac.abort();
+  }, [client]);
   const submit = async (e: Event): Promise<void> => {
     e.preventDefault();
     setBusy(true);
@@ -45,9 +55,11 @@ export function LoginView(props: { reason: string | undefined; onSignedIn: () =>
           <button class="primary" type="submit" data-testid="login-submit" disabled={busy || token.trim() === ''}>
             Sign in
           </button>
-          <a class="button" href={`${paths.authOidcLogin()}?return_to=/`}>
-            Sign in with the identity provider (when the server has one)
-          </a>
+          {oidc ? (
+            <a class="button" data-testid="login-oidc" href={`${paths.authOidcLogin()}?return_to=/`}>
+              Sign in with the identity provider
+            </a>
+          ) : null}
         </div>
       </form>
     </main>

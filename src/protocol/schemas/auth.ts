@@ -45,6 +45,18 @@ export const SessionList = ListOf(Session, 'SessionList');
 export const SessionInfo = Type.Object({ session: Session, user: User }, { $id: 'SessionInfo' });
 
 /** Who starts a device login (the session's description). */
+/** `GET /api/auth/methods`: the ways to sign in this server offers (no credential needed to ask). */
+export const LoginMethods = Type.Object(
+  {
+    /** Always true: a token (admin, organization) or a personal API key, pasted into the dashboard or given to ctl. */
+    token: Type.Boolean(),
+    /** Whether `--oidc-issuer` is set: the browser login and `ctl login` through the identity provider work. */
+    oidc: Type.Boolean(),
+  },
+  { $id: 'LoginMethods' },
+);
+export type LoginMethods = Static<typeof LoginMethods>;
+
 export const DEVICE_LOGIN_CLIENTS = ['ctl', 'agent'] as const;
 export type DeviceLoginClient = (typeof DEVICE_LOGIN_CLIENTS)[number];
 

@@ -201,6 +201,7 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   { entry: 'rest', method: 'DELETE', route: ROUTES.userApiKey, scope: USER, allow: { admin: true, user: true, 'api-key': true } },
   // Login: no credential (rate-limited by the bounded pending logins). The caller's session: sessions only
   // (`admin` here is a server admin's session; the admin token passes the rule and gets 403 from the route).
+  { entry: 'rest', method: 'GET', route: ROUTES.authMethods, allow: 'anyone' },
   { entry: 'rest', method: 'GET', route: ROUTES.authOidcLogin, allow: 'anyone' },
   { entry: 'rest', method: 'GET', route: ROUTES.authOidcCallback, allow: 'anyone' },
   { entry: 'rest', method: 'POST', route: ROUTES.authDevice, allow: 'anyone' },

@@ -8,6 +8,7 @@ import {
   DeviceLoginStart,
   HEADERS,
   LOGIN_COOKIE_PATH,
+  LoginMethods,
   OidcCallbackQuery,
   OidcLoginQuery,
   PENDING_LOGIN_TTL_SECONDS,
@@ -68,6 +69,20 @@ function register(app: App, ctx: ServerContext, login: LoginService | undefined)
   const clearLoginCookie = (req: FastifyRequest, reply: FastifyReply): void => {
     void reply.header(HEADERS.setCookie, setCookie(COOKIES.login, '', { path: LOGIN_COOKIE_PATH, maxAge: 0, secure: secureCookies(origin(req)) }));
   };
+
+  app.get(
+    ROUTES.authMethods,
+    {
+      schema: {
+        tags: ['login'],
+        operationId: 'loginMethods',
+        security: [],
+        summary: 'How one may sign in here (no credential): a token always; the identity provider when --oidc-issuer is set',
+        response: { 200: LoginMethods },
+      },
+    },
+    async () => ({ token: true, oidc: login !== undefined }),
+  );
 
   app.get(
     ROUTES.authOidcLogin,
