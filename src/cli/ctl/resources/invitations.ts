@@ -18,7 +18,7 @@ const invitationColumns: ReadonlyArray<Column<Invitation>> = [
 
 export const invitationsGroup: CommandGroup = {
   name: 'invitations',
-  aliases: ['invitation', 'invites'],
+  aliases: ['invitation', 'invite', 'invites'],
   summary: 'invitations to an organization, accepted at the invitee’s next login',
   commands: [
     {
