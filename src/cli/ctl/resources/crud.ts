@@ -17,6 +17,8 @@ export interface CrudSpec<T extends { id: string }> {
   /** Needs `--org`. */
   scoped: boolean;
   columns: ReadonlyArray<Column<T>>;
+  /** What `list --help` says of the columns (what a header means where it could mislead). */
+  listDetails?: string;
   /** Flags of `list` besides --org, --output and --watch (filters the spec's `list` reads). */
   listFlags?: readonly FlagUse[];
   /** Flags that set fields on create and update (besides --data). */
@@ -64,6 +66,7 @@ export function crudCommands<T extends { id: string }>(spec: CrudSpec<T>): Comma
       kind: 'remote',
       name: 'list',
       summary: spec.summaries.list,
+      ...(spec.listDetails === undefined ? {} : { details: spec.listDetails }),
       flags: [...org, 'output', ...(spec.watch ? (['watch'] as const) : []), ...(spec.listFlags ?? [])],
       examples: spec.examples.list,
       async run(ctx, args) {

@@ -28,9 +28,10 @@ import { resolveSecurityGroup } from './security-groups.js';
  * A device as REST lists it; under `--watch`, the watch form with the status
  * of the last listing, if any. `token_expires_at` (not a device field: token
  * expiries live apart, so a renewal changes no device) is joined in by `list`
- * for `-o wide` and `--expiring-within`.
+ * for `-o wide` and `--expiring-within`; `head_revision` (the organization's
+ * revision the listing is consistent with) for tables only.
  */
-export type DeviceRow = DeviceObject & { status?: DeviceStatus | undefined; token_expires_at?: string | null | undefined };
+export type DeviceRow = DeviceObject & { status?: DeviceStatus | undefined; token_expires_at?: string | null | undefined; head_revision?: number | undefined };
 
 const org = async (ctx: CtlContext) => (await ctx.org()).id;
 
@@ -64,7 +65,9 @@ function relayField(ctx: CtlContext): boolean | undefined {
 async function listDevices(ctx: CtlContext): Promise<DeviceRow[]> {
   const o = await org(ctx);
   const within = ctx.flags.string('expiring-within');
-  const rows: DeviceRow[] = (await ctx.client.devices.list(o, { signal: ctx.signal })).items;
+  const page = await ctx.client.devices.list(o, { signal: ctx.signal });
+  // Only tables show the head; a document stays the devices as the server sent them.
+  const rows: DeviceRow[] = ctx.out.forPeople ? page.items.map((d) => ({ ...d, head_revision: page.revision })) : page.items;
   if (within === undefined && ctx.out.mode !== 'wide') return rows;
   const expiringWithin = within === undefined ? undefined : durationSeconds('expiring-within', within);
   let expiries: DeviceTokenExpiry[];
@@ -78,6 +81,18 @@ async function listDevices(ctx: CtlContext): Promise<DeviceRow[]> {
   const byDevice = new Map(expiries.map((e) => [e.device_id, e.expires_at]));
   const joined = rows.map((d) => ({ ...d, token_expires_at: byDevice.get(d.id) }));
   return within === undefined ? joined : joined.filter((d) => byDevice.has(d.id));
+}
+
+/**
+ * APPLIED: the organization revision the agent applied, against the head the
+ * listing was taken at (`14 (head)`, `12 (head 14)`); just the revision
+ * where the head is unknown (watch rows, a server without the header).
+ */
+export function appliedCell(d: DeviceRow): string | undefined {
+  const applied = d.status?.applied_revision;
+  if (applied === null || applied === undefined) return undefined;
+  if (d.head_revision === undefined) return String(applied);
+  return applied === d.head_revision ? `${applied} (head)` : `${applied} (head ${d.head_revision})`;
 }
 
 /** The PEERS table: each peer by hostname (`-` when no device of the organization is that peer), its path and traffic. */
@@ -128,8 +143,9 @@ const devices: CrudSpec<DeviceRow> = {
     { header: 'TUNNEL IP', value: (d) => d.tunnel_ip },
     { header: 'ONLINE', value: (d) => d.status?.online },
     { header: 'LAST SEEN', value: (d, now) => (d.status ? age(d.status.last_seen, now) : undefined) },
-    { header: 'APPLIED', value: (d) => d.status?.applied_revision },
-    { header: 'REVISION', value: (d) => d.revision },
+    { header: 'APPLIED', value: appliedCell },
+    // The device object's own revision (what --if-match takes), easily mistaken for the organization's next to APPLIED: wide only, named for what it is.
+    { header: 'OBJ-REV', value: (d) => d.revision, wide: true },
     { header: 'PUBLIC KEY', value: (d) => d.public_key, wide: true },
     { header: 'SECURITY GROUP', value: (d) => d.security_group_id, wide: true },
     // Devices listed by a server before v1.12 carry no tags.
@@ -141,6 +157,13 @@ const devices: CrudSpec<DeviceRow> = {
     { header: 'EPHEMERAL', value: (d) => d.ephemeral, wide: true },
     { header: 'TOKEN EXPIRES', value: (d, now) => (d.token_expires_at === undefined ? undefined : until(d.token_expires_at, now)), wide: true },
   ],
+  listDetails: [
+    'Columns: APPLIED is the organization revision the agent last applied, with the head the listing was',
+    'taken at: "14 (head)" is up to date, "12 (head 14)" is behind (ctl status counts them); - before the',
+    "first report. -o wide adds OBJ-REV, the revision of the device object itself (its last change: what",
+    '--if-match takes), PUBLIC KEY, SECURITY GROUP, TAGS, AGENT, ENDPOINTS, PENDING ROUTES, APPLY ERROR,',
+    'EPHEMERAL and TOKEN EXPIRES.',
+  ].join('\n'),
   listFlags: ['expiring-within'],
   fieldFlags: ['hostname', 'public-key', 'security-group', 'tags', 'approved-routes', 'relay'],
   fields: async (ctx) =>
