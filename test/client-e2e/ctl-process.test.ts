@@ -44,8 +44,8 @@ describe('fleetplane ctl as a real process against a real server', () => {
     expect(created).toMatchObject({ code: 0 });
     // The admin token named no owner: the owner invitation's token is printed, and said to be shown once.
     expect(created.stderr).toMatch(/^note: the owner invitation token .* is shown only this once; store it now\n$/);
-    expect(created.stdout).toMatch(/^FIELD\s+VALUE\n/);
-    expect(created.stdout).toMatch(new RegExp(`^name\\s+${name}$`, 'm'));
+    expect(created.stdout).toMatch(/^id: +[0-9a-f-]{36}\nname: +/);
+    expect(created.stdout).toMatch(new RegExp(`^name: +${name}$`, 'm'));
 
     const asJson = await run(['orgs', 'create', '--name', `${name}-json`, '--output', 'json']);
     expect(asJson.code).toBe(0);
@@ -172,7 +172,7 @@ describe('fleetplane ctl as a real process against a real server', () => {
     expect((await reader.devices.list(org)).items.map((x) => x.id)).toEqual([d.id]);
     const tableToken = await run(['token', 'create', '--org', org, '--role', 'admin']);
     expect(tableToken.code).toBe(0);
-    expect(tableToken.stdout).toMatch(/^token\s+fpt_\S+$/m);
+    expect(tableToken.stdout).toMatch(/^token: +fpt_\S+$/m);
     expect(tableToken.stderr).toMatch(/shown only this once/);
     // Revoked by its description.
     expect(await run(['tokens', 'delete', 'ci', '--org', org])).toMatchObject({ code: 0, stdout: `revoked token ci (${created.id})\n` });

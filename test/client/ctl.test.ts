@@ -144,7 +144,7 @@ describe('fleetplane ctl: lists, names, output', () => {
     expect(dev).toMatchObject({ hostname: 'h1', public_key: 'k', relay: true, device_token: 'fpd_secret' });
 
     const got = await ctl(['devices', 'get', dev.id, '--org', server.org]);
-    expect(got.out).toMatch(/^hostname\s+h1$/m);
+    expect(got.out).toMatch(/^hostname: +h1$/m);
 
     const stale = await ctl(['devices', 'update', 'h1', '--org', 'acme', '--hostname', 'h2', '--if-match', String(dev.revision + 7)]);
     expect(stale.code).toBe(1);
@@ -190,7 +190,8 @@ describe('fleetplane ctl: lists, names, output', () => {
     const t = await ctl(['tokens', 'create', '--org', 'acme', '--role', 'read', '--description', 'ci', '-o', 'json']);
     expect(JSON.parse(t.out)).toMatchObject({ role: 'read', token: 'fpt_secret' });
     const k = await ctl(['registration-key', 'create', '--org', 'acme', '--single-use']);
-    expect(k.out).toMatch(/^key\s+fpr_secret$/m);
+    // The secret right after the description, not lost among the other fields.
+    expect(k.out).toMatch(/^id: +\S+\ndescription: +\S+\nkey: +fpr_secret$/m);
     expect(k.err).toContain('shown only this once');
     expect(JSON.parse(server.requests.at(-1)!.body)).toEqual({ single_use: true });
   });

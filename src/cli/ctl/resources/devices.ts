@@ -20,6 +20,7 @@ import { watchList } from '../list-watch.js';
 import { rpcCommand } from '../rpc.js';
 import { approveRoutesCommand, unapprovedRoutes } from './approve-routes.js';
 import { crudCommands, type CrudSpec } from './crud.js';
+import { describeObject } from '../describe.js';
 import { cell, formatTable } from '../table.js';
 import { orgDevices, resolveDevice } from './device-ref.js';
 import { resolveSecurityGroup } from './security-groups.js';
@@ -108,21 +109,39 @@ export function formatPeers(peers: readonly PeerPath[], names: PeerNames, now: n
   return formatTable(['HOSTNAME', 'PATH', 'ENDPOINT', 'HANDSHAKE', 'RX', 'TX'], rows);
 }
 
+/** The device's fields after its id and hostname, for people (describe.ts places the rest); `device_token` is in a create's answer only. */
+const DEVICE_FIELDS = [
+  'tunnel_ip',
+  'device_token',
+  'public_key',
+  'security_group_id',
+  'tags',
+  'endpoints',
+  'advertise_cidrs',
+  'approved_cidrs',
+  'relay',
+  'symmetric_nat',
+  'ephemeral',
+  'organization_id',
+  'status',
+];
+
 /**
- * `devices get` for people: the device's fields and its status's as
- * FIELD/VALUE, then the PEERS table (hostnames looked up among the
- * organization's devices, listed only when there are peers to name).
+ * `devices get` for people: the device's fields in DEVICE_FIELDS' order,
+ * its status as a YAML block but for the peers, then the PEERS table
+ * (hostnames looked up among the organization's devices, listed only when
+ * there are peers to name).
  */
 async function showDevice(ctx: CtlContext, d: DeviceRow): Promise<void> {
-  const { status, token_expires_at: _expires, ...fields } = d;
-  const rows = Object.entries(fields).map(([k, v]) => [k, cell(v)]);
+  const { status, token_expires_at: _expires, head_revision: _head, ...fields } = d;
   // Servers before v1.9 send no peers.
   const peers: readonly PeerPath[] = status?.peers ?? [];
+  let observed: Omit<DeviceStatus, 'peers' | 'peers_truncated'> | undefined;
   if (status) {
-    const { peers: _peers, peers_truncated: _truncated, ...observed } = status;
-    for (const [k, v] of Object.entries(observed)) rows.push([`status.${k}`, cell(v)]);
+    const { peers: _peers, peers_truncated: _truncated, ...rest } = status;
+    observed = rest;
   }
-  const out = [formatTable(['FIELD', 'VALUE'], rows)];
+  const out = [describeObject({ ...fields, status: observed }, DEVICE_FIELDS)];
   if (peers.length === 0) out.push('\npeers: none reported\n');
   else {
     const names = new PeerNames(await orgDevices(ctx));
@@ -164,6 +183,7 @@ const devices: CrudSpec<DeviceRow> = {
     '--if-match takes), PUBLIC KEY, SECURITY GROUP, TAGS, AGENT, ENDPOINTS, PENDING ROUTES, APPLY ERROR,',
     'EPHEMERAL and TOKEN EXPIRES.',
   ].join('\n'),
+  fieldOrder: DEVICE_FIELDS,
   listFlags: ['expiring-within'],
   fieldFlags: ['hostname', 'public-key', 'security-group', 'tags', 'approved-routes', 'relay'],
   fields: async (ctx) =>

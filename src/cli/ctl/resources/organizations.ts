@@ -22,6 +22,7 @@ const organizations: CrudSpec<Organization> = {
     { header: 'CREATED', value: (o) => o.created_at, wide: true },
     { header: 'DESCRIPTION', value: (o) => o.description },
   ],
+  fieldOrder: ['description', 'network', 'tag_owners', 'audit_readable_by_read', 'policy'],
   listDetails: [
     'Columns: ID NAME CIDR (the tunnel address pool) MTU DESCRIPTION; -o wide adds OBJ-REV, the revision of',
     "the organization object itself (its last settings change: what --if-match takes), RESOLVERS, ROUTES and",
