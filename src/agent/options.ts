@@ -96,7 +96,7 @@ const LOG_LEVELS: readonly AgentLogLevel[] = ['fatal', 'error', 'warn', 'info', 
 /** The table the parser and `agent --help` are made from. */
 export const AGENT_FLAGS = {
   server: { flag: 'server', env: 'FLEETPLANE_AGENT_SERVER', kind: 'string', help: 'Server base URL, e.g. https://fleet.example.com.' },
-  org: { flag: 'org', env: 'FLEETPLANE_AGENT_ORG', kind: 'string', help: "Organization id to enroll in (default: the registration key's)." },
+  org: { flag: 'org', env: 'FLEETPLANE_AGENT_ORG', kind: 'string', help: "Organization id or name to enroll in (default: the registration key's; a key for another organization is refused); later starts check the state directory belongs to it." },
   registrationKey: { flag: 'registration-key', env: 'FLEETPLANE_AGENT_REGISTRATION_KEY', kind: 'string', help: 'Registration key (first start only).' },
   login: { flag: 'login', env: 'FLEETPLANE_AGENT_LOGIN', kind: 'bool', help: 'First start: sign in as a user instead of a registration key (prints a URL and a code; needs --org).' },
   stateDir: { flag: 'state-dir', env: 'FLEETPLANE_AGENT_STATE_DIR', kind: 'string', help: 'Directory for the key pair, identity and rendered files (required).' },
@@ -145,7 +145,7 @@ export const AGENT_EXAMPLES: readonly { readonly what: string; readonly args: re
   },
   {
     what: 'First start signed in as a user instead of a key (prints a URL and a code)',
-    args: ['--server', 'https://fleet.example.com', '--login', '--org', 'ORG_ID', '--state-dir', '/var/lib/fleetplane'],
+    args: ['--server', 'https://fleet.example.com', '--login', '--org', 'acme', '--state-dir', '/var/lib/fleetplane'],
   },
   {
     what: 'A server with a private CA; STUN re-checked at most every 5 minutes, full re-applies every 10',

@@ -4,6 +4,7 @@ import {
   type CreatedRegistrationKey,
   type OrgToken,
   type OrgTokenCreate,
+  type OwnRegistrationKey,
   type RegistrationKey,
   type RegistrationKeyCreate,
 } from '../protocol/index.js';
@@ -20,6 +21,9 @@ function hasId<T>(): (v: unknown) => v is T {
 }
 
 /** `/api/organizations/{org}/registration_keys[/{id}]`. The key itself is returned once, by `create`. */
+/** `GET /api/registration_key`'s answer, from any server since v1.3: `organization_name` came in v1.20. */
+export type OwnRegistrationKeyAnswer = RegistrationKey & Partial<Pick<OwnRegistrationKey, 'organization_name'>>;
+
 export class RegistrationKeysApi {
   constructor(private readonly transport: HttpTransport) {}
 
@@ -51,13 +55,16 @@ export class RegistrationKeysApi {
 
   /**
    * `GET /api/registration_key` with `key` as the bearer token: the key's own
-   * object (without its secret), whose `organization_id` is where it enrolls.
-   * AuthError when the key is unknown, used up or expired.
+   * object (without its secret), whose `organization_id` is where it enrolls,
+   * and `organization_name` that organization's name (undefined from a
+   * server before v1.20). AuthError when the key is unknown, used up or
+   * expired.
    */
-  own(key: string, opts: CallOptions = {}): Promise<RegistrationKey> {
+  own(key: string, opts: CallOptions = {}): Promise<OwnRegistrationKeyAnswer> {
     return this.transport.json(
       { method: 'GET', path: paths.ownRegistrationKey(), token: key, signal: opts.signal },
-      (v: unknown): v is RegistrationKey => isRecord(v) && typeof v['id'] === 'string' && typeof v['organization_id'] === 'string',
+      (v: unknown): v is OwnRegistrationKeyAnswer =>
+        isRecord(v) && typeof v['id'] === 'string' && typeof v['organization_id'] === 'string' && (v['organization_name'] === undefined || typeof v['organization_name'] === 'string'),
       'the registration key',
     );
   }

@@ -8,7 +8,7 @@ export type { OrganizationsApi } from './organizations-api.js';
 export type { DevicesApi, RpcOptions, TokenExpiryOptions } from './devices-api.js';
 export type { SecurityGroupsApi } from './security-groups-api.js';
 export type { PolicyApi, PolicyApplyOptions, PolicyText } from './policy-api.js';
-export type { RegistrationKeysApi, TokensApi } from './credentials-api.js';
+export type { OwnRegistrationKeyAnswer, RegistrationKeysApi, TokensApi } from './credentials-api.js';
 export type { MembersApi } from './members-api.js';
 export type { ApiKeysApi } from './api-keys-api.js';
 export type { AuditApi, AuditFilter, ServerAuditFilter } from './audit-api.js';
@@ -87,6 +87,7 @@ export type {
   RegistrationKey,
   RegistrationKeyCreate,
   CreatedRegistrationKey,
+  OwnRegistrationKey,
   Convergence,
   ConvergenceEvent,
   Replica,

@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/cli/exit-codes.js';
 import { auditKind, CLI_KINDS, kindNamed, watchKinds } from '../../src/cli/ctl/kinds.js';
+import { isGroup, type CommandGroup } from '../../src/cli/ctl/command-spec.js';
+import { ENTRIES } from '../../src/cli/ctl/commands.js';
 import { AUDIT_KINDS, WATCH_KINDS } from '../../src/protocol/index.js';
 
 describe('kindNamed', () => {
@@ -34,6 +36,20 @@ describe('kindNamed', () => {
     expect(CLI_KINDS).toHaveLength(AUDIT_KINDS.length);
     expect(CLI_KINDS.every((k) => !k.includes('_'))).toBe(true);
     for (const k of WATCH_KINDS) expect(kindNamed(k)).toBe(k);
+  });
+
+  it('reads every name and alias of a kind\'s command group as that kind: the groups\' aliases are the one table', () => {
+    const groups = ENTRIES.filter(isGroup);
+    const ofKind = (kind: string): CommandGroup | undefined => groups.find((g) => kindNamed(g.name) === kind);
+    const covered = CLI_KINDS.filter((kind) => ofKind(kind) !== undefined);
+    expect(covered).toEqual(['organization', 'device', 'security-group', 'token', 'registration-key', 'member', 'invitation', 'api-key', 'session']);
+    for (const kind of covered) {
+      for (const name of [ofKind(kind)!.name, ...ofKind(kind)!.aliases]) expect({ name, kind: kindNamed(name) }).toEqual({ name, kind });
+    }
+    // An alias added to a group is a kind's spelling at once.
+    const sg = groups.find((g) => g.name === 'security-groups')!;
+    expect(sg.aliases).toContain('sg');
+    expect(kindNamed('invite')).toBe('invitation');
   });
 
   it('reads nothing else', () => {

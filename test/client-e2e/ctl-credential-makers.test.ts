@@ -53,7 +53,7 @@ describe('ctl and what made a credential', () => {
     await ctl(['orgs', 'create', '--name', name]);
     const res = await ctl(['registration-keys', 'create', '--org', name, '--description', 'rack 4']);
     expect(res.code, res.err).toBe(0);
-    const expires = /expires_at\s+(\S+)/.exec(res.out)?.[1];
+    const expires = /^expires_at: +(\S+)$/m.exec(res.out)?.[1];
     expect(Number.isNaN(Date.parse(expires ?? ''))).toBe(false);
     expect(res.err).toContain(`note: the key expires at ${expires ?? ''}`);
     const json = await ctl(['registration-keys', 'create', '--org', name, '-o', 'json']);

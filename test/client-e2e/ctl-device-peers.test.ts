@@ -64,10 +64,10 @@ describe('ctl devices get: the PEERS table', () => {
     const shown = await ctl(['devices', 'get', 'web-1', '--org', name]);
     expect(shown).toMatchObject({ code: 0, err: '' });
     const [fields = '', table = ''] = shown.out.split('\npeers:\n');
-    // The device and its status as FIELD/VALUE, without the raw peers.
-    expect(fields).toMatch(/^hostname\s+web-1$/m);
-    expect(fields).toMatch(/^status\.applied_revision\s+1$/m);
-    expect(fields).not.toMatch(/^status\s/m);
+    // The device field by field and its status as a YAML block, without the raw peers.
+    expect(fields).toMatch(/^hostname: +web-1$/m);
+    expect(fields).toMatch(/^status:\n(?: {2}.*\n)* {2}applied_revision: 1$/m);
+    expect(fields).not.toMatch(/^ {2}peers/m);
     expect(fields).not.toContain('public_key":');
     const [header, ...rows] = table.trimEnd().split('\n');
     expect(header).toMatch(/^HOSTNAME\s+PATH\s+ENDPOINT\s+HANDSHAKE\s+RX\s+TX$/);

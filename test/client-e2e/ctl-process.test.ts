@@ -44,8 +44,8 @@ describe('fleetplane ctl as a real process against a real server', () => {
     expect(created).toMatchObject({ code: 0 });
     // The admin token named no owner: the owner invitation's token is printed, and said to be shown once.
     expect(created.stderr).toMatch(/^note: the owner invitation token .* is shown only this once; store it now\n$/);
-    expect(created.stdout).toMatch(/^FIELD\s+VALUE\n/);
-    expect(created.stdout).toMatch(new RegExp(`^name\\s+${name}$`, 'm'));
+    expect(created.stdout).toMatch(/^id: +[0-9a-f-]{36}\nname: +/);
+    expect(created.stdout).toMatch(new RegExp(`^name: +${name}$`, 'm'));
 
     const asJson = await run(['orgs', 'create', '--name', `${name}-json`, '--output', 'json']);
     expect(asJson.code).toBe(0);
@@ -56,8 +56,8 @@ describe('fleetplane ctl as a real process against a real server', () => {
     const table = await run(['orgs', 'list']);
     expect(table.code).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+NAME\s+CIDR\s+MTU\s+REVISION\s+DESCRIPTION$/);
-    expect(lines.find((l) => l.startsWith(org.id))).toMatch(new RegExp(`^${org.id}\\s+${name}-json\\s+100\\.64\\.0\\.0/16\\s+1420\\s+${org.revision}\\s+-$`));
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+CIDR\s+MTU\s+DESCRIPTION$/);
+    expect(lines.find((l) => l.startsWith(org.id))).toMatch(new RegExp(`^${org.id}\\s+${name}-json\\s+100\\.64\\.0\\.0/16\\s+1420\\s+-$`));
     expect(lines.some((l) => new RegExp(`\\s${name}\\s.*from ctl$`).test(l))).toBe(true);
 
     const flagged = await run(['orgs', 'list', '-o', 'json', '--server', rs.url, '--token', ADMIN_TOKEN], { FLEETPLANE_URL: undefined, FLEETPLANE_TOKEN: undefined });
@@ -71,8 +71,8 @@ describe('fleetplane ctl as a real process against a real server', () => {
     const web = await rs.admin.devices.create(org, { hostname: 'web-1', public_key: wgKey() });
     const table = await run(['devices', 'list', '--org', name]);
     expect(table).toMatchObject({ code: 0, stderr: '' });
-    expect(table.stdout).toMatch(/^ID\s+HOSTNAME\s+TUNNEL IP\s+ONLINE\s+LAST SEEN\s+APPLIED\s+REVISION\n/);
-    expect(table.stdout).toMatch(new RegExp(`^${web.id}\\s+web-1\\s+100\\.64\\.0\\.1\\s+false\\s+never\\s+-\\s+${web.revision}$`, 'm'));
+    expect(table.stdout).toMatch(/^ID\s+HOSTNAME\s+TUNNEL IP\s+ONLINE\s+LAST SEEN\s+APPLIED\n/);
+    expect(table.stdout).toMatch(new RegExp(`^${web.id}\\s+web-1\\s+100\\.64\\.0\\.1\\s+false\\s+never\\s+-$`, 'm'));
 
     // -o yaml is the REST object.
     const got = await run(['devices', 'get', 'web-1', '--org', name, '-o', 'yaml']);
@@ -172,7 +172,7 @@ describe('fleetplane ctl as a real process against a real server', () => {
     expect((await reader.devices.list(org)).items.map((x) => x.id)).toEqual([d.id]);
     const tableToken = await run(['token', 'create', '--org', org, '--role', 'admin']);
     expect(tableToken.code).toBe(0);
-    expect(tableToken.stdout).toMatch(/^token\s+fpt_\S+$/m);
+    expect(tableToken.stdout).toMatch(/^token: +fpt_\S+$/m);
     expect(tableToken.stderr).toMatch(/shown only this once/);
     // Revoked by its description.
     expect(await run(['tokens', 'delete', 'ci', '--org', org])).toMatchObject({ code: 0, stdout: `revoked token ci (${created.id})\n` });

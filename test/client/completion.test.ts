@@ -44,6 +44,10 @@ describe('fleetplane completion', () => {
       ['fleetplane ctl sg create --al', ['--allow']],
       ['fleetplane ctl watch ', ['device', 'security-group', 'organization', 'all']],
       ['fleetplane ctl watch device s', ['security-group']],
+      ['fleetplane ctl watch --org acme o', ['organization']],
+      ['fleetplane ctl audit --kind ', ['organization', 'device', 'security-group', 'token', 'registration-key', 'device-token', 'member', 'invitation', 'api-key', 'session', 'user', 'route']],
+      ['fleetplane ctl audit --org acme --kind reg', ['registration-key']],
+      ['fleetplane ctl audit --kind device --li', ['--limit']],
       ['fleetplane ctl devices get web-1 --o', ['--org', '--output']],
       ['fleetplane ctl devicesx ', []],
       ['fleetplane ctl config ', ['set-context', 'use-context', 'get-contexts', 'current-context', 'delete-context']],
@@ -68,6 +72,7 @@ describe('fleetplane completion', () => {
       "complete -c fleetplane -n '__fish_seen_subcommand_from ctl; and __fish_seen_subcommand_from devices device dev; and not __fish_seen_subcommand_from list get create update delete approve-routes rpc' -a 'list get create update delete approve-routes rpc'",
     );
     expect(fish).toMatch(/__fish_seen_subcommand_from list' -l output -s o -x -a 'table wide json yaml' -d /);
+    expect(fish).toMatch(/__fish_seen_subcommand_from audit' -l kind -x -a 'organization device security-group token registration-key device-token member invitation api-key session user route' -d /);
   });
 
   it.skipIf(!has('zsh'))('the zsh script parses', () => {

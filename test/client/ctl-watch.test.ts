@@ -39,8 +39,8 @@ describe('fleetplane ctl <resource> list --watch', () => {
     server.put('device', { id: 'dev-a', hostname: 'alpha', tunnel_ip: '100.64.0.2', public_key: 'k', endpoints: [] });
     const w = background(['devices', 'list', '--org', 'acme', '--watch']);
     await until(() => lines(w.stdout).length === 2, 'the table');
-    expect(lines(w.stdout)[0]).toMatch(/^EVENT\s+ID\s+HOSTNAME\s+TUNNEL IP\s+ONLINE\s+LAST SEEN\s+APPLIED\s+REVISION$/);
-    expect(lines(w.stdout)[1]).toMatch(/^ADDED\s+dev-a\s+alpha\s+100\.64\.0\.2\s+-\s+-\s+-\s+2$/);
+    expect(lines(w.stdout)[0]).toMatch(/^EVENT\s+ID\s+HOSTNAME\s+TUNNEL IP\s+ONLINE\s+LAST SEEN\s+APPLIED$/);
+    expect(lines(w.stdout)[1]).toMatch(/^ADDED\s+dev-a\s+alpha\s+100\.64\.0\.2\s+-\s+-\s+-$/);
 
     server.put('device', { id: 'dev-a', hostname: 'alpha-2' });
     server.put('device', { id: 'dev-b', hostname: 'beta', tunnel_ip: '100.64.0.3', public_key: 'k', endpoints: [] });

@@ -53,17 +53,25 @@ describe('fleetplane ctl: lists, names, output', () => {
   it('lists devices with ONLINE and LAST SEEN, as a table, wide, JSON and YAML', async () => {
     const a = server.put('device', { ...device('alpha'), id: 'dev-a' });
     server.put('device', { ...device('beta', { status: status(ago(3 * 3600)) }), id: 'dev-b' });
-    server.put('device', { ...device('gamma', { status: status(null) }), id: 'dev-c' });
+    server.put('device', { ...device('gamma', { status: status(null, { applied_revision: 4 }) }), id: 'dev-c' });
+    expect(server.head).toBe(4);
     const table = await ctl(['devices', 'list', '--org', server.org]);
     expect(table).toMatchObject({ code: 0, err: '' });
     const [header, ...rows] = table.out.trimEnd().split('\n');
-    expect(header).toMatch(/^ID\s+HOSTNAME\s+TUNNEL IP\s+ONLINE\s+LAST SEEN\s+APPLIED\s+REVISION$/);
-    expect(rows[0]).toMatch(/^dev-a\s+alpha\s+100\.64\.0\.2\s+true\s+5s\s+1\s+2$/);
+    // APPLIED against the organization's head; no object revision beside it to mistake for either.
+    expect(header).toMatch(/^ID\s+HOSTNAME\s+TUNNEL IP\s+ONLINE\s+LAST SEEN\s+APPLIED$/);
+    expect(rows[0]).toMatch(/^dev-a\s+alpha\s+100\.64\.0\.2\s+true\s+5s\s+1 \(head 4\)$/);
     expect(rows[1]).toMatch(/^dev-b\s+beta\s+\S+\s+true\s+3h\s/);
-    expect(rows[2]).toMatch(/^dev-c\s+gamma\s+\S+\s+false\s+never\s/);
+    expect(rows[2]).toMatch(/^dev-c\s+gamma\s+\S+\s+false\s+never\s+4 \(head\)$/);
 
+    // The object's revision only wide, named as such.
     const wide = await ctl(['devices', 'list', '--org', server.org, '-o', 'wide']);
-    expect(wide.out.split('\n')[0]).toMatch(/REVISION\s+PUBLIC KEY\s+SECURITY GROUP\s+TAGS\s+AGENT\s+ENDPOINTS\s+PENDING ROUTES\s+APPLY ERROR\s+EPHEMERAL\s+TOKEN EXPIRES$/);
+    const [wideHeader, wideFirst] = wide.out.split('\n');
+    expect(wideHeader).toMatch(/APPLIED\s+OBJ-REV\s+PUBLIC KEY\s+SECURITY GROUP\s+TAGS\s+AGENT\s+ENDPOINTS\s+PENDING ROUTES\s+APPLY ERROR\s+EPHEMERAL\s+TOKEN EXPIRES$/);
+    expect(wideFirst).toMatch(/^dev-a\s.*\s1 \(head 4\)\s+2\s+k\s/);
+    const help = await ctl(['devices', 'list', '--help']);
+    expect(help.out).toContain('APPLIED is the organization revision the agent last applied');
+    expect(help.out).toContain('OBJ-REV, the revision of the device object itself');
 
     const json = await ctl(['devices', 'list', '--org', server.org, '--output', 'json']);
     expect((JSON.parse(json.out) as unknown[])[0]).toEqual(a);
@@ -72,6 +80,22 @@ describe('fleetplane ctl: lists, names, output', () => {
     expect(parseYaml(yaml.out)).toEqual(JSON.parse(json.out));
     const one = await ctl(['devices', 'get', 'alpha', '--org', 'acme', '-oyaml']);
     expect(parseYaml(one.out)).toEqual(a);
+  });
+
+  it('lists organizations without their object revision, which is not their head; -o wide shows it as OBJ-REV', async () => {
+    server.put('device', { ...device('alpha'), id: 'dev-a' });
+    const table = await ctl(['orgs', 'list']);
+    expect(table).toMatchObject({ code: 0, err: '' });
+    const [header, row] = table.out.trimEnd().split('\n');
+    expect(header).toMatch(/^ID\s+NAME\s+CIDR\s+MTU\s+DESCRIPTION$/);
+    expect(row).toMatch(new RegExp(`^${server.org}\\s+acme\\s+100\\.64\\.0\\.0/16\\s+1420\\s+-$`));
+    const wide = await ctl(['orgs', 'list', '-o', 'wide']);
+    const [wideHeader, wideRow] = wide.out.trimEnd().split('\n');
+    expect(wideHeader).toMatch(/^ID\s+NAME\s+CIDR\s+MTU\s+OBJ-REV\s+RESOLVERS\s+ROUTES\s+CREATED\s+DESCRIPTION$/);
+    expect(wideRow).toMatch(/\s1420\s+1\s/);
+    const json = await ctl(['orgs', 'list', '-o', 'json']);
+    expect(JSON.parse(json.out)).toEqual([server.live.get('organization')!.get(server.org)]);
+    expect((await ctl(['orgs', 'list', '--help'])).out).toContain("The organization's head revision, which every change of its devices and groups advances, is\nwhat fleetplane ctl status prints.");
   });
 
   it('takes an organization name for --org, and says when no organization has it', async () => {
@@ -120,7 +144,7 @@ describe('fleetplane ctl: lists, names, output', () => {
     expect(dev).toMatchObject({ hostname: 'h1', public_key: 'k', relay: true, device_token: 'fpd_secret' });
 
     const got = await ctl(['devices', 'get', dev.id, '--org', server.org]);
-    expect(got.out).toMatch(/^hostname\s+h1$/m);
+    expect(got.out).toMatch(/^hostname: +h1$/m);
 
     const stale = await ctl(['devices', 'update', 'h1', '--org', 'acme', '--hostname', 'h2', '--if-match', String(dev.revision + 7)]);
     expect(stale.code).toBe(1);
@@ -166,7 +190,8 @@ describe('fleetplane ctl: lists, names, output', () => {
     const t = await ctl(['tokens', 'create', '--org', 'acme', '--role', 'read', '--description', 'ci', '-o', 'json']);
     expect(JSON.parse(t.out)).toMatchObject({ role: 'read', token: 'fpt_secret' });
     const k = await ctl(['registration-key', 'create', '--org', 'acme', '--single-use']);
-    expect(k.out).toMatch(/^key\s+fpr_secret$/m);
+    // The secret right after the description, not lost among the other fields.
+    expect(k.out).toMatch(/^id: +\S+\ndescription: +\S+\nkey: +fpr_secret$/m);
     expect(k.err).toContain('shown only this once');
     expect(JSON.parse(server.requests.at(-1)!.body)).toEqual({ single_use: true });
   });

@@ -58,16 +58,17 @@ describe('agent --login', () => {
     return p;
   }
 
-  it('enrolls as a server admin, keeps only the device token, and the enrollment session is revoked', async () => {
+  it('enrolls as a server admin in the organization --org names, keeps only the device token, and the enrollment session is revoked', async () => {
     const admin = new FleetplaneClient({ baseUrl: url, token: ADMIN });
     const org = await admin.organizations.create({ name: `login-${process.pid}` });
     const dir = join(work.path, 'alice');
-    const proc = agent(dir, org.id);
+    // By name: looked up among the organizations the session lists.
+    const proc = agent(dir, org.name);
     const [, verification = '', code = ''] = await waitForOutput(proc, PROMPT);
     await approveDevice(new Browser(), verification, code, 'alice');
     await waitForOutput(proc, /"msg":"agent starting"/, 60_000);
     const identity = JSON.parse(await readFile(join(dir, IDENTITY_FILE), 'utf8')) as DeviceIdentity;
-    expect(identity.organization_id).toBe(org.id);
+    expect(identity).toMatchObject({ organization_id: org.id, organization_name: org.name });
     expect(identity.device_token.startsWith('fpd_')).toBe(true);
     const devices = await admin.devices.list(org.id);
     expect(devices.items.map((d) => d.hostname)).toEqual(['by-login']);

@@ -1,12 +1,12 @@
-/** `GET /api/registration_key`: a registration key looks up its own object (protocol v1.3). */
+/** `GET /api/registration_key`: a registration key looks up its own object (protocol v1.3), and its organization's name (v1.20). */
 import { describe, expect, it } from 'vitest';
-import { paths, type RegistrationKey } from '../../src/protocol/index.js';
+import { paths, type OwnRegistrationKey } from '../../src/protocol/index.js';
 import { errorCode, useServer } from './fixtures.js';
 
 describe('GET /api/registration_key (PGlite)', () => {
   const h = useServer('pglite');
 
-  it("answers a registration key with its own object, organization included, and never its secret", async () => {
+  it("answers a registration key with its own object, its organization's id and name included, and never its secret", async () => {
     const s = h();
     const org = await s.createOrg();
     const other = await s.createOrg();
@@ -14,10 +14,11 @@ describe('GET /api/registration_key (PGlite)', () => {
     await s.createRegKey(other.id);
     const res = await s.call('GET', paths.ownRegistrationKey(), { token: key.key });
     expect(res.statusCode).toBe(200);
-    const body = res.json<RegistrationKey>();
+    const body = res.json<OwnRegistrationKey>();
     expect(body).toEqual({
       id: key.id,
       organization_id: org.id,
+      organization_name: org.name,
       description: 'rack 7',
       single_use: false,
       ephemeral: false,

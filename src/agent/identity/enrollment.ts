@@ -21,12 +21,17 @@ import { StateDir, StateDirError, type DeviceIdentity } from './state-dir.js';
 import { logRetry } from '../transient.js';
 import { endSession, refusedUser, signInToEnroll, type UserLogin } from './user-enrollment.js';
 import { sleep } from '../../util/sleep.js';
-import { accepted, checkEnrolledDevice, checkOwnRegistrationKey, InvalidReceivedError } from '../received/index.js';
+import { accepted, checkEnrolledDevice, InvalidReceivedError } from '../received/index.js';
+import { checkEnrolledOrg, isOrgId, keyOrganization, sessionOrganization, type OrgNames } from './org-ref.js';
 
 export interface EnrollmentInput {
   stateDir: StateDir;
   server: string | undefined;
-  /** Where to enroll; undefined: the registration key's organization, asked of the server. */
+  /**
+   * Where to enroll, by id or name (org-ref.ts); undefined: the registration
+   * key's organization, asked of the server. On a later start, the
+   * organization the state directory must belong to.
+   */
   org: string | undefined;
   registrationKey: string | undefined;
   /** Without a registration key: sign in as a user and enroll as them (user-enrollment.ts). */
@@ -74,18 +79,6 @@ function refused(err: unknown): AgentFatalError | undefined {
   return undefined;
 }
 
-/** The organization a registration key enrolls in (`GET /api/registration_key`, protocol v1.3). */
-async function keyOrganization(client: FleetplaneClient, key: string, signal: AbortSignal): Promise<string> {
-  try {
-    return accepted(checkOwnRegistrationKey, await client.registrationKeys.own(key, { signal }), 'registration key').organization_id;
-  } catch (err) {
-    if (err instanceof NotFoundError) {
-      throw new AgentFatalError('config', `the server can't tell the registration key's organization (it predates protocol v1.3): set --org`, { cause: err });
-    }
-    throw err;
-  }
-}
-
 /**
  * Loads the identity, or enrolls (retrying transient failures with
  * exponential backoff and full jitter, never sooner than the server's
@@ -113,24 +106,24 @@ export async function ensureEnrolled(input: EnrollmentInput, signal: AbortSignal
     if (identity.public_key !== keys.publicKey) {
       throw new AgentFatalError('state_dir', `${stateDir.identityPath} was enrolled with another key than ${stateDir.privateKeyPath} holds`);
     }
-    if (input.org !== undefined && input.org !== identity.organization_id) {
-      throw new AgentFatalError(
-        'state_dir',
-        `the state directory belongs to organization ${identity.organization_id}, not ${input.org}; use another --state-dir to enroll there`,
-      );
+    const server = input.server ?? identity.server;
+    if (input.org !== undefined) {
+      const org = { id: identity.organization_id, name: identity.organization_name };
+      await checkEnrolledOrg({ server, org, deviceToken: identity.device_token, ref: input.org, logger, fetch: input.fetch }, signal);
     }
-    return { identity, keys, server: input.server ?? identity.server, enrolled: false };
+    return { identity, keys, server, enrolled: false };
   }
 
   const { server } = input;
-  let org = input.org;
+  // An id is used as given (enrollment itself checks it, also on servers before v1.3); a name, or none, is looked up.
+  let org: OrgNames | undefined = input.org !== undefined && isOrgId(input.org) ? { id: input.org, name: undefined } : undefined;
   let { registrationKey } = input;
   if (server === undefined || (registrationKey === undefined && input.login === undefined)) {
     throw new AgentFatalError('config', 'the first start enrolls the device: --server and --registration-key (or --login --org) are required');
   }
   const client = new FleetplaneClient({ baseUrl: server, fetch: input.fetch });
   // A user's session enrolls as a registration key would (the bearer of the same route); only the device token is kept.
-  const session = registrationKey === undefined && input.login !== undefined ? await signInToEnroll(client, input.login, org, signal) : undefined;
+  const session = registrationKey === undefined && input.login !== undefined ? await signInToEnroll(client, input.login, input.org, signal) : undefined;
   registrationKey ??= session?.token;
   if (registrationKey === undefined) throw new AgentFatalError('config', 'no registration key');
   const backoff = new Backoff(ENROLL_BACKOFF);
@@ -138,13 +131,14 @@ export async function ensureEnrolled(input: EnrollmentInput, signal: AbortSignal
     for (;;) {
       try {
         if (org === undefined) {
-          org = await keyOrganization(client, registrationKey, signal);
-          logger.info({ organization_id: org }, "enrolling in the registration key's organization");
+          if (session !== undefined && input.org !== undefined) org = await sessionOrganization(server, input.fetch, session, input.org, signal);
+          else org = await keyOrganization(client, registrationKey, input.org, signal);
+          logger.info({ organization_id: org.id, organization_name: org.name }, input.org === undefined ? "enrolling in the registration key's organization" : 'enrolling in the organization --org names');
         }
         const device = accepted(
           checkEnrolledDevice,
           await client.devices.enroll(
-            org,
+            org.id,
             registrationKey,
             {
               hostname: input.hostname,
@@ -156,12 +150,13 @@ export async function ensureEnrolled(input: EnrollmentInput, signal: AbortSignal
           ),
           'enrollment answer',
         );
-        if (device.organization_id !== org || device.public_key !== keys.publicKey) {
+        if (device.organization_id !== org.id || device.public_key !== keys.publicKey) {
           throw new InvalidReceivedError('enrollment answer', 'it is for another organization or public key than the request');
         }
         identity = {
           device_id: device.id,
           organization_id: device.organization_id,
+          ...(org.name === undefined ? {} : { organization_name: org.name }),
           device_token: device.device_token,
           public_key: keys.publicKey,
           server,

@@ -19,6 +19,8 @@ const SECRET_MODE = 0o600;
 export interface DeviceIdentity {
   device_id: string;
   organization_id: string;
+  /** The organization's name when the device enrolled, if the server said (what a later `--org NAME` is checked against first). */
+  organization_name?: string;
   device_token: string;
   /** The public key the device enrolled with: must match the private key file. */
   public_key: string;
@@ -44,7 +46,9 @@ function isIdentity(v: unknown): v is DeviceIdentity {
   const r = v as Record<string, unknown>;
   const expires = r['device_token_expires_at'];
   const issued = r['device_token_issued_at'];
+  const orgName = r['organization_name'];
   return (
+    (orgName === undefined || typeof orgName === 'string') &&
     ['device_id', 'organization_id', 'device_token', 'public_key', 'server', 'enrolled_at'].every((k) => typeof r[k] === 'string') &&
     (expires === undefined || expires === null || typeof expires === 'string') &&
     (issued === undefined || typeof issued === 'string')

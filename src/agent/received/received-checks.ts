@@ -89,8 +89,10 @@ export const checkEnrolledDevice: Check<EnrolledDevice> = mapped(enrolledShape, 
   device_token_expires_at: d.device_token_expires_at ?? null,
 }));
 
-/** `GET /api/registration_key`: the agent reads only the organization it enrolls in. */
-export const checkOwnRegistrationKey: Check<{ organization_id: string }> = compileCheck(Type.Object({ organization_id: Uuid }));
+/** `GET /api/registration_key`: the agent reads only the organization it enrolls in, and its name (absent before v1.20). */
+export const checkOwnRegistrationKey: Check<{ organization_id: string; organization_name?: string }> = compileCheck(
+  Type.Object({ organization_id: Uuid, organization_name: Type.Optional(Type.String()) }),
+);
 
 export const checkTokenRenewal: Check<DeviceTokenRenewal> = compileCheck(DeviceTokenRenewal, (r) => tokenProblem(r.device_token, '/device_token'));
 

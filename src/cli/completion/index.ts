@@ -5,7 +5,8 @@ import { completionTree, SHELLS, type Shell } from './model.js';
 
 export const COMPLETION_HELP = `Usage: fleetplane completion bash|zsh|fish
 
-Prints a shell completion script for fleetplane's commands, resources, verbs and flags.
+Prints a shell completion script for fleetplane's commands, resources, verbs and flags, and for
+the values they take from a fixed set: -o's formats, ctl watch's kinds and ctl audit --kind's.
 
 Examples:
   source <(fleetplane completion bash)                 # bash, this shell; add to ~/.bashrc to keep it

@@ -3,6 +3,7 @@ import { SETTING_SPECS } from '../../server/config/settings.js';
 import { flagName, isGroup, type Command } from '../ctl/command-spec.js';
 import { ENTRIES } from '../ctl/commands.js';
 import { CONNECTION_FLAGS, FLAGS, type FlagName, type FlagSpec } from '../ctl/flags.js';
+import { CLI_KINDS } from '../ctl/kinds.js';
 import { OUTPUT_MODES } from '../ctl/output.js';
 import { WATCH_KINDS } from '../../protocol/index.js';
 import { SYNC_FLAGS } from '../../sync/index.js';
@@ -32,6 +33,9 @@ export interface CompletionNode {
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 export type Shell = (typeof SHELLS)[number];
 
+/** Fixed values of the flags that have them: `-o` the output modes, `ctl audit --kind` each kind as ctl spells it. */
+const FLAG_VALUES: Partial<Record<FlagName, readonly string[]>> = { output: OUTPUT_MODES, kind: CLI_KINDS };
+
 function ctlFlag(name: FlagName): CompletionFlag {
   const spec: FlagSpec = FLAGS[name];
   return {
@@ -39,7 +43,7 @@ function ctlFlag(name: FlagName): CompletionFlag {
     short: spec.short,
     takesValue: spec.kind !== 'boolean',
     help: spec.help,
-    values: name === 'output' ? OUTPUT_MODES : [],
+    values: FLAG_VALUES[name] ?? [],
   };
 }
 

@@ -1,5 +1,15 @@
 import { AUDIT_KINDS, WATCH_KINDS, isWatchKind, type AuditKind, type WatchKind } from '../../protocol/index.js';
 import { UsageError } from '../exit-codes.js';
+import type { CommandGroup } from './command-spec.js';
+import { sessionsGroup } from './login-commands.js';
+import { apiKeysGroup } from './resources/api-keys.js';
+import { devicesGroup } from './resources/devices.js';
+import { invitationsGroup } from './resources/invitations.js';
+import { membersGroup } from './resources/members.js';
+import { organizationsGroup } from './resources/organizations.js';
+import { registrationKeysGroup } from './resources/registration-keys.js';
+import { securityGroupsGroup } from './resources/security-groups.js';
+import { tokensGroup } from './resources/tokens.js';
 
 /** `security_group` → `security-group`. */
 type Dashed<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Head}-${Dashed<Tail>}` : S;
@@ -16,25 +26,38 @@ const dashed = <S extends string>(kind: S): Dashed<S> => kind.replaceAll('_', '-
 /** Every kind, in the CLI's spelling, in the audit log's order. */
 export const CLI_KINDS: readonly CliKind[] = AUDIT_KINDS.map(dashed);
 
-/** Short names, as the resources of the same kinds answer to them (`ctl sg list`, `ctl keys list`); a plural with `s` works too. */
-const SHORT_NAMES: Partial<Record<CliKind, readonly string[]>> = {
-  organization: ['org'],
-  device: ['dev'],
-  'security-group': ['sg'],
-  'registration-key': ['key'],
-  invitation: ['invite'],
+/**
+ * The command group of each kind that has one. Its name and aliases (the
+ * one table of short names: `ctl sg list`, `ctl keys list`) spell the kind
+ * too, so `ctl watch sgs` and `ctl audit --kind keys` read as the commands do.
+ */
+const GROUPS: Partial<Record<CliKind, CommandGroup>> = {
+  organization: organizationsGroup,
+  device: devicesGroup,
+  'security-group': securityGroupsGroup,
+  token: tokensGroup,
+  'registration-key': registrationKeysGroup,
+  member: membersGroup,
+  invitation: invitationsGroup,
+  'api-key': apiKeysGroup,
+  session: sessionsGroup,
 };
 
+/** A name and its plural: `dev`, `devs`; a name ending in s is plural already (`sgs`, `keys`). */
+const withPlural = (name: string): string[] => (name.endsWith('s') ? [name] : [name, `${name}s`]);
+
 /**
- * Every spelling a kind answers to, to the kind: its own, its plural, the
- * same with underscores for dashes (`security_groups`, the audit log's
- * `security_group`), and its short names singular and plural (`sg`, `sgs`).
- * The one table of kind aliases: `ctl watch` and `ctl audit --kind` read it.
+ * Every spelling a kind answers to, to the kind: its own, its plural, its
+ * command group's name and aliases with their plurals, and each of those
+ * with underscores for dashes (`security_groups`, the audit log's
+ * `security_group`). `ctl watch` and `ctl audit --kind` read it.
  */
 const SPELLINGS: ReadonlyMap<string, CliKind> = new Map(
-  CLI_KINDS.flatMap((kind) =>
-    [kind, ...(SHORT_NAMES[kind] ?? [])].flatMap((name) => [name, `${name}s`]).flatMap((name) => [name, name.replaceAll('-', '_')]).map((name) => [name, kind] as const),
-  ),
+  CLI_KINDS.flatMap((kind) => {
+    const group = GROUPS[kind];
+    const names = [kind, ...(group ? [group.name, ...group.aliases] : [])];
+    return names.flatMap(withPlural).flatMap((name) => [name, name.replaceAll('-', '_')]).map((name) => [name, kind] as const);
+  }),
 );
 
 /** The kind `name` spells, or undefined for none. */

@@ -1,6 +1,7 @@
-import { stringify } from 'yaml';
 import { UsageError } from '../exit-codes.js';
+import { describeObject } from './describe.js';
 import { cell, formatTable } from './table.js';
+import { toYaml } from './yaml-text.js';
 import type { Writable } from './writable.js';
 
 export type { Writable } from './writable.js';
@@ -20,11 +21,6 @@ export interface Column<T> {
   header: string;
   value: (row: T, now: number) => unknown;
   wide?: boolean;
-}
-
-/** YAML of a plain JSON value. */
-export function toYaml(value: unknown): string {
-  return stringify(value, { lineWidth: 0 });
 }
 
 /**
@@ -59,10 +55,14 @@ export class Output {
     this.out.write(formatTable(shown.map((c) => c.header), items.map((item) => this.cells(item, shown))));
   }
 
-  /** One object: a FIELD/VALUE listing for people. */
-  object(value: object): void {
+  /**
+   * One object: for people a field a line in a stable order, `id` and the
+   * name first, the fields `order` names next, timestamps last, nested
+   * values as YAML (describe.ts); for scripts the object as sent.
+   */
+  object(value: object, order: readonly string[] = []): void {
     if (!this.forPeople) return this.document(value);
-    this.out.write(formatTable(['FIELD', 'VALUE'], Object.entries(value).map(([k, v]) => [k, cell(v)])));
+    this.out.write(describeObject(value, order));
   }
 
   /** A confirmation for people; the given value for scripts. */

@@ -73,6 +73,16 @@ export const RegistrationKey = Type.Object({
   created_by: CreatedBy,
 }, { $id: 'RegistrationKey' });
 
+/**
+ * `GET /api/registration_key`: the key given as the bearer token, and the
+ * name of the organization it enrolls in (since v1.20), so an agent told
+ * `--org NAME` can check the key is for it without any other credential.
+ */
+export const OwnRegistrationKey = Type.Composite(
+  [RegistrationKey, Type.Object({ organization_name: Type.String({ description: "The name of the key's organization (organization_id's), as it is now." }) })],
+  { $id: 'OwnRegistrationKey' },
+);
+
 export const RegistrationKeyList = Type.Object({ items: Type.Array(RegistrationKey) }, { $id: 'RegistrationKeyList' });
 
 export const RegistrationKeyCreate = Type.Object(
@@ -102,6 +112,7 @@ export type CreatedOrgToken = Static<typeof CreatedOrgToken>;
 export type RegistrationKey = Static<typeof RegistrationKey>;
 export type RegistrationKeyCreate = Static<typeof RegistrationKeyCreate>;
 export type CreatedRegistrationKey = Static<typeof CreatedRegistrationKey>;
+export type OwnRegistrationKey = Static<typeof OwnRegistrationKey>;
 
 /** Prefixes make a leaked secret recognisable in logs and secret scanners. */
 export const SECRET_PREFIX = {

@@ -33,7 +33,7 @@ export const apiKeysGroup: CommandGroup = {
         const refs = ctx.flags.list('organizations').flatMap((v) => v.split(',')).filter((v) => v !== '');
         const organizations = refs.length === 0 ? [(await ctx.org()).id] : await Promise.all(refs.map(async (r) => (await resolveOrganization(ctx.client, r, ctx.signal)).id));
         const body = { organizations, role, ...defined({ description: ctx.flags.string('description'), expires_at: expires }) };
-        ctx.out.object(await ctx.client.apiKeys.create(body, { signal: ctx.signal }));
+        ctx.out.object(await ctx.client.apiKeys.create(body, { signal: ctx.signal }), ['role', 'description', 'key', 'organizations', 'user_id']);
         shownOnce(ctx, 'key');
       },
     },

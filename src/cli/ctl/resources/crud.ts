@@ -17,6 +17,10 @@ export interface CrudSpec<T extends { id: string }> {
   /** Needs `--org`. */
   scoped: boolean;
   columns: ReadonlyArray<Column<T>>;
+  /** How `get` (and create, update) show the object to people: the fields after `id` and the name, in this order (describe.ts places the rest). */
+  fieldOrder: readonly string[];
+  /** What `list --help` says of the columns (what a header means where it could mislead). */
+  listDetails?: string;
   /** Flags of `list` besides --org, --output and --watch (filters the spec's `list` reads). */
   listFlags?: readonly FlagUse[];
   /** Flags that set fields on create and update (besides --data). */
@@ -31,7 +35,7 @@ export interface CrudSpec<T extends { id: string }> {
   /** The id a reference (name or id) stands for. */
   resolve(ctx: CtlContext, ref: string): Promise<string>;
   get(ctx: CtlContext, id: string): Promise<T>;
-  /** How `get` shows the object to people (tables); default a FIELD/VALUE listing. `-o json|yaml` always prints the object. */
+  /** How `get` shows the object to people (tables); default the fields in `fieldOrder`'s order. `-o json|yaml` always prints the object. */
   show?: (ctx: CtlContext, value: T) => Promise<void>;
   create(ctx: CtlContext, body: Record<string, unknown>): Promise<T>;
   update(ctx: CtlContext, id: string, body: Record<string, unknown>, ifMatch: number | undefined): Promise<T>;
@@ -50,6 +54,13 @@ async function body<T extends { id: string }>(ctx: CtlContext, spec: CrudSpec<T>
   return input;
 }
 
+/** What `get --help` says of the output for people. */
+const GET_LAYOUT = [
+  'Output: a field a line, like kubectl describe: id and the name first, then the fields in a fixed order,',
+  'revision, created_by and the timestamps last; lists and nested objects as indented YAML. -o json and',
+  '-o yaml print the object exactly as the server sent it.',
+].join('\n');
+
 /** `deleted device web-1 (<id>)`, or just the id when that is what was given. */
 function named(ref: string, id: string): string {
   return ref === id ? id : `${ref} (${id})`;
@@ -64,6 +75,7 @@ export function crudCommands<T extends { id: string }>(spec: CrudSpec<T>): Comma
       kind: 'remote',
       name: 'list',
       summary: spec.summaries.list,
+      ...(spec.listDetails === undefined ? {} : { details: spec.listDetails }),
       flags: [...org, 'output', ...(spec.watch ? (['watch'] as const) : []), ...(spec.listFlags ?? [])],
       examples: spec.examples.list,
       async run(ctx, args) {
@@ -77,7 +89,7 @@ export function crudCommands<T extends { id: string }>(spec: CrudSpec<T>): Comma
       name: 'get',
       args: spec.ref,
       summary: spec.summaries.get,
-      details: `${spec.ref}: ${refArg}.`,
+      details: `${spec.ref}: ${refArg}.\n\n${GET_LAYOUT}`,
       flags: [...org, 'output'],
       examples: spec.examples.get,
       async run(ctx, args) {
@@ -85,7 +97,7 @@ export function crudCommands<T extends { id: string }>(spec: CrudSpec<T>): Comma
         const id = await spec.resolve(ctx, requireArg(args[0], spec.ref));
         const value = await spec.get(ctx, id);
         if (spec.show !== undefined && ctx.out.forPeople) await spec.show(ctx, value);
-        else ctx.out.object(value);
+        else ctx.out.object(value, spec.fieldOrder);
       },
     },
     {
@@ -98,7 +110,7 @@ export function crudCommands<T extends { id: string }>(spec: CrudSpec<T>): Comma
       async run(ctx, args) {
         noExtraArgs(args, 0);
         const created = await spec.create(ctx, await body(ctx, spec, 'create'));
-        ctx.out.object(created);
+        ctx.out.object(created, spec.fieldOrder);
         spec.afterCreate?.(ctx, created);
       },
     },
@@ -115,7 +127,7 @@ export function crudCommands<T extends { id: string }>(spec: CrudSpec<T>): Comma
         const ref = requireArg(args[0], spec.ref);
         const ifMatch = intFlag('if-match', ctx.flags.string('if-match'));
         const input = await body(ctx, spec, 'update');
-        ctx.out.object(await spec.update(ctx, await spec.resolve(ctx, ref), input, ifMatch));
+        ctx.out.object(await spec.update(ctx, await spec.resolve(ctx, ref), input, ifMatch), spec.fieldOrder);
       },
     },
     {

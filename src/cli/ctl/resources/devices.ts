@@ -20,6 +20,7 @@ import { watchList } from '../list-watch.js';
 import { rpcCommand } from '../rpc.js';
 import { approveRoutesCommand, unapprovedRoutes } from './approve-routes.js';
 import { crudCommands, type CrudSpec } from './crud.js';
+import { describeObject } from '../describe.js';
 import { cell, formatTable } from '../table.js';
 import { orgDevices, resolveDevice } from './device-ref.js';
 import { resolveSecurityGroup } from './security-groups.js';
@@ -28,9 +29,10 @@ import { resolveSecurityGroup } from './security-groups.js';
  * A device as REST lists it; under `--watch`, the watch form with the status
  * of the last listing, if any. `token_expires_at` (not a device field: token
  * expiries live apart, so a renewal changes no device) is joined in by `list`
- * for `-o wide` and `--expiring-within`.
+ * for `-o wide` and `--expiring-within`; `head_revision` (the organization's
+ * revision the listing is consistent with) for tables only.
  */
-export type DeviceRow = DeviceObject & { status?: DeviceStatus | undefined; token_expires_at?: string | null | undefined };
+export type DeviceRow = DeviceObject & { status?: DeviceStatus | undefined; token_expires_at?: string | null | undefined; head_revision?: number | undefined };
 
 const org = async (ctx: CtlContext) => (await ctx.org()).id;
 
@@ -64,7 +66,9 @@ function relayField(ctx: CtlContext): boolean | undefined {
 async function listDevices(ctx: CtlContext): Promise<DeviceRow[]> {
   const o = await org(ctx);
   const within = ctx.flags.string('expiring-within');
-  const rows: DeviceRow[] = (await ctx.client.devices.list(o, { signal: ctx.signal })).items;
+  const page = await ctx.client.devices.list(o, { signal: ctx.signal });
+  // Only tables show the head; a document stays the devices as the server sent them.
+  const rows: DeviceRow[] = ctx.out.forPeople ? page.items.map((d) => ({ ...d, head_revision: page.revision })) : page.items;
   if (within === undefined && ctx.out.mode !== 'wide') return rows;
   const expiringWithin = within === undefined ? undefined : durationSeconds('expiring-within', within);
   let expiries: DeviceTokenExpiry[];
@@ -80,6 +84,18 @@ async function listDevices(ctx: CtlContext): Promise<DeviceRow[]> {
   return within === undefined ? joined : joined.filter((d) => byDevice.has(d.id));
 }
 
+/**
+ * APPLIED: the organization revision the agent applied, against the head the
+ * listing was taken at (`14 (head)`, `12 (head 14)`); just the revision
+ * where the head is unknown (watch rows, a server without the header).
+ */
+export function appliedCell(d: DeviceRow): string | undefined {
+  const applied = d.status?.applied_revision;
+  if (applied === null || applied === undefined) return undefined;
+  if (d.head_revision === undefined) return String(applied);
+  return applied === d.head_revision ? `${applied} (head)` : `${applied} (head ${d.head_revision})`;
+}
+
 /** The PEERS table: each peer by hostname (`-` when no device of the organization is that peer), its path and traffic. */
 export function formatPeers(peers: readonly PeerPath[], names: PeerNames, now: number): string {
   const rows = peers.map((p) => [
@@ -93,21 +109,39 @@ export function formatPeers(peers: readonly PeerPath[], names: PeerNames, now: n
   return formatTable(['HOSTNAME', 'PATH', 'ENDPOINT', 'HANDSHAKE', 'RX', 'TX'], rows);
 }
 
+/** The device's fields after its id and hostname, for people (describe.ts places the rest); `device_token` is in a create's answer only. */
+const DEVICE_FIELDS = [
+  'tunnel_ip',
+  'device_token',
+  'public_key',
+  'security_group_id',
+  'tags',
+  'endpoints',
+  'advertise_cidrs',
+  'approved_cidrs',
+  'relay',
+  'symmetric_nat',
+  'ephemeral',
+  'organization_id',
+  'status',
+];
+
 /**
- * `devices get` for people: the device's fields and its status's as
- * FIELD/VALUE, then the PEERS table (hostnames looked up among the
- * organization's devices, listed only when there are peers to name).
+ * `devices get` for people: the device's fields in DEVICE_FIELDS' order,
+ * its status as a YAML block but for the peers, then the PEERS table
+ * (hostnames looked up among the organization's devices, listed only when
+ * there are peers to name).
  */
 async function showDevice(ctx: CtlContext, d: DeviceRow): Promise<void> {
-  const { status, token_expires_at: _expires, ...fields } = d;
-  const rows = Object.entries(fields).map(([k, v]) => [k, cell(v)]);
+  const { status, token_expires_at: _expires, head_revision: _head, ...fields } = d;
   // Servers before v1.9 send no peers.
   const peers: readonly PeerPath[] = status?.peers ?? [];
+  let observed: Omit<DeviceStatus, 'peers' | 'peers_truncated'> | undefined;
   if (status) {
-    const { peers: _peers, peers_truncated: _truncated, ...observed } = status;
-    for (const [k, v] of Object.entries(observed)) rows.push([`status.${k}`, cell(v)]);
+    const { peers: _peers, peers_truncated: _truncated, ...rest } = status;
+    observed = rest;
   }
-  const out = [formatTable(['FIELD', 'VALUE'], rows)];
+  const out = [describeObject({ ...fields, status: observed }, DEVICE_FIELDS)];
   if (peers.length === 0) out.push('\npeers: none reported\n');
   else {
     const names = new PeerNames(await orgDevices(ctx));
@@ -128,8 +162,9 @@ const devices: CrudSpec<DeviceRow> = {
     { header: 'TUNNEL IP', value: (d) => d.tunnel_ip },
     { header: 'ONLINE', value: (d) => d.status?.online },
     { header: 'LAST SEEN', value: (d, now) => (d.status ? age(d.status.last_seen, now) : undefined) },
-    { header: 'APPLIED', value: (d) => d.status?.applied_revision },
-    { header: 'REVISION', value: (d) => d.revision },
+    { header: 'APPLIED', value: appliedCell },
+    // The device object's own revision (what --if-match takes), easily mistaken for the organization's next to APPLIED: wide only, named for what it is.
+    { header: 'OBJ-REV', value: (d) => d.revision, wide: true },
     { header: 'PUBLIC KEY', value: (d) => d.public_key, wide: true },
     { header: 'SECURITY GROUP', value: (d) => d.security_group_id, wide: true },
     // Devices listed by a server before v1.12 carry no tags.
@@ -141,6 +176,14 @@ const devices: CrudSpec<DeviceRow> = {
     { header: 'EPHEMERAL', value: (d) => d.ephemeral, wide: true },
     { header: 'TOKEN EXPIRES', value: (d, now) => (d.token_expires_at === undefined ? undefined : until(d.token_expires_at, now)), wide: true },
   ],
+  listDetails: [
+    'Columns: APPLIED is the organization revision the agent last applied, with the head the listing was',
+    'taken at: "14 (head)" is up to date, "12 (head 14)" is behind (ctl status counts them); - before the',
+    "first report. -o wide adds OBJ-REV, the revision of the device object itself (its last change: what",
+    '--if-match takes), PUBLIC KEY, SECURITY GROUP, TAGS, AGENT, ENDPOINTS, PENDING ROUTES, APPLY ERROR,',
+    'EPHEMERAL and TOKEN EXPIRES.',
+  ].join('\n'),
+  fieldOrder: DEVICE_FIELDS,
   listFlags: ['expiring-within'],
   fieldFlags: ['hostname', 'public-key', 'security-group', 'tags', 'approved-routes', 'relay'],
   fields: async (ctx) =>

@@ -6,6 +6,7 @@ import { defined, noExtraArgs, requireArg } from '../flag-values.js';
 import { resolveId } from '../names.js';
 import type { Column } from '../output.js';
 import { roleFlag, roleHelp } from './member-role-flag.js';
+import { MEMBER_FIELDS } from './members.js';
 import { shownOnce } from './shown-once.js';
 
 const invitationColumns: ReadonlyArray<Column<Invitation>> = [
@@ -16,9 +17,12 @@ const invitationColumns: ReadonlyArray<Column<Invitation>> = [
   { header: 'BY', value: (i) => i.created_by },
 ];
 
+/** An invitation's fields after its id, for people (describe.ts places the rest); `token` is in a create's answer only. */
+const INVITATION_FIELDS = ['email', 'subject', 'role', 'token', 'organization_id'];
+
 export const invitationsGroup: CommandGroup = {
   name: 'invitations',
-  aliases: ['invitation', 'invites'],
+  aliases: ['invitation', 'invite', 'invites'],
   summary: 'invitations to an organization, accepted at the invitee’s next login',
   commands: [
     {
@@ -41,7 +45,7 @@ export const invitationsGroup: CommandGroup = {
           role: roleFlag(ctx),
         };
         const created = await ctx.client.members.invite((await ctx.org()).id, body, { signal: ctx.signal });
-        ctx.out.object(created);
+        ctx.out.object(created, INVITATION_FIELDS);
         if (created.token !== undefined) shownOnce(ctx, 'invitation token (the invitee accepts it with: fleetplane ctl invitations accept TOKEN)');
       },
     },
@@ -54,7 +58,7 @@ export const invitationsGroup: CommandGroup = {
       examples: ['fleetplane ctl invitations accept fpi_...'],
       async run(ctx, args) {
         noExtraArgs(args, 1);
-        ctx.out.object(await ctx.client.members.acceptInvitation(requireArg(args[0], '<token>'), { signal: ctx.signal }));
+        ctx.out.object(await ctx.client.members.acceptInvitation(requireArg(args[0], '<token>'), { signal: ctx.signal }), MEMBER_FIELDS);
       },
     },
     {

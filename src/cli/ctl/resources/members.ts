@@ -14,6 +14,9 @@ const memberColumns: ReadonlyArray<Column<Member>> = [
   { header: 'SINCE', value: (m) => m.created_at },
 ];
 
+/** A membership's fields after the user's name, for people (describe.ts places the rest). */
+export const MEMBER_FIELDS = ['user_id', 'email', 'role', 'organization_id'];
+
 /** A member by user id, or by its email or name among the organization's members. */
 async function memberId(ctx: CtlContext, org: string, ref: string): Promise<string> {
   const list = async () => (await ctx.client.members.list(org, { signal: ctx.signal })).map((m) => ({ ...m, id: m.user_id }));
@@ -48,7 +51,7 @@ export const membersGroup: CommandGroup = {
         noExtraArgs(args, 1);
         const org = (await ctx.org()).id;
         const id = await memberId(ctx, org, requireArg(args[0], '<member>'));
-        ctx.out.object(await ctx.client.members.setRole(org, id, roleFlag(ctx), { signal: ctx.signal }));
+        ctx.out.object(await ctx.client.members.setRole(org, id, roleFlag(ctx), { signal: ctx.signal }), MEMBER_FIELDS);
       },
     },
     {

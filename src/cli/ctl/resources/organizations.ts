@@ -15,12 +15,20 @@ const organizations: CrudSpec<Organization> = {
     { header: 'NAME', value: (o) => o.name },
     { header: 'CIDR', value: (o) => o.network.ipv4_cidr },
     { header: 'MTU', value: (o) => o.network.mtu },
-    { header: 'REVISION', value: (o) => o.revision },
+    // The object's own revision, not the organization's head (that is ctl status's): shown only wide, under a name that says so.
+    { header: 'OBJ-REV', value: (o) => o.revision, wide: true },
     { header: 'RESOLVERS', value: (o) => o.network.resolvers.join(','), wide: true },
     { header: 'ROUTES', value: (o) => o.network.routes.map((r) => (r.via ? `${r.destination} via ${r.via}` : r.destination)).join(','), wide: true },
     { header: 'CREATED', value: (o) => o.created_at, wide: true },
     { header: 'DESCRIPTION', value: (o) => o.description },
   ],
+  fieldOrder: ['description', 'network', 'tag_owners', 'audit_readable_by_read', 'policy'],
+  listDetails: [
+    'Columns: ID NAME CIDR (the tunnel address pool) MTU DESCRIPTION; -o wide adds OBJ-REV, the revision of',
+    "the organization object itself (its last settings change: what --if-match takes), RESOLVERS, ROUTES and",
+    "CREATED. The organization's head revision, which every change of its devices and groups advances, is",
+    'what fleetplane ctl status prints.',
+  ].join('\n'),
   fieldFlags: [
     { name: 'name', help: 'organization name (unique; what --org takes)' },
     { name: 'description', help: 'description' },

@@ -21,6 +21,9 @@ const columns: ReadonlyArray<Column<RegistrationKey>> = [
   { header: 'DESCRIPTION', value: (k) => k.description },
 ];
 
+/** A key's fields after its id, for people (describe.ts places the rest); `key`, the secret, is in a create's answer only. */
+const KEY_FIELDS = ['description', 'key', 'single_use', 'used', 'ephemeral', 'tags', 'organization_id'];
+
 /** The one `<key>` argument: its organization, as given, and its id (by id, or by a description no other has). */
 async function named(ctx: CtlContext, args: readonly string[]): Promise<{ org: OrgRef; ref: string; id: string }> {
   noExtraArgs(args, 1);
@@ -81,7 +84,7 @@ export const registrationKeysGroup: CommandGroup = {
           }),
         };
         const created = await ctx.client.registrationKeys.create((await ctx.org()).id, body, { signal: ctx.signal });
-        ctx.out.object(created);
+        ctx.out.object(created, KEY_FIELDS);
         shownOnce(ctx, 'registration key');
         if (ctx.out.forPeople) ctx.stderr.write(`note: the key expires at ${created.expires_at ?? 'never'}\n`);
       },
@@ -96,7 +99,7 @@ export const registrationKeysGroup: CommandGroup = {
       examples: ['fleetplane ctl registration-keys reparent "rack 4" --org acme'],
       async run(ctx, args) {
         const { org, id } = await named(ctx, args);
-        ctx.out.object(await ctx.client.registrationKeys.reparent(org.id, id, { signal: ctx.signal }));
+        ctx.out.object(await ctx.client.registrationKeys.reparent(org.id, id, { signal: ctx.signal }), KEY_FIELDS);
       },
     },
     {

@@ -51,6 +51,7 @@ const securityGroups: CrudSpec<SecurityGroup> = {
     { header: 'OUTBOUND RULES', value: (g) => g.outbound_rules.map((r) => formatRule(r, 'to')).join('; '), wide: true },
     { header: 'DESCRIPTION', value: (g) => g.description },
   ],
+  fieldOrder: ['description', 'applies_to', 'inbound_rules', 'outbound_rules', 'organization_id'],
   fieldFlags: [{ name: 'name', help: 'name, unique in the organization: what group:NAME in rules references ("" for none)' }, { name: 'description', help: 'description (other commands take it when the group has no name)' }, 'allow', 'from', 'egress-allow', 'to'],
   fields: async (ctx) => {
     const rules = rulesFromFlags(ctx.flags);

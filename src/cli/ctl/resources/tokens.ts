@@ -19,6 +19,9 @@ const columns: ReadonlyArray<Column<OrgToken>> = [
   { header: 'DESCRIPTION', value: (t) => t.description },
 ];
 
+/** A token's fields after its id, for people (describe.ts places the rest); `token`, the secret, is in a create's answer only. */
+const TOKEN_FIELDS = ['role', 'description', 'token', 'organization_id'];
+
 function isRole(v: string): v is TokenRole {
   return (TOKEN_ROLES as readonly string[]).includes(v);
 }
@@ -59,7 +62,7 @@ export const tokensGroup: CommandGroup = {
         const role = requireArg(ctx.flags.string('role'), '--role (admin or read)');
         if (!isRole(role)) throw new UsageError(`--role must be one of ${TOKEN_ROLES.join(', ')}`);
         const body = { ...(await dataFlag(ctx.flags.string('data'))), ...defined({ description: ctx.flags.string('description'), expires_at: expiresAt(ctx.flags.string('expires-at'), ctx.flags.string('expires-in'), ctx.out.now()) }), role };
-        ctx.out.object(await ctx.client.tokens.create((await ctx.org()).id, body, { signal: ctx.signal }));
+        ctx.out.object(await ctx.client.tokens.create((await ctx.org()).id, body, { signal: ctx.signal }), TOKEN_FIELDS);
         shownOnce(ctx, 'token');
       },
     },
@@ -73,7 +76,7 @@ export const tokensGroup: CommandGroup = {
       examples: ['fleetplane ctl tokens reparent ci --org acme'],
       async run(ctx, args) {
         const { org, id } = await named(ctx, args);
-        ctx.out.object(await ctx.client.tokens.reparent(org.id, id, { signal: ctx.signal }));
+        ctx.out.object(await ctx.client.tokens.reparent(org.id, id, { signal: ctx.signal }), TOKEN_FIELDS);
       },
     },
     {

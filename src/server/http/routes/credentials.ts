@@ -7,6 +7,7 @@ import {
   OrgToken,
   OrgTokenCreate,
   OrgTokenList,
+  OwnRegistrationKey,
   RegistrationKey,
   RegistrationKeyCreate,
   RegistrationKeyList,
@@ -196,8 +197,8 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       schema: {
         tags: ['registration keys'],
         operationId: 'getOwnRegistrationKey',
-        summary: 'The registration key given as the bearer token (its organization_id tells an agent where to enroll)',
-        response: { 200: json('The key, without its secret.', RegistrationKey), ...errors },
+        summary: "The registration key given as the bearer token (its organization_id and organization_name tell an agent where to enroll)",
+        response: { 200: json("The key, without its secret, and its organization's name.", OwnRegistrationKey), ...errors },
       },
     },
     async (req) => {
@@ -208,7 +209,10 @@ export function registerCredentialRoutes(app: App, ctx: ServerContext): void {
       if (!key || (key.single_use && key.used) || (key.expires_at !== null && Date.parse(key.expires_at) <= Date.now())) {
         throw new ApiError('unauthorized', 'the registration key is used up or expired');
       }
-      return key;
+      const organization = await ctx.store.organizations.get(p.orgId);
+      // A key outliving its organization could enroll nowhere: no credential, as enrollment would answer.
+      if (!organization) throw new ApiError('unauthorized', "the registration key's organization is gone");
+      return { ...key, organization_name: organization.name };
     },
   );
 }
