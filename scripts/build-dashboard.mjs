@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // Bundles the dashboard (src/dashboard, Preact) into dist/dashboard: the page's
 // minified script and stylesheet, and the SharedWorker every tab shares (its
-// page stream), with content hashes in their names, and index.html naming them. Type-checking is tsc's job (tsconfig.dashboard.json);
+// page stream), with content hashes in their names, and index.html naming them;
+// prints each file's size, minified and gzipped. Type-checking is tsc's job (tsconfig.dashboard.json);
 // esbuild only strips types.
 //
 //   node scripts/build-dashboard.mjs
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -42,4 +43,5 @@ writeFileSync(join(out, 'index.html'), html);
 const gzip = (f) => gzipSync(readFileSync(join(out, f)), { level: 9 }).length;
 const manifest = { script, worker, style, gzipBytes: { script: gzip(script), worker: gzip(worker), style: gzip(style) } };
 writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-process.stdout.write(`dashboard: ${script} ${manifest.gzipBytes.script} B gzipped, ${worker} ${manifest.gzipBytes.worker} B gzipped, ${style} ${manifest.gzipBytes.style} B gzipped\n`);
+const size = (f, gzipped) => `${f} ${statSync(join(out, f)).size} B (${gzipped} B gzipped)`;
+process.stdout.write(`dashboard: ${size(script, manifest.gzipBytes.script)}, ${size(worker, manifest.gzipBytes.worker)}, ${size(style, manifest.gzipBytes.style)}\n`);

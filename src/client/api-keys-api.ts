@@ -1,4 +1,4 @@
-import { USER_SELF, paths, type ApiKey, type ApiKeyCreate, type CreatedApiKey } from '../protocol/index.js';
+import { USER_SELF, paths, type ApiKey, type ApiKeyCreate, type CreatedApiKey } from '../protocol/wire.js';
 import type { CallOptions } from './collection.js';
 import { isRecord, listOf } from './guards.js';
 import type { HttpTransport } from './http-transport.js';

@@ -1,4 +1,4 @@
-import { paths, QUERY, type AuditAction, type AuditEntry, type AuditKind, type AuditList } from '../protocol/index.js';
+import { paths, QUERY, type AuditAction, type AuditEntry, type AuditKind, type AuditList } from '../protocol/wire.js';
 import type { CallOptions } from './collection.js';
 import { isRecord } from './guards.js';
 import type { HttpTransport } from './http-transport.js';

@@ -6,7 +6,7 @@ import {
   type LoginMethods,
   type Session,
   type SessionInfo,
-} from '../protocol/index.js';
+} from '../protocol/wire.js';
 import type { CallOptions } from './collection.js';
 import { FleetplaneError, LoginError } from './errors.js';
 import { isRecord, listOf } from './guards.js';

@@ -1,4 +1,4 @@
-import { paths, type Convergence, type PageRequest, type Replica, type Watch } from '../protocol/index.js';
+import { paths, type Convergence, type PageRequest, type Replica, type Watch } from '../protocol/wire.js';
 import type { CallOptions } from './collection.js';
 import { AuthApi } from './auth-api.js';
 import { AuditApi } from './audit-api.js';

@@ -1,4 +1,4 @@
-import { HEADERS, QUERY, formatEtag, parseEtag } from '../protocol/index.js';
+import { HEADERS, QUERY, formatEtag, parseEtag } from '../protocol/wire.js';
 import { identified, isTombstone, listOf, type Identified, type Tombstone } from './guards.js';
 import { discardBody, readJson, type HttpTransport } from './http-transport.js';
 

@@ -1,4 +1,4 @@
-import type { Convergence } from '../protocol/index.js';
+import type { Convergence } from '../protocol/wire.js';
 import { Backoff, type BackoffPolicy } from '../util/backoff.js';
 import { watchConvergence } from './convergence-watch.js';
 import { isRetryable } from './error-mapping.js';

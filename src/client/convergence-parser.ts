@@ -1,4 +1,4 @@
-import type { Convergence, ConvergenceEvent } from '../protocol/index.js';
+import type { Convergence, ConvergenceEvent } from '../protocol/wire.js';
 import type { ProtocolError } from './errors.js';
 import { errorLineValue, invalidLine, lineObject } from './stream-line.js';
 import { isRecord, isRevision } from './guards.js';

@@ -1,4 +1,4 @@
-import { QUERY, paths, type Convergence } from '../protocol/index.js';
+import { QUERY, paths, type Convergence } from '../protocol/wire.js';
 import { parseConvergenceLine } from './convergence-parser.js';
 import { errorFromStreamEvent } from './error-mapping.js';
 import type { HttpTransport } from './http-transport.js';

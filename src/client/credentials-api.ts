@@ -7,7 +7,7 @@ import {
   type OwnRegistrationKey,
   type RegistrationKey,
   type RegistrationKeyCreate,
-} from '../protocol/index.js';
+} from '../protocol/wire.js';
 import type { CallOptions } from './collection.js';
 import { isRecord, listOf } from './guards.js';
 import type { HttpTransport } from './http-transport.js';

@@ -9,7 +9,7 @@ import {
   type DeviceTokenExpiry,
   type DeviceTokenRenewal,
   type EnrolledDevice,
-} from '../protocol/index.js';
+} from '../protocol/wire.js';
 import { Collection, type CallOptions, type ListPage, type NotModified, type PageOptions, type WriteOptions } from './collection.js';
 import { isIdentified, isObject, isRecord, listOf, type Tombstone } from './guards.js';
 import type { HttpTransport } from './http-transport.js';

@@ -1,4 +1,4 @@
-import { ERRORS, HEADERS, isErrorCode, type ErrorCode } from '../protocol/index.js';
+import { ERRORS, HEADERS, isErrorCode, type ErrorCode } from '../protocol/wire.js';
 import {
   AgentError,
   AuthError,

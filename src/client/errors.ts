@@ -1,4 +1,4 @@
-import type { ErrorCode } from '../protocol/index.js';
+import type { ErrorCode } from '../protocol/wire.js';
 
 /**
  * Codes the SDK raises itself, for failures that never reached (or never came

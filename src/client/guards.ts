@@ -1,8 +1,7 @@
-import type { Static } from '@sinclair/typebox';
-import type { Tombstone as TombstoneSchema } from '../protocol/index.js';
+import type { Tombstone as WireTombstone } from '../protocol/wire.js';
 
 /** An item a list with `gt_revision` or a cursor returns for something deleted after that point. */
-export type Tombstone = Static<typeof TombstoneSchema>;
+export type Tombstone = WireTombstone;
 
 /** What every versioned resource has: the SDK relies on these two fields only. */
 export interface Identified {

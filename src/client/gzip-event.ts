@@ -1,4 +1,4 @@
-import type { ChangeEvent, DeleteEvent, GzipEvent, PatchEvent } from '../protocol/index.js';
+import type { ChangeEvent, DeleteEvent, GzipEvent, PatchEvent } from '../protocol/wire.js';
 import { invalidLine } from './stream-line.js';
 import { parseWatchLine } from './watch-event-parser.js';
 

@@ -1,4 +1,4 @@
-import { HEADERS, MEDIA, bearerAuthorization } from '../protocol/index.js';
+import { HEADERS, MEDIA, bearerAuthorization } from '../protocol/wire.js';
 import { errorFromResponse } from './error-mapping.js';
 import { ProtocolError, TransportError } from './errors.js';
 

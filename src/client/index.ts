@@ -100,4 +100,4 @@ export type {
   BookmarkEvent,
   ErrorEvent,
   KindValue,
-} from '../protocol/index.js';
+} from '../protocol/wire.js';

@@ -1,4 +1,4 @@
-import { applyPatch, type KindValue, type PatchValue, type Watch, type WatchKind } from '../protocol/index.js';
+import { applyPatch, type KindValue, type PatchValue, type Watch, type WatchKind } from '../protocol/wire.js';
 import { PatchBaseError } from './errors.js';
 import { ChangeSignal } from './change-signal.js';
 import { ObjectCache, type CacheDelta } from './informer-cache.js';

@@ -1,4 +1,4 @@
-import { WATCH_KINDS, type KindValue, type WatchKind } from '../protocol/index.js';
+import { WATCH_KINDS, type KindValue, type WatchKind } from '../protocol/wire.js';
 import { isIdentified, isRecord, isRevision } from './guards.js';
 
 /**

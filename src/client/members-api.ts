@@ -1,4 +1,4 @@
-import { paths, type CreatedInvitation, type Invitation, type InvitationCreate, type Member, type MemberRole } from '../protocol/index.js';
+import { paths, type CreatedInvitation, type Invitation, type InvitationCreate, type Member, type MemberRole } from '../protocol/wire.js';
 import type { CallOptions } from './collection.js';
 import { isRecord, listOf } from './guards.js';
 import type { HttpTransport } from './http-transport.js';

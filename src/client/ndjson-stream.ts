@@ -1,4 +1,4 @@
-import { HEADERS, MEDIA } from '../protocol/index.js';
+import { HEADERS, MEDIA } from '../protocol/wire.js';
 import { FleetplaneError, ProtocolError, TransportError } from './errors.js';
 import { describe, type HttpRequest, type HttpTransport } from './http-transport.js';
 import { readLines } from './ndjson-reader.js';

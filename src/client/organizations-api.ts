@@ -1,4 +1,4 @@
-import { paths, type Convergence, type CreatedOrganization, type Organization, type OrganizationCreate, type OrganizationPatch } from '../protocol/index.js';
+import { paths, type Convergence, type CreatedOrganization, type Organization, type OrganizationCreate, type OrganizationPatch } from '../protocol/wire.js';
 import { Collection, type CallOptions, type ListPage, type WriteOptions } from './collection.js';
 import { followConvergence, type FollowConvergenceOptions } from './convergence-follow.js';
 import { watchConvergence, type WatchConvergenceOptions } from './convergence-watch.js';

@@ -1,4 +1,4 @@
-import { paths, type Convergence, type PageRequest, type StatusesItems, type StatusSummary } from '../protocol/index.js';
+import { paths, type Convergence, type PageRequest, type StatusesItems, type StatusSummary } from '../protocol/wire.js';
 import { isConvergence } from './convergence-parser.js';
 import { errorFromStreamEvent } from './error-mapping.js';
 import type { ProtocolError } from './errors.js';

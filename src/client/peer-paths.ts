@@ -1,4 +1,4 @@
-import { PEER_VIA_SERVER, relayDeviceOf, type DeviceObject, type PeerPath } from '../protocol/index.js';
+import { PEER_VIA_SERVER, relayDeviceOf, type DeviceObject, type PeerPath } from '../protocol/wire.js';
 
 /** A device of the organization, as a peer's name. */
 export interface NamedDevice {

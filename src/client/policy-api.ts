@@ -1,4 +1,4 @@
-import { HEADERS, MEDIA, QUERY, paths, type PolicyApplyResult, type PolicyReleaseResult } from '../protocol/index.js';
+import { HEADERS, MEDIA, QUERY, paths, type PolicyApplyResult, type PolicyReleaseResult } from '../protocol/wire.js';
 import type { CallOptions } from './collection.js';
 import { ProtocolError } from './errors.js';
 import { isRecord, isRevision } from './guards.js';

@@ -1,4 +1,4 @@
-import { QUERY, RELAY_LIST_EVENT, ROUTES, type RelayEntry, type RelayList } from '../protocol/index.js';
+import { QUERY, RELAY_LIST_EVENT, ROUTES, type RelayEntry, type RelayList } from '../protocol/wire.js';
 import type { CallOptions } from './collection.js';
 import { errorFromStreamEvent } from './error-mapping.js';
 import { isRecord } from './guards.js';

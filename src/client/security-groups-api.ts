@@ -1,4 +1,4 @@
-import { paths, type SecurityGroup, type SecurityGroupCreate, type SecurityGroupPatch } from '../protocol/index.js';
+import { paths, type SecurityGroup, type SecurityGroupCreate, type SecurityGroupPatch } from '../protocol/wire.js';
 import { Collection, type CallOptions, type ListPage, type NotModified, type PageOptions, type WriteOptions } from './collection.js';
 import type { Tombstone } from './guards.js';
 import type { HttpTransport } from './http-transport.js';

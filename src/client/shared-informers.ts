@@ -1,4 +1,4 @@
-import type { Convergence, WatchKind } from '../protocol/index.js';
+import type { Convergence, WatchKind } from '../protocol/wire.js';
 import type { PageEvent, StatusesUpdate } from './page-events.js';
 import { Backoff, type BackoffPolicy } from '../util/backoff.js';
 import type { FleetplaneClient } from './client.js';

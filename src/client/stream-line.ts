@@ -1,4 +1,4 @@
-import { isErrorCode, type ErrorCode } from '../protocol/index.js';
+import { isErrorCode, type ErrorCode } from '../protocol/wire.js';
 import { ProtocolError } from './errors.js';
 import { isRecord } from './guards.js';
 

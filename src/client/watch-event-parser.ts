@@ -9,7 +9,7 @@ import {
   type EventType,
   type TailEvent,
   type WatchEvent,
-} from '../protocol/index.js';
+} from '../protocol/wire.js';
 import type { ProtocolError } from './errors.js';
 import { errorLineValue, invalidLine, lineObject } from './stream-line.js';
 import { isIdentified, isRecord, isRevision } from './guards.js';

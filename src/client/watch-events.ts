@@ -1,4 +1,4 @@
-import { paths, type Watch } from '../protocol/index.js';
+import { paths, type Watch } from '../protocol/wire.js';
 import { errorFromStreamEvent } from './error-mapping.js';
 import type { HttpTransport } from './http-transport.js';
 import { ndjsonStream, type NdjsonStreamOptions } from './ndjson-stream.js';

@@ -1,22 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox';
-import { strict } from './schemas/common.js';
 import type { Convergence } from './schemas/fleet.js';
-import { WatchRequest, type WatchEvent } from './watch.js';
-
-/**
- * Body of `POST /api/organizations/{org}/page` (docs/protocol.md "Page
- * stream"): the watches of a watch stream, and whether the stream also
- * carries the organization's convergence and its devices' statuses.
- */
-export const PageRequest = Type.Object(
-  {
-    watches: WatchRequest,
-    convergence: Type.Optional(Type.Boolean()),
-    statuses: Type.Optional(Type.Boolean()),
-  },
-  { ...strict, $id: 'PageRequest' },
-);
-export type PageRequest = Static<typeof PageRequest>;
+import type { WatchEvent } from './watch.js';
 
 /** Least time between two `statuses` lines of one organization: a device's changes in between come as its latest. */
 export const PAGE_STATUS_INTERVAL_MS = 1_000;

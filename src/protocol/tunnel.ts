@@ -69,6 +69,8 @@ export const READ_ONLY_AGENT_METHODS: readonly string[] = [AGENT_METHODS.ping, A
 export const TUNNEL_PING_INTERVAL_MS = 20_000;
 export const RPC_WAIT_DEFAULT_S = 20;
 export const RPC_WAIT_MAX_S = 120;
+/** The longest `deadline_ms` an agent accepts: the longest delay a timer holds (about 24.8 days). */
+export const MAX_AGENT_DEADLINE_MS = 2_147_483_647;
 
 /** Audience of the JWTs replicas present to each other's private listener. */
 export const PRIVATE_JWT_AUDIENCE = 'fleetplane-private';

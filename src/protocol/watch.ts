@@ -1,5 +1,3 @@
-import { Type, type Static } from '@sinclair/typebox';
-import { Revision, strict } from './schemas/common.js';
 import type { DeviceObject } from './schemas/device.js';
 import type { Organization } from './schemas/organization.js';
 import type { SecurityGroup } from './schemas/security-group.js';
@@ -17,25 +15,6 @@ export interface KindValue {
 }
 
 export const MAX_WATCHES = 16;
-
-export const Watch = Type.Object(
-  {
-    kind: Type.Union(WATCH_KINDS.map((k) => Type.Literal(k))),
-    gt_revision: Type.Optional(Revision),
-    at_tail: Type.Optional(Type.Boolean()),
-    /** The client applies `patch` events of this kind (docs/protocol.md "Watch"); without it every change is a `change`. */
-    patches: Type.Optional(Type.Boolean()),
-    /** The client unpacks `gzip` events of this kind (docs/protocol.md "Watch"); without it every event is plain JSON. */
-    gzip: Type.Optional(Type.Boolean()),
-  },
-  { ...strict, $id: 'Watch' },
-);
-
-/** Body of `POST .../events`: 1..16 watches, each kind at most once (checked by the server). */
-export const WatchRequest = Type.Array(Watch, { minItems: 1, maxItems: MAX_WATCHES, $id: 'WatchRequest' });
-
-export type Watch = Static<typeof Watch>;
-export type WatchRequest = Static<typeof WatchRequest>;
 
 export const EVENT_TYPES = ['change', 'patch', 'delete', 'tail', 'bookmark', 'error', 'gzip'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

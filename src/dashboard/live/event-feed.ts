@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { WATCH_KINDS } from '../../protocol/index.js';
+import { WATCH_KINDS } from '../../protocol/wire.js';
 import type { WatchKind } from '../../client/index.js';
 import type { LiveInformers } from './page-link.js';
 import { useLive } from './context.js';

@@ -1,4 +1,4 @@
-import { bindingOrder, type OrganizationPolicy, type PolicySecurityGroup } from '../../protocol/index.js';
+import { bindingOrder, type OrganizationPolicy, type PolicySecurityGroup } from '../../protocol/wire.js';
 import type { SecurityGroup } from '../../client/index.js';
 import { useInformerItems, useOrganization } from './hooks.js';
 

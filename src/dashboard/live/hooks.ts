@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { KindValue, Organization, StatusSummary, WatchKind } from '../../protocol/index.js';
+import type { KindValue, Organization, StatusSummary, WatchKind } from '../../protocol/wire.js';
 import { useInformers, usePage, useTracked, type TrackedConvergence } from './context.js';
 
 /** A kind's live objects: re-rendered at most once per animation frame however many events arrive. */

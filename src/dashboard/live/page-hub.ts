@@ -1,4 +1,4 @@
-import { WATCH_KINDS, type Convergence, type KindValue, type StatusSummary, type WatchKind } from '../../protocol/index.js';
+import { WATCH_KINDS, type Convergence, type KindValue, type StatusSummary, type WatchKind } from '../../protocol/wire.js';
 import { SharedInformers, TransportError, type FleetplaneClient, type StatusesUpdate } from '../../client/index.js';
 import type { HubMessage, KindSnapshot } from './page-messages.js';
 

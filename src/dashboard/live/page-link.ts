@@ -1,4 +1,4 @@
-import { WATCH_KINDS, type Convergence, type KindValue, type StatusSummary, type WatchKind } from '../../protocol/index.js';
+import { WATCH_KINDS, type Convergence, type KindValue, type StatusSummary, type WatchKind } from '../../protocol/wire.js';
 import type { HubMessage, TabMessage } from './page-messages.js';
 
 /** A kind's live objects as the views read them (what a tab holds of the shared page stream). */

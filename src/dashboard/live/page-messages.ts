@@ -1,4 +1,4 @@
-import type { Convergence, KindValue, StatusSummary, WatchKind } from '../../protocol/index.js';
+import type { Convergence, KindValue, StatusSummary, WatchKind } from '../../protocol/wire.js';
 
 /** One kind's objects as a tab first receives them. */
 export interface KindSnapshot<K extends WatchKind = WatchKind> {

@@ -1,6 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { AUDIT_ACTIONS, AUDIT_KINDS, AUDIT_REDACTED, auditChanges, isAuditTruncated, type AuditAction, type AuditEntry, type AuditKind } from '../../protocol/index.js';
+import { AUDIT_ACTIONS, AUDIT_KINDS, AUDIT_REDACTED, auditChanges, isAuditTruncated, type AuditAction, type AuditEntry, type AuditKind } from '../../protocol/wire.js';
 import { FleetplaneError, type AuditFilter } from '../../client/index.js';
 import { EmptyState, ErrorState } from '../components/ui.js';
 import { useClient } from '../live/context.js';

@@ -1,6 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { TOKEN_ROLES } from '../../protocol/index.js';
+import { TOKEN_ROLES } from '../../protocol/wire.js';
 import type { OrgToken, RegistrationKey } from '../../client/index.js';
 import { EmptyState, ErrorState, SecretOnce } from '../components/ui.js';
 import { useClient } from '../live/context.js';

@@ -1,5 +1,5 @@
 import type { JSX } from 'preact';
-import { boundGroupId } from '../../protocol/index.js';
+import { boundGroupId } from '../../protocol/wire.js';
 import type { DeviceObject } from '../../client/index.js';
 import { useEnforcedGroups } from '../live/groups.js';
 import { href } from '../router.js';

@@ -1,6 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { AGENT_METHODS } from '../../protocol/index.js';
+import { AGENT_METHODS } from '../../protocol/wire.js';
 import { PeerNames, formatBytes, type Device, type PeerPath } from '../../client/index.js';
 import { Ago, describeError, EmptyState, ErrorState } from '../components/ui.js';
 import { useClient, useInformers } from '../live/context.js';

@@ -1,7 +1,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { DeviceObject } from '../../client/index.js';
-import type { StatusSummary } from '../../protocol/index.js';
+import type { StatusSummary } from '../../protocol/wire.js';
 import { Ago, EmptyState, ErrorState } from '../components/ui.js';
 import { VirtualRows } from '../components/virtual-rows.js';
 import { useConvergence, useDeviceStatuses, useInformerItems } from '../live/hooks.js';

@@ -1,6 +1,6 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { paths } from '../../protocol/index.js';
+import { paths } from '../../protocol/wire.js';
 import { describeError } from '../components/ui.js';
 import { useClient } from '../live/context.js';
 

@@ -1,7 +1,7 @@
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import type { SecurityGroup } from '../../client/index.js';
-import { GROUP_PREFIX, TAG_PREFIX } from '../../protocol/index.js';
+import { GROUP_PREFIX, TAG_PREFIX } from '../../protocol/wire.js';
 import { ErrorState, FieldError, fieldError } from '../components/ui.js';
 import { useClient } from '../live/context.js';
 

@@ -1,5 +1,5 @@
 import type { JSX } from 'preact';
-import type { PolicySecurityGroup, Rule } from '../../protocol/index.js';
+import type { PolicySecurityGroup, Rule } from '../../protocol/wire.js';
 import type { SecurityGroup } from '../../client/index.js';
 
 /** A group as the table shows it: an object, or one a policy document compiled (no revision of its own). */

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { AGENT_METHOD_PATTERN, RPC_WAIT_MAX_S } from '../tunnel.js';
+import { AGENT_METHOD_PATTERN, MAX_AGENT_DEADLINE_MS, RPC_WAIT_MAX_S } from '../tunnel.js';
 import { Uuid, strict } from './common.js';
 
 /** Path parameters of `POST .../devices/{id}/rpc/{method}`. */
@@ -10,9 +10,6 @@ export const DeviceRpcQuery = Type.Object({ wait: Type.Optional(Type.Number({ mi
 
 /** Path parameters of the private `POST /private/v1/agents/{id}/rpc/{method}`. */
 export const PrivateRpcParams = Type.Object({ id: Uuid, method: Type.String({ pattern: AGENT_METHOD_PATTERN }) }, strict);
-
-/** The longest `deadline_ms` an agent accepts: the longest delay a timer holds (about 24.8 days). */
-export const MAX_AGENT_DEADLINE_MS = 2_147_483_647;
 
 /**
  * A request frame as an agent accepts it (docs/protocol.md "Agent tunnel

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ListOf, OrNull, Timestamp, Uuid, strict } from './common.js';
+import { DEVICE_LOGIN_CLIENTS, MAX_RETURN_TO_LENGTH } from '../auth.js';
 
 /**
  * Users, sessions and login (docs/protocol.md "Users and login"). A user is
@@ -44,7 +45,6 @@ export const SessionList = ListOf(Session, 'SessionList');
 /** `GET /api/auth/session`: the caller's session and user. */
 export const SessionInfo = Type.Object({ session: Session, user: User }, { $id: 'SessionInfo' });
 
-/** Who starts a device login (the session's description). */
 /** `GET /api/auth/methods`: the ways to sign in this server offers (no credential needed to ask). */
 export const LoginMethods = Type.Object(
   {
@@ -56,9 +56,6 @@ export const LoginMethods = Type.Object(
   { $id: 'LoginMethods' },
 );
 export type LoginMethods = Static<typeof LoginMethods>;
-
-export const DEVICE_LOGIN_CLIENTS = ['ctl', 'agent'] as const;
-export type DeviceLoginClient = (typeof DEVICE_LOGIN_CLIENTS)[number];
 
 export const DeviceLoginStart = Type.Object(
   { client: Type.Optional(Type.Union(DEVICE_LOGIN_CLIENTS.map((c) => Type.Literal(c)))) },
@@ -89,9 +86,6 @@ export const CreatedSession = Type.Object(
   { $id: 'CreatedSession' },
 );
 
-/** Longest `return_to` accepted. */
-export const MAX_RETURN_TO_LENGTH = 2048;
-
 export const OidcLoginQuery = Type.Object(
   {
     /** A path on this server (one leading `/`), default `/`. */
@@ -114,28 +108,6 @@ export const OidcCallbackQuery = Type.Object(
   },
   { additionalProperties: true },
 );
-
-/** Pending logins (browser and device) one source address may have at once; past it, 429. */
-export const MAX_PENDING_LOGINS_PER_SOURCE = 20;
-/** Pending logins in all; past it, 429. */
-export const MAX_PENDING_LOGINS = 10_000;
-/** A pending browser login's lifetime, seconds. */
-export const PENDING_LOGIN_TTL_SECONDS = 600;
-/** Live sessions one user may hold; a login past it revokes the user's oldest sessions. */
-export const MAX_SESSIONS_PER_USER = 50;
-
-/** The path of the `fleetplane_login` cookie: sent back on the callback only. */
-export const LOGIN_COOKIE_PATH = '/api/auth/oidc';
-
-/** Cookie names (docs/protocol.md "Users and login"). */
-export const COOKIES = {
-  /** The browser's session token. */
-  session: 'fleetplane_session',
-  /** A pending browser login's handle, between the login and its callback. */
-  login: 'fleetplane_login',
-  /** A token pasted into the dashboard (admin, organization token or personal API key), kept where page scripts can't read it. */
-  token: 'fleetplane_token',
-} as const;
 
 /** The body of `POST /api/auth/token_session`: the token the dashboard signs in with. */
 export const TokenSessionCreate = Type.Object(

@@ -31,6 +31,7 @@ export const Tombstone = Type.Object(
   { id: Uuid, revision: Revision, deleted: Type.Literal(true) },
   { $id: 'Tombstone', description: 'An item deleted after the requested revision.' },
 );
+export type Tombstone = Static<typeof Tombstone>;
 
 /**
  * `{items, next?}` — the list envelope (docs/protocol.md "Lists"). `$id`

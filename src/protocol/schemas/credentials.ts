@@ -1,28 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { OrNull, Timestamp, Uuid, strict } from './common.js';
 import { Tags } from './device.js';
-
-export const TOKEN_ROLES = ['admin', 'read'] as const;
-export type TokenRole = (typeof TOKEN_ROLES)[number];
-
-/**
- * What made an organization token or a registration key, and so what it may
- * not outlive (docs/protocol.md "Authentication and scope"): the admin token
- * (nothing: it is never revoked), an organization token, a user's session or
- * personal API key (before keys were refused), or a user an owner re-parented
- * it to (no credential: it lasts while that user is a member).
- */
-export const MAKER_KINDS = ['admin', 'token', 'session', 'api_key', 'user'] as const;
-export type MakerKind = (typeof MAKER_KINDS)[number];
-
-/**
- * Why a credential was revoked along with another one (the audit entry's
- * `details.cause.kind`): the revocation of the organization token, session or
- * API key that made it (or made its maker), or a change of the member whose
- * authority it rested on (removed, or demoted to `read`).
- */
-export const CASCADE_CAUSES = ['token', 'session', 'api_key', 'member'] as const;
-export type CascadeCause = (typeof CASCADE_CAUSES)[number];
+import { MAKER_KINDS, TOKEN_ROLES, type MakerKind } from '../credentials.js';
 
 export const CreatedBy = Type.Object(
   {
@@ -113,17 +92,3 @@ export type RegistrationKey = Static<typeof RegistrationKey>;
 export type RegistrationKeyCreate = Static<typeof RegistrationKeyCreate>;
 export type CreatedRegistrationKey = Static<typeof CreatedRegistrationKey>;
 export type OwnRegistrationKey = Static<typeof OwnRegistrationKey>;
-
-/** Prefixes make a leaked secret recognisable in logs and secret scanners. */
-export const SECRET_PREFIX = {
-  admin: 'fpa_',
-  orgToken: 'fpt_',
-  deviceToken: 'fpd_',
-  registrationKey: 'fpr_',
-  /** A user's personal API key. */
-  apiKey: 'fpk_',
-  /** A user's session (a browser login's cookie, `ctl login`). */
-  session: 'fps_',
-  /** An invitation claimed by its secret (an organization's first owner). */
-  invitation: 'fpi_',
-} as const;

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ListOf, OrNull, Timestamp, Uuid, strict } from './common.js';
+import { MAX_EXPIRING_WITHIN_SECONDS } from '../device-tokens.js';
 
 /**
  * `POST /api/organizations/{org}/devices/{id}/token` (the device's own token):
@@ -32,9 +33,6 @@ export const DeviceTokenExpiry = Type.Object(
 
 export const DeviceTokenExpiryList = ListOf(DeviceTokenExpiry, 'DeviceTokenExpiryList');
 
-/** The longest `expiring_within` accepted: about ten years, in seconds. */
-export const MAX_EXPIRING_WITHIN_SECONDS = 315_360_000;
-
 export const DeviceTokenExpiryQuery = Type.Object(
   {
     expiring_within: Type.Optional(
@@ -45,9 +43,6 @@ export const DeviceTokenExpiryQuery = Type.Object(
   },
   strict,
 );
-
-/** How long a device's other tokens stay valid once it renewed (capped by their own expiry). */
-export const DEVICE_TOKEN_OVERLAP_SECONDS = 300;
 
 export type DeviceTokenRenewal = Static<typeof DeviceTokenRenewal>;
 export type DeviceTokenExpiry = Static<typeof DeviceTokenExpiry>;

@@ -1,26 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ListOf, OrNull, Timestamp, Uuid, strict } from './common.js';
-
-/**
- * A user's role in an organization (docs/protocol.md "Members and roles"),
- * weakest first: `read` does what a read token does, `admin` what an admin
- * organization token does plus managing `admin` and `read` members, `owner`
- * everything in the organization, owners and its deletion included.
- */
-export const MEMBER_ROLES = ['read', 'admin', 'owner'] as const;
-export type MemberRole = (typeof MEMBER_ROLES)[number];
+import { MAX_INVITATION_TTL_SECONDS, MEMBER_ROLES } from '../members.js';
 
 const Role = Type.Union(MEMBER_ROLES.map((r) => Type.Literal(r)));
-
-/** `:user` in a path: the caller's own user. */
-export const USER_SELF = 'me';
-
-/** Open invitations one organization may have at most; past it, creating one is 409 `conflict`. */
-export const MAX_OPEN_INVITATIONS = 500;
-/** An invitation's lifetime when the request names none: 7 days. */
-export const DEFAULT_INVITATION_TTL_SECONDS = 7 * 24 * 3600;
-/** The longest an invitation may stay open: 30 days. */
-export const MAX_INVITATION_TTL_SECONDS = 30 * 24 * 3600;
 
 export const Member = Type.Object(
   {
@@ -87,13 +69,3 @@ export type InvitationList = Static<typeof InvitationList>;
 export type InvitationCreate = Static<typeof InvitationCreate>;
 export type CreatedInvitation = Static<typeof CreatedInvitation>;
 export type InvitationAccept = Static<typeof InvitationAccept>;
-
-/** Whether `a` is at least as strong a role as `b`. */
-export function roleAtLeast(a: MemberRole, b: MemberRole): boolean {
-  return MEMBER_ROLES.indexOf(a) >= MEMBER_ROLES.indexOf(b);
-}
-
-/** The weaker of two roles (an API key's role within its user's membership). */
-export function weakerRole(a: MemberRole, b: MemberRole): MemberRole {
-  return roleAtLeast(a, b) ? b : a;
-}

@@ -112,9 +112,6 @@ export type Network = Static<typeof Network>;
 export type AutoApprover = Static<typeof AutoApprover>;
 export type TagOwners = Static<typeof TagOwners>;
 export type Organization = Static<typeof Organization>;
-export type OrganizationPolicy = NonNullable<Organization['policy']>;
 export type OrganizationCreate = Static<typeof OrganizationCreate>;
 export type CreatedOrganization = Static<typeof CreatedOrganization>;
 export type OrganizationPatch = Static<typeof OrganizationPatch>;
-
-export const DEFAULT_NETWORK: Network = { ipv4_cidr: '100.64.0.0/16', mtu: 1420, resolvers: [], routes: [], auto_approve_cidrs: [], auto_approvers: [] };

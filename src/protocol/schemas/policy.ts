@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Cidr, Ip, strict } from './common.js';
-import { IP_PROTOCOLS } from './security-group.js';
+import { IP_PROTOCOLS } from '../security-group.js';
+import { POLICY_TEST_PORT_PATTERN } from '../policy.js';
 import { AutoApprover, Route, TagOwners } from './organization.js';
 import { DEVICE_REFERENCE_PATTERN, GROUP_NAME_PATTERN, TAG_PATTERN } from '../references.js';
 
@@ -30,9 +31,6 @@ export const PolicyGroup = Type.Object(
   },
   { ...strict, $id: 'PolicyGroup' },
 );
-
-/** `tcp:5432`, `udp:53`, `icmp`. */
-export const POLICY_TEST_PORT_PATTERN = `^(?:(?:tcp|udp):[0-9]{1,5}|icmp|icmpv6)$`;
 
 /** One test of a policy document: whether `from` may reach `to` on `port`. */
 export const PolicyTest = Type.Object(

@@ -1,8 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ChangeListOf, OrNull, Revision, Timestamp, Uuid, strict } from './common.js';
 import { DEVICE_REFERENCE_PATTERN, GROUP_NAME_PATTERN, TAG_PATTERN } from '../references.js';
-
-export const IP_PROTOCOLS = ['tcp', 'udp', 'icmp', 'icmpv6', 'any'] as const;
+import { IP_PROTOCOLS } from '../security-group.js';
 
 const Port = Type.Integer({ minimum: 0, maximum: 65535 });
 

@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { WATCH_KINDS, type BookmarkEvent, type ChangeEvent, type DeleteEvent, type ErrorEvent, type GzipEvent, type PatchEvent, type TailEvent, type WatchEvent } from '../watch.js';
-import type { ConvergenceEvent } from './fleet.js';
+import type { ConvergenceEvent } from '../convergence.js';
 import { Convergence } from './fleet.js';
 import { ErrorCodeSchema, OrNull, Revision, Timestamp } from './common.js';
 import type { PageLine, StatusSummary } from '../page.js';
