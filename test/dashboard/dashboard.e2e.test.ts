@@ -135,6 +135,17 @@ describe.runIf(hasChromium())('the dashboard, in Chromium, with a real server an
     await until(async () => (await result.getAttribute('data-ok')) === 'true', 'the force-sync answer');
     expect(await result.getAttribute('data-method')).toBe('force-sync');
 
+    // Its peers and rules, as the agent itself describes them: peers by hostname and the group's rule in words, the raw answer folded.
+    await page.getByTestId('device-status-rpc').click();
+    const dataplane = page.getByTestId('device-dataplane');
+    await dataplane.waitFor();
+    await until(async () => (await page.getByTestId('device-dataplane-peer').count()) === AGENTS - 1, 'a WireGuard peer per other device');
+    const peerNames = await page.getByTestId('device-dataplane-peer').locator('td:first-child').allInnerTexts();
+    expect(peerNames.sort()).toEqual(agents.map((_, i) => `node-${i}`).filter((h) => h !== 'node-1').sort());
+    expect(await page.getByTestId('device-dataplane-inbound').innerText()).toContain('443');
+    expect(await page.locator('[data-testid="device-rpc-result"] pre').count()).toBe(0);
+    expect(await dataplane.locator('details pre').isVisible()).toBe(false);
+
     // The devices table, with search.
     await page.getByRole('link', { name: 'Devices', exact: true }).click();
     await until(async () => (await page.getByTestId('devices-row').count()) === AGENTS, 'a row per device');

@@ -6,6 +6,7 @@ import { Ago, describeError, EmptyState, ErrorState } from '../components/ui.js'
 import { useClient, useInformers } from '../live/context.js';
 import { useConvergence, useInformerItems } from '../live/hooks.js';
 import { href } from '../router.js';
+import { AgentDataplane } from './agent-dataplane.js';
 import { DeviceActions } from './device-actions.js';
 import { DeviceGroup } from './device-group.js';
 
@@ -82,8 +83,9 @@ export function DeviceView(props: { org: string; id: string }): JSX.Element {
     try {
       const result = await client.devices.rpc(props.org, props.id, method);
       const ms = Math.round(performance.now() - started);
+      // The status answer is shown as the dataplane panel below, not as JSON here too.
       if (method === AGENT_METHODS.status) setAgentStatus(result);
-      setAnswer({ method, ok: true, text: JSON.stringify(result, null, 2), ms });
+      setAnswer({ method, ok: true, text: method === AGENT_METHODS.status ? '' : JSON.stringify(result, null, 2), ms });
     } catch (err) {
       setAnswer({ method, ok: false, text: describeError(err), ms: Math.round(performance.now() - started) });
     } finally {
@@ -136,15 +138,10 @@ export function DeviceView(props: { org: string; id: string }): JSX.Element {
       {answer ? (
         <div class="panel" data-testid="device-rpc-result" data-method={answer.method} data-ok={String(answer.ok)} role="status">
           <strong>{answer.method}</strong>: {answer.ok ? 'answered' : 'failed'} in {answer.ms} ms
-          <pre>{answer.text}</pre>
+          {answer.text ? <pre>{answer.text}</pre> : null}
         </div>
       ) : null}
-      {agentStatus !== undefined ? (
-        <div class="panel">
-          <h2>The agent's dataplane</h2>
-          <pre data-testid="device-dataplane">{JSON.stringify(agentStatus, null, 2)}</pre>
-        </div>
-      ) : null}
+      {agentStatus !== undefined ? <AgentDataplane org={props.org} answer={agentStatus} names={names} now={Date.now()} /> : null}
     </main>
   );
 }
