@@ -107,6 +107,15 @@ export class DevicesApi {
   }
 
   /**
+   * `DELETE .../devices/{id}/token` (admins): expires the device's key. Every
+   * token it holds is revoked, its streams and tunnel end, and its agent
+   * must enroll again with a registration key; the device object stays.
+   */
+  async expireKey(org: string, id: string, opts: CallOptions = {}): Promise<void> {
+    await this.#transport.empty({ method: 'DELETE', path: paths.deviceToken(org, id), signal: opts.signal });
+  }
+
+  /**
    * `GET .../device_tokens`: every device of the organization with its token's
    * expiry (null: never; past: expired), all pages, by device id.
    */

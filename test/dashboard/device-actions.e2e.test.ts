@@ -33,6 +33,7 @@ describe.runIf(hasChromium())('acting on devices in the dashboard, in Chromium',
     const org = (await admin.organizations.create({ name: `actions-${process.pid}` })).id;
     const web = await admin.securityGroups.create(org, { name: 'web', description: '', inbound_rules: [], outbound_rules: [] });
     const device = await admin.devices.create(org, { hostname: 'edge-1', public_key: key(), advertise_cidrs: ['10.20.0.0/16'] });
+    const asDevice = new FleetplaneClient({ baseUrl: url, token: device.device_token });
     const { page, problems } = await signedIn(url);
     await page.goto(`${url}/#/orgs/${org}/devices/${device.id}`);
     await page.getByTestId('device-hostname').waitFor();
@@ -61,6 +62,14 @@ describe.runIf(hasChromium())('acting on devices in the dashboard, in Chromium',
     expect(await seriousViolations(page)).toEqual([]);
     await route.getByTestId('device-route-revoke').click();
     await until(async () => (await admin.devices.get(org, device.id)).approved_cidrs.length === 0, 'the route revoked');
+
+    // Expire the key: asked first, confirmed; the device's token stops working, the device stays.
+    expect((await asDevice.devices.get(org, device.id)).id).toBe(device.id);
+    await page.getByTestId('device-expire').click();
+    await page.getByTestId('device-expire-confirm').click();
+    await page.getByTestId('device-saved').getByText('must enroll again').waitFor();
+    await expect(asDevice.devices.get(org, device.id)).rejects.toMatchObject({ status: 401 });
+    expect((await admin.devices.get(org, device.id)).hostname).toBe('edge-renamed');
 
     // Delete asks first, then goes back to the list.
     await page.getByTestId('device-delete').click();

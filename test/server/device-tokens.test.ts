@@ -146,6 +146,26 @@ describe.each(backends().filter((b) => b.available))('device tokens without a TT
     expect((await h().call('GET', paths.device(org, device.id), { token: renewed.device_token })).statusCode).toBe(200);
   });
 
+  it('expiring a device\'s key revokes every token it holds, keeps the device, and only admins may', async () => {
+    const org = (await h().createOrg()).id;
+    const device = await h().createDevice(org, {}, (await h().createRegKey(org)).key);
+    const renewed = (await h().call('POST', paths.deviceToken(org, device.id), { token: device.device_token })).json<DeviceTokenRenewal>();
+    const reader = await h().createToken(org, 'read');
+    expect((await h().call('DELETE', paths.deviceToken(org, device.id), { token: reader })).statusCode).toBe(403);
+    expect((await h().call('DELETE', paths.deviceToken(org, device.id), { token: renewed.device_token })).statusCode).toBe(403);
+    expect((await h().call('GET', paths.device(org, device.id), { token: renewed.device_token })).statusCode).toBe(200);
+    await h().ok(204, 'DELETE', paths.deviceToken(org, device.id));
+    for (const token of [device.device_token, renewed.device_token]) {
+      expect((await h().call('GET', paths.devices(org), { token })).statusCode).toBe(401);
+    }
+    // The device stays; expiring again finds nothing to revoke and still answers 204.
+    expect((await h().ok<{ id: string }>(200, 'GET', paths.device(org, device.id))).id).toBe(device.id);
+    await h().ok(204, 'DELETE', paths.deviceToken(org, device.id));
+    const audit = await h().ok<{ items: { action: string; kind: string; object_id: string; details: Record<string, unknown> }[] }>(200, 'GET', `${paths.orgAudit(org)}?kind=device_token&action=revoke`);
+    expect(audit.items.map((e) => e.details['tokens'])).toEqual([0, 2]);
+    await h().ok(404, 'DELETE', paths.deviceToken(org, '00000000-0000-4000-8000-000000000000'));
+  });
+
   it('deleting a device revokes its renewed tokens too', async () => {
     const org = (await h().createOrg()).id;
     const device = await h().createDevice(org, {}, (await h().createRegKey(org)).key);

@@ -30,6 +30,7 @@ export function DeviceActions(props: { org: string; device: DeviceObject }): JSX
   const [tags, setTags] = useState((d.tags ?? []).join(', '));
   const [outcome, setOutcome] = useState<Outcome>(undefined);
   const [confirmDelete, setConfirmDelete] = useState(false);
+  const [confirmExpire, setConfirmExpire] = useState(false);
   const error = outcome && !outcome.ok ? outcome.error : undefined;
 
   const patch = async (body: DevicePatch, what: string): Promise<void> => {
@@ -75,6 +76,16 @@ export function DeviceActions(props: { org: string; device: DeviceObject }): JSX
       location.hash = href('devices', props.org);
     } catch (err) {
       setConfirmDelete(false);
+      setOutcome({ ok: false, error: err });
+    }
+  };
+  const expire = async (): Promise<void> => {
+    setConfirmExpire(false);
+    setOutcome(undefined);
+    try {
+      await client.devices.expireKey(props.org, d.id);
+      setOutcome({ ok: true, what: `Expired ${d.hostname}'s key: its agent must enroll again` });
+    } catch (err) {
       setOutcome({ ok: false, error: err });
     }
   };
@@ -142,6 +153,16 @@ export function DeviceActions(props: { org: string; device: DeviceObject }): JSX
           {outcome.what}
         </p>
       ) : null}
+      <h3>Key</h3>
+      {confirmExpire ? (
+        <div class="toolbar" role="alertdialog" aria-label="Confirm expiring the key">
+          <span>Expire {d.hostname}'s key? It loses access at once and stays listed until its agent enrolls again with a registration key.</span>
+          <button type="button" class="danger" data-testid="device-expire-confirm" onClick={() => void expire()}>Expire key</button>
+          <button type="button" onClick={() => setConfirmExpire(false)}>Cancel</button>
+        </div>
+      ) : (
+        <button type="button" data-testid="device-expire" onClick={() => setConfirmExpire(true)}>Expire key…</button>
+      )}
       <h3>Delete</h3>
       {confirmDelete ? (
         <div class="toolbar" role="alertdialog" aria-label="Confirm delete">

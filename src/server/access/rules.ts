@@ -145,6 +145,8 @@ export const ACCESS_RULES: readonly AccessRule[] = [
     allow: { device: { ownDevice: true, refusal: 'a device may renew only its own token' } },
     refusal: 'only the device itself may renew its token',
   },
+  // Expiring a device's key is an admin's act on the device, like deleting it.
+  { entry: 'rest', method: 'DELETE', route: ROUTES.deviceToken, scope: ORG, allow: WRITE },
   { entry: 'rest', method: 'GET', route: ROUTES.deviceTokens, scope: ORG, allow: WRITE },
 
   // Agent calls: read tokens only the read-only methods.

@@ -61,6 +61,9 @@ export class DeviceRepository {
         },
       ],
     }));
+  /** Revokes every token of the device (its key expired); they stop authenticating here once committed, elsewhere through the revocation follower. */
+  expireTokens = (orgId: string, deviceId: string) =>
+    afterCommit(this.tokens, deviceTokens.expireDeviceTokens(this.#db, orgId, deviceId), (revoked) => ({ revoked }));
   /** One page of an organization's device-token expiries (see device-tokens.ts). */
   listTokenExpiries = (orgId: string, opts: { withinSeconds?: number | undefined; after?: string | undefined; limit: number }) =>
     deviceTokens.listDeviceTokenExpiries(this.#db, orgId, opts);

@@ -96,6 +96,34 @@ export async function renewDeviceToken(
   });
 }
 
+/**
+ * Expires the device's key: revokes every token it holds, so it stops
+ * authenticating and its streams and tunnel end (`forbidden`); the device
+ * stays, and its agent must enroll again (with a registration key) to come
+ * back, as after Tailscale's "expire key". Returns the revoked token ids
+ * (none when it held none valid). 404 when the device is gone.
+ */
+export async function expireDeviceTokens(db: Database, orgId: string, deviceId: string): Promise<string[]> {
+  return db.transaction(async (tx) => {
+    const device = await tx.query(
+      `SELECT o.id FROM objects o JOIN orgs g ON g.id = o.org_id
+        WHERE o.id = $1 AND o.org_id = $2 AND o.kind = 'device' AND NOT o.deleted AND g.deleted_at IS NULL
+        FOR UPDATE OF o`,
+      [deviceId, orgId],
+    );
+    if (device.length === 0) throw notFound('device');
+    const rows = await tx.query<{ id: string }>(
+      `UPDATE tokens SET revoked_at = now()
+        WHERE device_id = $1 AND kind = 'device' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+        RETURNING id`,
+      [deviceId],
+    );
+    const ids = rows.map((r) => r.id);
+    await recordAudit(tx, { orgId, action: 'revoke', kind: 'device_token', objectId: deviceId, details: { tokens: ids.length } });
+    return ids;
+  });
+}
+
 export interface ExpiryPage {
   items: DeviceTokenExpiry[];
   /** The last device id of a full page: pass it as `after` for the next. */

@@ -9,7 +9,7 @@ import {
 } from '../../../protocol/index.js';
 import type { App } from '../app.js';
 import type { ServerContext } from '../context.js';
-import { errors, json } from '../route-responses.js';
+import { empty, errors, json } from '../route-responses.js';
 
 const tags = ['devices'];
 const DEFAULT_LIMIT = 1000;
@@ -35,6 +35,23 @@ export function registerDeviceTokenRoutes(app: App, ctx: ServerContext): void {
       const renewed = await ctx.store.devices.renewToken(org, id, ctx.settings.deviceTokenTtl, DEVICE_TOKEN_OVERLAP_SECONDS);
       const body: DeviceTokenRenewal = { device_token: renewed.device_token, expires_at: renewed.expires_at, issued_at: renewed.issued_at };
       return reply.status(201).send(body);
+    },
+  );
+
+  app.delete(
+    ROUTES.deviceToken,
+    {
+      schema: {
+        tags,
+        operationId: 'expireDeviceKey',
+        summary: "Expire the device's key (admins): every token it holds is revoked, its streams and tunnel end with forbidden, and its agent must enroll again",
+        params: OrgIdParams,
+        response: { 204: empty('Expired: the device holds no valid token.'), ...errors([400, 401, 403, 404]) },
+      },
+    },
+    async (req, reply) => {
+      await ctx.store.devices.expireTokens(req.params.org, req.params.id);
+      return reply.status(204).send(null);
     },
   );
 
