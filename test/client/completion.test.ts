@@ -33,7 +33,7 @@ describe('fleetplane completion', () => {
       ['fleetplane ', ['serve', 'agent', 'ctl', 'sync', 'completion']],
       ['fleetplane completion ', ['bash', 'zsh', 'fish']],
       ['fleetplane ctl d', ['devices']],
-      ['fleetplane ctl devices ', ['list', 'get', 'create', 'update', 'delete', 'approve-routes', 'rpc']],
+      ['fleetplane ctl devices ', ['list', 'get', 'create', 'update', 'delete', 'approve-routes', 'expire', 'rpc']],
       ['fleetplane ctl device l', ['list']],
       ['fleetplane ctl sg c', ['create']],
       ['fleetplane ctl devices list --o', ['--org', '--output']],
@@ -69,7 +69,7 @@ describe('fleetplane completion', () => {
     const fish = completionScript('fish');
     expect(fish).toContain("complete -c fleetplane -n '__fish_use_subcommand' -a 'serve agent ctl sync completion'");
     expect(fish).toContain(
-      "complete -c fleetplane -n '__fish_seen_subcommand_from ctl; and __fish_seen_subcommand_from devices device dev; and not __fish_seen_subcommand_from list get create update delete approve-routes rpc' -a 'list get create update delete approve-routes rpc'",
+      "complete -c fleetplane -n '__fish_seen_subcommand_from ctl; and __fish_seen_subcommand_from devices device dev; and not __fish_seen_subcommand_from list get create update delete approve-routes expire rpc' -a 'list get create update delete approve-routes expire rpc'",
     );
     expect(fish).toMatch(/__fish_seen_subcommand_from list' -l output -s o -x -a 'table wide json yaml' -d /);
     expect(fish).toMatch(/__fish_seen_subcommand_from audit' -l kind -x -a 'organization device security-group token registration-key device-token member invitation api-key session user route' -d /);

@@ -19,6 +19,7 @@ import { defined, listFlag } from '../flag-values.js';
 import { watchList } from '../list-watch.js';
 import { rpcCommand } from '../rpc.js';
 import { approveRoutesCommand, unapprovedRoutes } from './approve-routes.js';
+import { expireKeyCommand } from './expire-key.js';
 import { crudCommands, type CrudSpec } from './crud.js';
 import { describeObject } from '../describe.js';
 import { cell, formatTable } from '../table.js';
@@ -238,5 +239,5 @@ export const devicesGroup: CommandGroup = {
   name: 'devices',
   aliases: ['device', 'dev'],
   summary: 'devices: the machines of an organization',
-  commands: [...crudCommands(devices), approveRoutesCommand, rpcCommand],
+  commands: [...crudCommands(devices), approveRoutesCommand, expireKeyCommand, rpcCommand],
 };
