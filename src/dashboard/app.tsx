@@ -18,6 +18,8 @@ import { DevicesView } from './views/devices-view.js';
 import { EventsView } from './views/events-view.js';
 import { FleetView } from './views/fleet-view.js';
 import { LoginView } from './views/login-view.js';
+import { MeView } from './views/me-view.js';
+import { MembersView } from './views/members-view.js';
 import { OrganizationsView } from './views/organizations-view.js';
 import { SecurityGroupsView } from './views/security-groups-view.js';
 import { SettingsView } from './views/settings-view.js';
@@ -30,6 +32,7 @@ const TABS: readonly { view: Route['view']; label: string }[] = [
   { view: 'credentials', label: 'Credentials' },
   { view: 'events', label: 'Events' },
   { view: 'audit', label: 'Audit log' },
+  { view: 'members', label: 'Members' },
   { view: 'settings', label: 'Settings' },
 ];
 
@@ -152,6 +155,7 @@ export function App(): JSX.Element {
   let body: JSX.Element;
   if (session.state === 'checking') body = checkError ? <main><ErrorState error={checkError} title="The server is unreachable" /></main> : <main><p class="muted">Loading…</p></main>;
   else if (session.state === 'signed-out') body = <LoginView reason={session.reason} onSignedIn={() => { setSession({ state: 'signed-in' }); if (route.view === 'login') location.hash = href('orgs'); }} />;
+  else if (route.view === 'me') body = <MeView />;
   else if (route.view === 'orgs' || route.view === 'login' || !org) body = <OrganizationsView />;
   else if (route.view === 'devices') body = <DevicesView org={org} />;
   else if (route.view === 'device') body = <DeviceView org={org} id={route.params['id'] ?? ''} />;
@@ -159,6 +163,7 @@ export function App(): JSX.Element {
   else if (route.view === 'credentials') body = <CredentialsView org={org} />;
   else if (route.view === 'events') body = <EventsView org={org} />;
   else if (route.view === 'audit') body = <AuditView org={org} />;
+  else if (route.view === 'members') body = <MembersView org={org} />;
   else if (route.view === 'settings') body = <SettingsView org={org} />;
   else body = <FleetView org={org} />;
 
@@ -180,6 +185,7 @@ export function App(): JSX.Element {
         <button type="button" data-testid="theme-toggle" onClick={toggleTheme} aria-label={`Switch to ${theme === 'dark' ? 'light' : 'dark'} theme`}>
           {theme === 'dark' ? 'Light' : 'Dark'}
         </button>
+        {signedIn ? <a href={href('me')} data-testid="me-link" aria-current={route.view === 'me' ? 'page' : undefined}>Your keys and sessions</a> : null}
         {signedIn ? (
           <button
             type="button"

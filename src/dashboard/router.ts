@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 
 /** A parsed hash route: `#/orgs/:org/devices/:id` → view `device`, params `{ org, id }`. */
 export interface Route {
-  view: 'login' | 'orgs' | 'fleet' | 'devices' | 'device' | 'security-groups' | 'credentials' | 'events' | 'audit' | 'settings';
+  view: 'login' | 'orgs' | 'fleet' | 'devices' | 'device' | 'security-groups' | 'credentials' | 'events' | 'audit' | 'settings' | 'members' | 'me';
   params: Readonly<Record<string, string>>;
 }
 
@@ -13,11 +13,13 @@ const ORG_VIEWS: Readonly<Record<string, Route['view']>> = {
   events: 'events',
   audit: 'audit',
   settings: 'settings',
+  members: 'members',
 };
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'login') return { view: 'login', params: {} };
+  if (parts[0] === 'me') return { view: 'me', params: {} };
   if (parts[0] !== 'orgs' || parts[1] === undefined) return { view: 'orgs', params: {} };
   const org = parts[1];
   if (parts[2] === undefined) return { view: 'fleet', params: { org } };
@@ -27,7 +29,7 @@ export function parseRoute(hash: string): Route {
 
 /** The hash link of a view. */
 export function href(view: Route['view'], org?: string, id?: string): string {
-  if (view === 'login') return '#/login';
+  if (view === 'login' || view === 'me') return `#/${view}`;
   if (view === 'orgs' || org === undefined) return '#/orgs';
   const o = `#/orgs/${encodeURIComponent(org)}`;
   if (view === 'fleet') return o;

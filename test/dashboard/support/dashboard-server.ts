@@ -5,9 +5,10 @@ import { ensureDashboardBuilt, launchBrowser, type TestBrowser } from './browser
 /**
  * For one describe block: the dashboard built, a server in process (memory
  * storage, on loopback, `adminToken` its admin token) and Chromium, both
- * closed after the block. Read the getter inside tests.
+ * closed after the block. Read the getter inside tests (`server` for its
+ * database, e.g. to make users and sessions).
  */
-export function useDashboardServer(adminToken: string): () => { url: string; browser: TestBrowser } {
+export function useDashboardServer(adminToken: string): () => { url: string; browser: TestBrowser; server: FleetServer } {
   let server: FleetServer | undefined;
   let browser: TestBrowser | undefined;
   beforeAll(async () => {
@@ -21,6 +22,6 @@ export function useDashboardServer(adminToken: string): () => { url: string; bro
   });
   return () => {
     if (!server?.url || !browser) throw new Error('the dashboard server is not started');
-    return { url: server.url, browser };
+    return { url: server.url, browser, server };
   };
 }

@@ -1,0 +1,140 @@
+import type { JSX } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { MEMBER_ROLES, type Invitation, type InvitationCreate, type MemberRole } from '../../protocol/wire.js';
+import { EmptyState, ErrorState, FieldError, SecretOnce, fieldError } from '../components/ui.js';
+import { useClient } from '../live/context.js';
+
+type Invitee = 'email' | 'subject' | 'token';
+const INVITEES: readonly { value: Invitee; label: string }[] = [
+  { value: 'email', label: 'Email (a verified email at the identity provider)' },
+  { value: 'subject', label: 'Subject (the identity provider’s user id)' },
+  { value: 'token', label: 'Anyone with the invitation token' },
+];
+
+/** Fields whose server errors this form shows at the field; any other shows above the list. */
+const FIELD_PATHS = ['/email', '/subject', '/role'];
+
+/**
+ * An organization's open invitations, a form to invite (by email, by
+ * subject, or by a token that is shown once) and Revoke, which asks first.
+ * A credential that may not see invitations (a read token) sees the
+ * server's refusal here, not a broken page.
+ */
+export function InvitationsSection(props: { org: string }): JSX.Element {
+  const client = useClient();
+  const [items, setItems] = useState<Invitation[] | undefined>(undefined);
+  const [loadError, setLoadError] = useState<unknown>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  const [saved, setSaved] = useState<string | undefined>(undefined);
+  const [secret, setSecret] = useState<string | undefined>(undefined);
+  const [invitee, setInvitee] = useState<Invitee>('email');
+  const [value, setValue] = useState('');
+  const [role, setRole] = useState<MemberRole>('read');
+  const [confirming, setConfirming] = useState<string | undefined>(undefined);
+  const load = async (): Promise<void> => {
+    try {
+      setItems(await client.members.invitations(props.org));
+      setLoadError(undefined);
+    } catch (err) {
+      setLoadError(err);
+    }
+  };
+  useEffect(() => void load(), [client, props.org]);
+  const act = async (f: () => Promise<string>): Promise<void> => {
+    setError(undefined);
+    setSaved(undefined);
+    try {
+      setSaved(await f());
+    } catch (err) {
+      setError(err);
+    }
+    await load();
+  };
+  const invite = (e: Event): void => {
+    e.preventDefault();
+    const body: InvitationCreate = { role };
+    if (invitee === 'email') body.email = value.trim();
+    if (invitee === 'subject') body.subject = value.trim();
+    void act(async () => {
+      const created = await client.members.invite(props.org, body);
+      if (created.token !== undefined) setSecret(created.token);
+      setValue('');
+      return `Invited ${created.email ?? created.subject ?? 'by token'} as ${created.role}`;
+    });
+  };
+  const unplaced = error !== undefined && !FIELD_PATHS.some((p) => fieldError(error, p) !== undefined);
+  return (
+    <section aria-labelledby="invitations-title">
+      <h2 id="invitations-title">Invitations</h2>
+      {secret ? (
+        <SecretOnce
+          label="Invitation token (the invitee signs in and accepts it: fleetplane ctl invitations accept TOKEN)"
+          secret={secret}
+          onDone={() => setSecret(undefined)}
+        />
+      ) : null}
+      <form class="panel toolbar" onSubmit={invite} aria-label="Invite">
+        <div>
+          <label for="invite-kind">Invite by</label>
+          <select id="invite-kind" data-testid="invite-kind" value={invitee} onChange={(e) => setInvitee(e.currentTarget.value as Invitee)}>
+            {INVITEES.map((i) => <option key={i.value} value={i.value}>{i.label}</option>)}
+          </select>
+        </div>
+        {invitee === 'token' ? null : (
+          <div>
+            <label for="invite-value">{invitee === 'email' ? 'Email' : 'Subject'}</label>
+            <input id="invite-value" data-testid="invite-value" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
+            <FieldError error={error} path={`/${invitee}`} />
+          </div>
+        )}
+        <div>
+          <label for="invite-role">Role</label>
+          <select id="invite-role" data-testid="invite-role" value={role} onChange={(e) => setRole(e.currentTarget.value as MemberRole)}>
+            {MEMBER_ROLES.map((r) => <option key={r} value={r}>{r}</option>)}
+          </select>
+          <FieldError error={error} path="/role" />
+        </div>
+        <button type="submit" class="primary" data-testid="invite-submit">Invite</button>
+      </form>
+      {unplaced ? <ErrorState error={error} title="Not saved" /> : null}
+      {saved ? (
+        <p class="banner ok" role="status" data-testid="invitations-saved">
+          {saved}
+        </p>
+      ) : null}
+      {loadError ? <ErrorState error={loadError} title="Could not list the invitations" /> : null}
+      {items?.length === 0 ? <EmptyState title="No open invitations" /> : null}
+      {items && items.length > 0 ? (
+        <table class="panel" data-testid="invitations-table">
+          <thead>
+            <tr><th scope="col">Invitee</th><th scope="col">Role</th><th scope="col">Invited by</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Revoke</span></th></tr>
+          </thead>
+          <tbody>
+            {items.map((i) => {
+              const name = i.email ?? i.subject ?? 'whoever holds the token';
+              return (
+                <tr key={i.id} data-testid="invitation-row" data-invitation-id={i.id}>
+                  <td>{i.email ?? i.subject ?? <span class="muted">by token</span>}</td>
+                  <td>{i.role}</td>
+                  <td>{i.created_by}</td>
+                  <td>{i.expires_at}</td>
+                  <td>
+                    {confirming === i.id ? (
+                      <div class="toolbar" role="alertdialog" aria-label={`Confirm revoking the invitation of ${name}`}>
+                        <span>Revoke the invitation of {name}?</span>
+                        <button type="button" class="danger" data-testid="invitation-revoke-confirm" onClick={() => { setConfirming(undefined); void act(async () => { await client.members.revokeInvitation(props.org, i.id); return `Revoked the invitation of ${name}`; }); }}>Revoke</button>
+                        <button type="button" onClick={() => setConfirming(undefined)}>Cancel</button>
+                      </div>
+                    ) : (
+                      <button type="button" class="danger" data-testid="invitation-revoke" onClick={() => setConfirming(i.id)}>Revoke…</button>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}
