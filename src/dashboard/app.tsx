@@ -191,7 +191,11 @@ export function App(): JSX.Element {
             type="button"
             data-testid="sign-out"
             onClick={() => {
-              void client.auth.signOutToken().finally(() => setSession({ state: 'signed-out' }));
+              // A user's session (an identity provider's sign-in) ends on the server; a pasted token's cookie is cleared.
+              // Signed in with a token, the logout is refused (403): the token itself stays valid, as it should.
+              void Promise.allSettled([client.auth.logout()])
+                .then(() => client.auth.signOutToken())
+                .finally(() => setSession({ state: 'signed-out' }));
             }}
           >
             Sign out

@@ -132,7 +132,13 @@ describe.runIf(hasChromium())('members, invitations, API keys and sessions in th
       await page.getByTestId('api-keys-table').or(page.getByText('No personal API keys')).waitFor();
       expect(await seriousViolations(page)).toEqual([]);
       expect(problems).toEqual([]);
-      if (colorScheme === 'dark') break;
+      if (colorScheme === 'dark') {
+        // Sign out ends the user's session on the server, not only the cookie in this browser.
+        await page.getByTestId('sign-out').click();
+        await page.getByTestId('login-token').waitFor();
+        await expect(new FleetplaneClient({ baseUrl: url, token: user.session }).auth.session()).rejects.toMatchObject({ status: 401 });
+        break;
+      }
 
       // No organization chosen: the server's words at the field, no key.
       await page.getByTestId('api-key-create').click();
