@@ -103,6 +103,12 @@ describe.runIf(hasChromium())('security groups in the dashboard, in Chromium', (
     expect(await page.getByTestId('sg-inbound_rules-0-help').textContent()).toBe('Empty: from anywhere (every address).');
     expect(await page.getByTestId('sg-inbound_rules-0-ranges').getAttribute('placeholder')).toBe('anywhere');
 
+    // A port out of range: the schema's `must be <= 65535` in words, at the port (the browser's own check doesn't block the save).
+    await page.getByTestId('sg-inbound_rules-2-from').fill('70000');
+    await page.getByTestId('sg-save').click();
+    const portError = page.locator('[data-testid="sg-field-error"][data-path="/inbound_rules/2/from_port"]');
+    expect(await portError.textContent()).toBe('must be a port from 0 to 65535 (0 and 0: all ports)');
+
     // A bad range: the server's complaint in words, at the rule's address field, naming the entry.
     await page.getByTestId('sg-inbound_rules-2-from').fill('22');
     await page.getByTestId('sg-inbound_rules-2-ranges').fill('10.0.0.0/33, tag:ops');

@@ -85,7 +85,8 @@ export function GroupEditor(props: { org: string; group: SecurityGroup | undefin
   );
   const named = FIELD_PATHS.some((p) => fieldError(error, p) !== undefined);
   return (
-    <form onSubmit={(e) => void save(e)} aria-label={props.group ? `Edit ${props.group.name ?? (props.group.description || props.group.id)}` : 'New security group'}>
+    // noValidate: the server's checks, in words at their field, not the browser's bubble that blocks the save.
+    <form noValidate onSubmit={(e) => void save(e)} aria-label={props.group ? `Edit ${props.group.name ?? (props.group.description || props.group.id)}` : 'New security group'}>
       <label for="sg-name">Name (what group:NAME in rules selects)</label>
       <input id="sg-name" data-testid="sg-name" value={name} aria-describedby={fieldError(error, '/name') ? 'sg-name-error' : undefined} onInput={(e) => setName(e.currentTarget.value)} />
       <FieldError error={error} path="/name" id="sg-name-error" />
