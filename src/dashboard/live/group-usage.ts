@@ -16,7 +16,7 @@ export interface GroupUsage {
  */
 export function useGroupUsage(ordered: readonly BindableGroup[]): GroupUsage {
   const devices = useInformerItems('device');
-  // Groups come in a new array each render; what binding reads of them is their ids, names and tags.
+  // Groups come in a new array each render; binding reads only their order, ids and tags.
   const key = ordered.map((g) => `${g.id}\u0000${(g.applies_to ?? []).join(',')}`).join('\n');
   const counts = useMemo(() => {
     const counts = new Map<string, number>();

@@ -1,6 +1,6 @@
 import type { Rule } from '../../protocol/wire.js';
 
-/** Protocols whose rules have ports; the server wants 0/0 for the others (docs/protocol.md "Security group"). */
+/** Protocols whose rules have ports: for the others they mean nothing, and the server refuses any but 0/0 for icmp and icmpv6. */
 export const PORTED: ReadonlySet<Rule['ip_protocol']> = new Set<Rule['ip_protocol']>(['tcp', 'udp']);
 
 /** `1 device`, `2 devices`; `many` when the plural isn't the singular plus s. */
