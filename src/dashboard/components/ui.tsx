@@ -1,6 +1,7 @@
 import type { ComponentChildren, JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { FleetplaneError, ValidationError } from '../../client/index.js';
+import { ConflictError, FleetplaneError, ValidationError } from '../../client/index.js';
+import { inWords } from './field-words.js';
 
 export function EmptyState(props: { title: string; children?: ComponentChildren }): JSX.Element {
   return (
@@ -25,21 +26,33 @@ export function ErrorState(props: { error: unknown; title?: string }): JSX.Eleme
   );
 }
 
-/** The server's validation error, when it names `path` (e.g. `/inbound_rules/0/from_port`) or a field below it. */
+/**
+ * The server's error at `path` (e.g. `/inbound_rules/0/from_port`) or a
+ * field below it (with `exact`, only at `path`), in words (field-words.ts):
+ * a 400's validation message, or a 409 that names a field, such as
+ * `already_exists` at `/name`. Undefined when the error names no such field.
+ */
 export function fieldError(err: unknown, path: string, exact = false): string | undefined {
-  if (!(err instanceof ValidationError)) return undefined;
+  if (!(err instanceof ValidationError || err instanceof ConflictError)) return undefined;
   const at = err.details?.['path'];
   if (typeof at !== 'string' || !(at === path || (!exact && at.startsWith(`${path}/`)))) return undefined;
+  const expected = err.details?.['expected'];
   // Shown at its field, the message needs no path.
-  return err.message.startsWith(`${at}: `) ? err.message.slice(at.length + 2) : err.message;
+  const message = typeof expected === 'string' ? expected : err.message.startsWith(`${at}: `) ? err.message.slice(at.length + 2) : err.message;
+  return inWords(at, message);
 }
 
-/** The server's validation error at the field `path` names (with `exact`, only that path, not a field under it). */
-export function FieldError(props: { error: unknown; path: string; id?: string; exact?: boolean }): JSX.Element | null {
+/**
+ * The server's error at the field `path` names, in words (with `exact`, only
+ * that path, not a field under it), after `subject` when given (the entry of
+ * a list field it is about); the server's own message is its title.
+ */
+export function FieldError(props: { error: unknown; path: string; id?: string; exact?: boolean; subject?: string | undefined }): JSX.Element | null {
   const message = fieldError(props.error, props.path, props.exact);
+  const server = props.error instanceof Error ? props.error.message : undefined;
   return message ? (
-    <div class="field-error" role="alert" id={props.id} data-testid="sg-field-error" data-path={props.path}>
-      {message}
+    <div class="field-error" role="alert" id={props.id} data-testid="sg-field-error" data-path={props.path} title={server !== message ? server : undefined}>
+      {props.subject ? `${props.subject}: ${message}` : message}
     </div>
   ) : null;
 }

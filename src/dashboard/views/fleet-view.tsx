@@ -2,8 +2,9 @@ import type { JSX } from 'preact';
 import { ErrorState } from '../components/ui.js';
 import { useConvergence } from '../live/hooks.js';
 import { href } from '../router.js';
+import { RecentActivity } from './recent-activity.js';
 
-/** The fleet at a glance: how many devices are at the head, behind, failing or stale, and a bar that fills as they ACK. */
+/** The fleet at a glance: how many devices are at the head, behind, failing or stale, a bar that fills as they ACK, the devices not converged, and the recent changes. */
 export function FleetView(props: { org: string }): JSX.Element {
   const { value, error, lastMs, pendingSince } = useConvergence(props.org);
   if (error && !value) return <main><ErrorState error={error} title="Could not follow the convergence" /></main>;
@@ -95,6 +96,9 @@ export function FleetView(props: { org: string }): JSX.Element {
           </table>
         </div>
       )}
+      <div style={{ marginTop: '1rem' }}>
+        <RecentActivity org={props.org} />
+      </div>
     </main>
   );
 }
