@@ -102,6 +102,10 @@ const DRIVERS: Readonly<Record<string, (w: World) => Driver>> = {
     },
     expect: { action: 'renew', kind: 'device_token' },
   }),
+  [`DELETE ${ROUTES.deviceToken}`]: (w) => ({
+    call: async (s) => s.call('DELETE', paths.deviceToken(w.org, (await s.createDevice(w.org)).id), { token: s.admin }),
+    expect: { action: 'revoke', kind: 'device_token' },
+  }),
   [`POST ${ROUTES.securityGroups}`]: (w) => ({
     call: (s) => s.call('POST', paths.securityGroups(w.org), { token: s.admin, body: {} }),
     expect: { action: 'create', kind: 'security_group' },

@@ -78,7 +78,7 @@ function register(app: App, ctx: ServerContext, login: LoginService | undefined)
         operationId: 'loginMethods',
         security: [],
         summary: 'How one may sign in here (no credential): a token always; the identity provider when --oidc-issuer is set',
-        response: { 200: LoginMethods },
+        response: { 200: json('How one may sign in here.', LoginMethods), ...errors([400]) },
       },
     },
     async () => ({ token: true, oidc: login !== undefined }),
