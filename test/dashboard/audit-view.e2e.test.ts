@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { FleetplaneClient } from '../../src/client/index.js';
 import { until } from '../agent/support/harness.js';
-import { hasChromium, seriousViolations } from './support/browser.js';
+import { hasChromium, screenshot, seriousViolations } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_audit_admin_token';
@@ -44,6 +44,7 @@ describe.runIf(hasChromium())('the audit browser, in Chromium', () => {
     expect(changes[1]).toContain('hostname: web-1 → web-2');
     expect(await page.getByTestId('audit-object-name').first().getByRole('link').getAttribute('href')).toBe(`#/orgs/${org}/devices/${device.id}`);
     expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'audit-log');
 
     // Only updates.
     await page.getByTestId('audit-action').selectOption('update');

@@ -12,7 +12,7 @@ import { FleetplaneClient } from '../../src/client/index.js';
 import { COOKIES } from '../../src/protocol/index.js';
 import { until } from '../agent/support/harness.js';
 import { addMemberForTest, createSessionForTest, createUserForTest } from '../server/support/users.js';
-import { hasChromium, seriousViolations } from './support/browser.js';
+import { hasChromium, screenshot, seriousViolations } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_members_keys_admin_token';
@@ -69,6 +69,7 @@ describe.runIf(hasChromium())('members, invitations, API keys and sessions in th
     await page.getByRole('button', { name: 'Done' }).click();
     expect(await page.getByTestId('secret-value').count()).toBe(0);
     expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'members');
 
     // Revoke asks first, then the invitation is gone here and on the server.
     await invitation.getByTestId('invitation-revoke').click();
