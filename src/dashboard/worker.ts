@@ -24,6 +24,19 @@ self.addEventListener('connect', (e) => {
   const port = e.ports[0];
   if (!port) return;
   const followed = new Map<string, (m: HubMessage) => void>();
+  // One postMessage per task, not per event: a list of 10,000 devices is 10,000 adds, and each message is a
+  // structured clone and an event in the tab. Bounded by what one task of the stream delivers.
+  let batch: HubMessage[] = [];
+  const send = (m: HubMessage): void => {
+    if (batch.length === 0) {
+      setTimeout(() => {
+        const out = batch;
+        batch = [];
+        port.postMessage(out);
+      }, 0);
+    }
+    batch.push(m);
+  };
   const leaveAll = (): void => {
     for (const [org, l] of followed) hub.leave(org, l);
     followed.clear();
@@ -38,7 +51,8 @@ self.addEventListener('connect', (e) => {
       });
     } else if (m.t === 'follow') {
       if (followed.has(m.org)) return;
-      const l = (msg: HubMessage): void => port.postMessage(msg);
+      // One listener per organization: leaving must find this one, not another org's.
+      const l = (msg: HubMessage): void => send(msg);
       followed.set(m.org, l);
       hub.follow(m.org, l);
     } else {

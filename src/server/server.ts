@@ -270,7 +270,7 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
   };
   const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, streams, fleet.presence);
   const loginModules = [authRoutes(login), userSessionRoutes(), dashboardRoutes(opts.dashboardDir)];
-  const app = await buildApp(ctx, [watchRoutes(watch), pageRoutes(watch, fleet.convergence, store.convergence.of), fleet.routes(), replicaRoutes(), gateway.routes(), relay.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
+  const app = await buildApp(ctx, [watchRoutes(watch), pageRoutes(watch, fleet.convergence), fleet.routes(), replicaRoutes(), gateway.routes(), relay.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
   streams.start();
   watch.start();
   const tokensAt = performance.now();

@@ -31,7 +31,10 @@ export function connectHub(client: FleetplaneClient): { channel: HubChannel; sha
       channel: {
         post: (m) => port.postMessage(m),
         onMessage: (handler) => {
-          const l = (e: MessageEvent<HubMessage>): void => handler(e.data);
+          // The worker posts its messages in batches (worker.ts).
+          const l = (e: MessageEvent<HubMessage[]>): void => {
+            for (const m of e.data) handler(m);
+          };
           port.addEventListener('message', l);
           return () => port.removeEventListener('message', l);
         },

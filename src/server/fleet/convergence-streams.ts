@@ -115,14 +115,14 @@ export class ConvergenceStreams {
 
   /**
    * Adds a page stream's convergence and statuses (as asked) to its watch
-   * stream's socket, until the socket closes. `current` is the value its
-   * route read, sent at once when the organization wasn't followed yet.
+   * stream's socket, until the socket closes. The convergence goes at once
+   * when the organization is followed already, else after its first read.
    */
-  attachPage(socket: Socket, orgId: string, current: Convergence | undefined, wants: { convergence: boolean; statuses: boolean }): void {
+  attachPage(socket: Socket, orgId: string, wants: { convergence: boolean; statuses: boolean }): void {
     if (!wants.convergence && !wants.statuses) return;
-    const state = this.#follow(orgId, current === undefined ? 'null' : JSON.stringify(current));
+    const state = this.#follow(orgId, 'null');
     const sink: PageSink = new PageSink(socket, wants.convergence, wants.statuses, {
-      convergence: () => state.bytes,
+      convergence: () => (state.json === 'null' ? undefined : state.bytes),
       resetStatuses: () => this.#resetStatuses(orgId, state),
     });
     state.pages.add(sink);
@@ -133,7 +133,11 @@ export class ConvergenceStreams {
       if (!state.pages.delete(sink)) return;
       if (state.streams.size === 0 && state.pages.size === 0) this.#drop(orgId, state);
     });
-    if (wants.convergence && state.json !== 'null') sink.writeConvergence(state.bytes);
+    if (wants.convergence) {
+      if (state.json !== 'null') sink.writeConvergence(state.bytes);
+      // Not read yet (the page came first): the first read writes it.
+      else this.#wake(orgId);
+    }
     if (wants.statuses) {
       state.source.followStatuses();
       if (state.source.statusReads > 0) this.#resetStatuses(orgId, state);
@@ -201,6 +205,11 @@ export class ConvergenceStreams {
         encoding: undefined,
       };
       this.#orgs.set(orgId, org);
+    } else if (org.json === 'null' && json !== 'null') {
+      // Followed by page streams only, not read yet: a convergence stream's route read it first.
+      org.json = json;
+      org.bytes = encodeConvergence(json);
+      for (const p of org.pages) p.writeConvergence(org.bytes);
     }
     return org;
   }

@@ -5,8 +5,8 @@ export const PAGE_SINK_HIGH_WATER = 256 * 1024;
 
 /** What a page sink is sent when its socket drains after a line had to wait. */
 export interface PageSinkSource {
-  /** The organization's current convergence line. */
-  convergence(): Buffer;
+  /** The organization's current convergence line; undefined before its first read (the read sends it). */
+  convergence(): Buffer | undefined;
   /** Asks for a `statuses` reset for this sink (it held back a delta, so it must be sent everything again). */
   resetStatuses(sink: PageSink): void;
 }
@@ -78,7 +78,8 @@ export class PageSink {
     if (this.closed) return;
     if (this.#owesConvergence) {
       this.#owesConvergence = false;
-      this.writeConvergence(this.source.convergence());
+      const line = this.source.convergence();
+      if (line) this.writeConvergence(line);
     }
     if (this.#owesStatuses) {
       this.#owesStatuses = false;

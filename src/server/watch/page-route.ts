@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { MEDIA, OrgParams, PageLineSchema, PageRequest, ROUTES, type Convergence } from '../../protocol/index.js';
+import { MEDIA, OrgParams, PageLineSchema, PageRequest, ROUTES } from '../../protocol/index.js';
 import type { RouteModule } from '../http/context.js';
 import { errors } from '../http/route-responses.js';
 import { revocableTokenOf } from '../principal/index.js';
@@ -8,7 +8,7 @@ import type { WatchEngine } from './engine.js';
 
 /** Where a page stream's convergence and statuses come from (the fleet's convergence streams). */
 export interface PageFollower {
-  attachPage(socket: Socket, orgId: string, current: Convergence | undefined, wants: { convergence: boolean; statuses: boolean }): void;
+  attachPage(socket: Socket, orgId: string, wants: { convergence: boolean; statuses: boolean }): void;
 }
 
 /**
@@ -16,7 +16,7 @@ export interface PageFollower {
  * watch stream that also carries the organization's convergence and its
  * devices' statuses, so that a page of the dashboard holds one stream.
  */
-export function pageRoutes(engine: WatchEngine, follower: PageFollower, readConvergence: (org: string) => Promise<Convergence>): RouteModule {
+export function pageRoutes(engine: WatchEngine, follower: PageFollower): RouteModule {
   return {
     register(app, ctx) {
       app.post(
@@ -50,15 +50,14 @@ export function pageRoutes(engine: WatchEngine, follower: PageFollower, readConv
           });
           const wants = { convergence: req.body.convergence === true, statuses: req.body.statuses === true };
           const p = await ctx.access.principalOf(req);
-          // Read before the watch is prepared: a prepared watch holds its feed (and perhaps a list turn) until opened.
-          const current = wants.convergence ? await readConvergence(req.params.org) : undefined;
           const prepared = await engine.prepare(req.params.org, watches);
           engine.open(reply, prepared, {
             orgId: req.params.org,
             watches,
             tokenId: revocableTokenOf(p),
             deviceId: p.type === 'device' ? p.deviceId : undefined,
-            alongside: (socket) => follower.attachPage(socket, req.params.org, current, wants),
+            // The convergence comes from the replica's shared view, read after the list has started, not before it.
+            alongside: (socket) => follower.attachPage(socket, req.params.org, wants),
           });
         },
       );
