@@ -132,6 +132,10 @@ describe.each(backends())('the page stream on $name', ({ name, available }) => {
         expect(delta.value.reset).toBe(false);
         expect(unpack(delta.value).items.map((s) => s.id)).toEqual([devices[1]!.id]);
         await eventually(() => page.of('convergence').at(-1)?.value.error === 1, 'the convergence counts the error');
+        // A device online all along reports again: its delta too (nothing but the report changed).
+        await ws.h.ok(200, 'PUT', paths.deviceStatus(org, devices[0]!.id), { token: devices[0]!.device_token, body: report(head, 'wg: handshake failed') });
+        await eventually(() => page.statuses().get(devices[0]!.id)?.apply_error === 'wg: handshake failed', 'the delta of a device that stayed online');
+        expect(page.statuses().get(devices[0]!.id)?.online).toBe(true);
 
         // A change to an object: its event, on the same stream.
         const sg = await ws.h.createGroup(org, { name: 'web' });
