@@ -20,7 +20,6 @@ export interface Live {
 /** An organization's convergence as the shell follows it, with how long the last change took to converge. */
 export interface TrackedConvergence {
   value: Convergence | undefined;
-  error: Error | undefined;
   /** Milliseconds from the head rising to every device at it, for the last change seen since the page opened. */
   lastMs: number | undefined;
   /** A change is converging: since when (performance.now()). */

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { TrackedConvergence } from './context.js';
 import type { PageLink } from './page-link.js';
 
-const EMPTY: TrackedConvergence = { value: undefined, error: undefined, lastMs: undefined, pendingSince: undefined };
+const EMPTY: TrackedConvergence = { value: undefined, lastMs: undefined, pendingSince: undefined };
 
 /**
  * Follows an organization's convergence on its page stream and times each
@@ -24,7 +24,7 @@ export function useConvergenceTracker(page: PageLink | undefined): TrackedConver
         lastMs = performance.now() - since;
         since = undefined;
       }
-      setState({ value, error: undefined, lastMs, pendingSince: since });
+      setState({ value, lastMs, pendingSince: since });
     });
   }, [page]);
   return page ? state : undefined;

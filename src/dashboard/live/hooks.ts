@@ -49,7 +49,7 @@ export function useConvergence(_org: string): TrackedConvergence {
  * lines (a reset, then deltas at most once a second): no list is read. A
  * new map at most once per animation frame, so views may compare by identity.
  */
-export function useDeviceStatuses(_org: string): { statuses: ReadonlyMap<string, StatusSummary>; error: Error | undefined } {
+export function useDeviceStatuses(): ReadonlyMap<string, StatusSummary> {
   const page = usePage();
   const [statuses, setStatuses] = useState<ReadonlyMap<string, StatusSummary>>(() => new Map(page.statuses));
   useEffect(() => {
@@ -68,5 +68,5 @@ export function useDeviceStatuses(_org: string): { statuses: ReadonlyMap<string,
       cancelAnimationFrame(frame);
     };
   }, [page]);
-  return { statuses, error: undefined };
+  return statuses;
 }

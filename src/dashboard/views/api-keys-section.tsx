@@ -4,6 +4,7 @@ import { MEMBER_ROLES, type ApiKey, type MemberRole } from '../../protocol/wire.
 import type { Organization } from '../../client/index.js';
 import { EmptyState, ErrorState, FieldError, SecretOnce, fieldError } from '../components/ui.js';
 import { useClient } from '../live/context.js';
+import { ConfirmAction } from '../components/confirm-action.js';
 
 /** Fields whose server errors the create form shows at the field; any other shows above the list. */
 const FIELD_PATHS = ['/organizations', '/role', '/description', '/expires_at'];
@@ -26,7 +27,6 @@ export function ApiKeysSection(props: { canCreate: boolean }): JSX.Element {
   const [chosen, setChosen] = useState<readonly string[]>([]);
   const [role, setRole] = useState<MemberRole>('read');
   const [expires, setExpires] = useState('');
-  const [confirming, setConfirming] = useState<string | undefined>(undefined);
   const load = async (): Promise<void> => {
     try {
       const [k, o] = await Promise.all([client.apiKeys.list(), client.organizations.list()]);
@@ -138,15 +138,14 @@ export function ApiKeysSection(props: { canCreate: boolean }): JSX.Element {
                   <td>{k.expires_at}</td>
                   <td>{k.created_at}</td>
                   <td>
-                    {confirming === k.id ? (
-                      <div class="toolbar" role="alertdialog" aria-label={`Confirm revoking ${name}`}>
-                        <span>Revoke {name}? Everything using it stops at once.</span>
-                        <button type="button" class="danger" data-testid="api-key-revoke-confirm" onClick={() => { setConfirming(undefined); void act(async () => { await client.apiKeys.revoke(k.id); return `Revoked the key ${name}`; }); }}>Revoke</button>
-                        <button type="button" onClick={() => setConfirming(undefined)}>Cancel</button>
-                      </div>
-                    ) : (
-                      <button type="button" class="danger" data-testid="api-key-revoke" onClick={() => setConfirming(k.id)}>Revoke…</button>
-                    )}
+                    <ConfirmAction
+                      testId="api-key-revoke"
+                      opener="Revoke…"
+                      action="Revoke"
+                      label={`Confirm revoking ${name}`}
+                      question={`Revoke ${name}? Everything using it stops at once.`}
+                      onConfirm={() => void act(async () => { await client.apiKeys.revoke(k.id); return `Revoked the key ${name}`; })}
+                    />
                   </td>
                 </tr>
               );

@@ -4,6 +4,8 @@ import type { DeviceObject, DevicePatch } from '../../client/index.js';
 import { describeError } from '../components/ui.js';
 import { useClient } from '../live/context.js';
 import { useEnforcedGroups } from '../live/groups.js';
+import { ConfirmAction } from '../components/confirm-action.js';
+import { asTag } from '../components/typed-lists.js';
 
 /** Where a bulk action is: how many of the selection are done, and which failed (with why). */
 interface Progress {
@@ -24,7 +26,6 @@ export function BulkActions(props: { org: string; selected: readonly DeviceObjec
   const enforced = useEnforcedGroups(props.org);
   const [group, setGroup] = useState('');
   const [tag, setTag] = useState('');
-  const [confirmDelete, setConfirmDelete] = useState(false);
   const [progress, setProgress] = useState<Progress | undefined>(undefined);
   const busy = progress !== undefined && !progress.finished;
 
@@ -86,33 +87,21 @@ export function BulkActions(props: { org: string; selected: readonly DeviceObjec
           data-testid="bulk-tag-add"
           disabled={busy || n === 0 || tag.trim() === ''}
           onClick={() => {
-            const t = tag.trim().startsWith('tag:') ? tag.trim() : `tag:${tag.trim()}`;
+            const t = asTag(tag);
             patchAll(`Add ${t}`, (d) => ((d.tags ?? []).includes(t) ? undefined : { tags: [...(d.tags ?? []), t] }));
           }}
         >
           Add tag
         </button>
-        {confirmDelete ? (
-          <span role="alertdialog" aria-label="Confirm delete">
-            Delete {n} devices?{' '}
-            <button
-              type="button"
-              class="danger"
-              data-testid="bulk-delete-confirm"
-              onClick={() => {
-                setConfirmDelete(false);
-                void run(`Delete ${n} devices`, (d) => client.devices.delete(props.org, d.id));
-              }}
-            >
-              Delete
-            </button>
-            <button type="button" onClick={() => setConfirmDelete(false)}>Cancel</button>
-          </span>
-        ) : (
-          <button type="button" class="danger" data-testid="bulk-delete" disabled={busy || n === 0} onClick={() => setConfirmDelete(true)}>
-            Delete…
-          </button>
-        )}
+        <ConfirmAction
+          testId="bulk-delete"
+          opener="Delete…"
+          action="Delete"
+          disabled={busy || n === 0}
+          label="Confirm delete"
+          question={`Delete ${n} devices?`}
+          onConfirm={() => void run(`Delete ${n} devices`, (d) => client.devices.delete(props.org, d.id))}
+        />
         <button type="button" data-testid="bulk-clear" disabled={busy} onClick={() => { setProgress(undefined); props.onClear(); }}>
           Clear selection
         </button>

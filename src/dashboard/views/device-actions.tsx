@@ -5,9 +5,9 @@ import { ErrorState, FieldError, fieldError } from '../components/ui.js';
 import { useClient } from '../live/context.js';
 import { useEnforcedGroups } from '../live/groups.js';
 import { href } from '../router.js';
+import { ConfirmAction } from '../components/confirm-action.js';
+import { asTag, typedList } from '../components/typed-lists.js';
 
-const list = (s: string): string[] => s.split(/[\s,]+/).map((x) => x.trim()).filter(Boolean);
-const normTags = (s: string): string[] => list(s).map((t) => (t.startsWith('tag:') ? t : `tag:${t}`));
 
 /** What a save said: shown next to the form until the next edit. */
 type Outcome = { ok: true; what: string } | { ok: false; error: unknown } | undefined;
@@ -29,8 +29,6 @@ export function DeviceActions(props: { org: string; device: DeviceObject }): JSX
   const [group, setGroup] = useState(d.security_group_id ?? '');
   const [tags, setTags] = useState((d.tags ?? []).join(', '));
   const [outcome, setOutcome] = useState<Outcome>(undefined);
-  const [confirmDelete, setConfirmDelete] = useState(false);
-  const [confirmExpire, setConfirmExpire] = useState(false);
   const error = outcome && !outcome.ok ? outcome.error : undefined;
 
   const patch = async (body: DevicePatch, what: string): Promise<void> => {
@@ -54,7 +52,7 @@ export function DeviceActions(props: { org: string; device: DeviceObject }): JSX
       body.security_group_id = group || null;
       changed.push('security group');
     }
-    const nextTags = normTags(tags);
+    const nextTags = typedList(tags).map(asTag);
     if (nextTags.join(',') !== [...(d.tags ?? [])].join(',')) {
       body.tags = nextTags;
       changed.push('tags');
@@ -75,12 +73,10 @@ export function DeviceActions(props: { org: string; device: DeviceObject }): JSX
       await client.devices.delete(props.org, d.id);
       location.hash = href('devices', props.org);
     } catch (err) {
-      setConfirmDelete(false);
       setOutcome({ ok: false, error: err });
     }
   };
   const expire = async (): Promise<void> => {
-    setConfirmExpire(false);
     setOutcome(undefined);
     try {
       await client.devices.expireKey(props.org, d.id);
@@ -154,25 +150,24 @@ export function DeviceActions(props: { org: string; device: DeviceObject }): JSX
         </p>
       ) : null}
       <h3>Key</h3>
-      {confirmExpire ? (
-        <div class="toolbar" role="alertdialog" aria-label="Confirm expiring the key">
-          <span>Expire {d.hostname}'s key? It loses access at once and stays listed until its agent enrolls again with a registration key.</span>
-          <button type="button" class="danger" data-testid="device-expire-confirm" onClick={() => void expire()}>Expire key</button>
-          <button type="button" onClick={() => setConfirmExpire(false)}>Cancel</button>
-        </div>
-      ) : (
-        <button type="button" data-testid="device-expire" onClick={() => setConfirmExpire(true)}>Expire key…</button>
-      )}
+      <ConfirmAction
+        testId="device-expire"
+        opener="Expire key…"
+        action="Expire key"
+        danger={false}
+        label="Confirm expiring the key"
+        question={`Expire ${d.hostname}'s key? It loses access at once and stays listed until its agent enrolls again with a registration key.`}
+        onConfirm={() => void expire()}
+      />
       <h3>Delete</h3>
-      {confirmDelete ? (
-        <div class="toolbar" role="alertdialog" aria-label="Confirm delete">
-          <span>Delete {d.hostname}? Its agent loses access at once and every peer drops it.</span>
-          <button type="button" class="danger" data-testid="device-delete-confirm" onClick={() => void remove()}>Delete</button>
-          <button type="button" onClick={() => setConfirmDelete(false)}>Cancel</button>
-        </div>
-      ) : (
-        <button type="button" class="danger" data-testid="device-delete" onClick={() => setConfirmDelete(true)}>Delete this device…</button>
-      )}
+      <ConfirmAction
+        testId="device-delete"
+        opener="Delete this device…"
+        action="Delete"
+        label="Confirm delete"
+        question={`Delete ${d.hostname}? Its agent loses access at once and every peer drops it.`}
+        onConfirm={() => void remove()}
+      />
     </section>
   );
 }

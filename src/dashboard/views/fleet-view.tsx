@@ -1,19 +1,17 @@
 import type { JSX } from 'preact';
-import { ErrorState } from '../components/ui.js';
 import { useConvergence } from '../live/hooks.js';
 import { href } from '../router.js';
 import { RecentActivity } from './recent-activity.js';
 
 /** The fleet at a glance: how many devices are at the head, behind, failing or stale, a bar that fills as they ACK, the devices not converged, and the recent changes. */
 export function FleetView(props: { org: string }): JSX.Element {
-  const { value, error, lastMs, pendingSince } = useConvergence(props.org);
-  if (error && !value) return <main><ErrorState error={error} title="Could not follow the convergence" /></main>;
+  // A lost stream shows in the frame (the server-unreachable banner, or the live view stopping), not here.
+  const { value, lastMs, pendingSince } = useConvergence(props.org);
   if (!value) return <main><p class="muted">Loading…</p></main>;
   const pct = value.devices === 0 ? 100 : Math.round((value.at_head / value.devices) * 100);
   return (
     <main>
       <h1>Fleet overview</h1>
-      {error ? <ErrorState error={error} title="The live view is reconnecting" /> : null}
       <div class="counts">
         <div class="count ok">
           <div class="n" data-testid="fleet-at-head">{value.at_head}</div>

@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { MEMBER_ROLES, type Invitation, type InvitationCreate, type MemberRole } from '../../protocol/wire.js';
 import { EmptyState, ErrorState, FieldError, SecretOnce, fieldError } from '../components/ui.js';
 import { useClient } from '../live/context.js';
+import { ConfirmAction } from '../components/confirm-action.js';
 
 type Invitee = 'email' | 'subject' | 'token';
 const INVITEES: readonly { value: Invitee; label: string }[] = [
@@ -30,7 +31,6 @@ export function InvitationsSection(props: { org: string }): JSX.Element {
   const [invitee, setInvitee] = useState<Invitee>('email');
   const [value, setValue] = useState('');
   const [role, setRole] = useState<MemberRole>('read');
-  const [confirming, setConfirming] = useState<string | undefined>(undefined);
   const load = async (): Promise<void> => {
     try {
       setItems(await client.members.invitations(props.org));
@@ -119,15 +119,14 @@ export function InvitationsSection(props: { org: string }): JSX.Element {
                   <td>{i.created_by}</td>
                   <td>{i.expires_at}</td>
                   <td>
-                    {confirming === i.id ? (
-                      <div class="toolbar" role="alertdialog" aria-label={`Confirm revoking the invitation of ${name}`}>
-                        <span>Revoke the invitation of {name}?</span>
-                        <button type="button" class="danger" data-testid="invitation-revoke-confirm" onClick={() => { setConfirming(undefined); void act(async () => { await client.members.revokeInvitation(props.org, i.id); return `Revoked the invitation of ${name}`; }); }}>Revoke</button>
-                        <button type="button" onClick={() => setConfirming(undefined)}>Cancel</button>
-                      </div>
-                    ) : (
-                      <button type="button" class="danger" data-testid="invitation-revoke" onClick={() => setConfirming(i.id)}>Revoke…</button>
-                    )}
+                    <ConfirmAction
+                      testId="invitation-revoke"
+                      opener="Revoke…"
+                      action="Revoke"
+                      label={`Confirm revoking the invitation of ${name}`}
+                      question={`Revoke the invitation of ${name}?`}
+                      onConfirm={() => void act(async () => { await client.members.revokeInvitation(props.org, i.id); return `Revoked the invitation of ${name}`; })}
+                    />
                   </td>
                 </tr>
               );

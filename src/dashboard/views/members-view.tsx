@@ -4,6 +4,7 @@ import { MEMBER_ROLES, type Member, type MemberRole } from '../../protocol/wire.
 import { EmptyState, ErrorState } from '../components/ui.js';
 import { useClient } from '../live/context.js';
 import { InvitationsSection } from './invitations-section.js';
+import { ConfirmAction } from '../components/confirm-action.js';
 
 /** What the last change said: shown above the table until the next one. */
 type Outcome = { ok: true; what: string } | { ok: false; error: unknown } | undefined;
@@ -81,7 +82,6 @@ export function MembersView(props: { org: string }): JSX.Element {
 function MemberRow(props: { member: Member; onRole: (role: MemberRole) => Promise<void>; onRemove: () => Promise<void> }): JSX.Element {
   const m = props.member;
   const [role, setRole] = useState<MemberRole>(m.role);
-  const [confirming, setConfirming] = useState(false);
   useEffect(() => setRole(m.role), [m.role]);
   const selectId = `member-role-${m.user_id}`;
   return (
@@ -105,15 +105,14 @@ function MemberRow(props: { member: Member; onRole: (role: MemberRole) => Promis
         </form>
       </td>
       <td>
-        {confirming ? (
-          <div class="toolbar" role="alertdialog" aria-label={`Confirm removing ${who(m)}`}>
-            <span>Remove {who(m)}? They lose access to this organization at once.</span>
-            <button type="button" class="danger" data-testid="member-remove-confirm" onClick={() => { setConfirming(false); void props.onRemove(); }}>Remove</button>
-            <button type="button" onClick={() => setConfirming(false)}>Cancel</button>
-          </div>
-        ) : (
-          <button type="button" class="danger" data-testid="member-remove" onClick={() => setConfirming(true)}>Remove…</button>
-        )}
+        <ConfirmAction
+          testId="member-remove"
+          opener="Remove…"
+          action="Remove"
+          label={`Confirm removing ${who(m)}`}
+          question={`Remove ${who(m)}? They lose access to this organization at once.`}
+          onConfirm={() => void props.onRemove()}
+        />
       </td>
     </tr>
   );

@@ -4,11 +4,7 @@ import type { SecurityGroup } from '../../client/index.js';
 import { ErrorState, FieldError, fieldError } from '../components/ui.js';
 import { useClient } from '../live/context.js';
 import { draftOf, emptyDraft, ruleOf, RuleRow, type Direction, type RuleDraft } from './security-group-rule-row.js';
-
-/** Tags as typed: comma or space separated. */
-function tagsOf(text: string): string[] {
-  return text.split(/[\s,]+/).filter(Boolean);
-}
+import { typedList } from '../components/typed-lists.js';
 
 /** Fields whose server errors the form shows at the field; any other shows above the buttons. */
 const FIELD_PATHS = ['/name', '/description', '/applies_to', '/inbound_rules', '/outbound_rules'];
@@ -38,7 +34,7 @@ export function GroupEditor(props: { org: string; group: SecurityGroup | undefin
       const body = {
         name: name.trim() === '' ? null : name.trim(),
         description,
-        applies_to: tagsOf(appliesTo),
+        applies_to: typedList(appliesTo),
         inbound_rules: drafts.inbound_rules.map(ruleOf),
         outbound_rules: drafts.outbound_rules.map(ruleOf),
       };

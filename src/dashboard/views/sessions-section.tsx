@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { USER_SELF, type Session } from '../../protocol/wire.js';
 import { Ago, EmptyState, ErrorState } from '../components/ui.js';
 import { useClient } from '../live/context.js';
+import { ConfirmAction } from '../components/confirm-action.js';
 
 /**
  * The signed-in user's live sessions (browser, ctl, agent logins), the one
@@ -15,7 +16,6 @@ export function SessionsSection(props: { current: string }): JSX.Element {
   const [loadError, setLoadError] = useState<unknown>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const [saved, setSaved] = useState<string | undefined>(undefined);
-  const [confirming, setConfirming] = useState<string | undefined>(undefined);
   const load = async (): Promise<void> => {
     try {
       setSessions(await client.auth.listSessions(USER_SELF));
@@ -26,7 +26,6 @@ export function SessionsSection(props: { current: string }): JSX.Element {
   };
   useEffect(() => void load(), [client]);
   const revoke = async (s: Session): Promise<void> => {
-    setConfirming(undefined);
     setError(undefined);
     setSaved(undefined);
     try {
@@ -70,15 +69,14 @@ export function SessionsSection(props: { current: string }): JSX.Element {
                   <td><Ago at={s.last_used_at} now={now} /></td>
                   <td>{s.expires_at}</td>
                   <td>
-                    {confirming === s.id ? (
-                      <div class="toolbar" role="alertdialog" aria-label="Confirm revoking this session">
-                        <span>{current ? 'Revoke this browser’s session? This page signs out.' : 'Revoke this session? It is signed out at once.'}</span>
-                        <button type="button" class="danger" data-testid="session-revoke-confirm" onClick={() => void revoke(s)}>Revoke</button>
-                        <button type="button" onClick={() => setConfirming(undefined)}>Cancel</button>
-                      </div>
-                    ) : (
-                      <button type="button" class="danger" data-testid="session-revoke" onClick={() => setConfirming(s.id)}>Revoke…</button>
-                    )}
+                    <ConfirmAction
+                      testId="session-revoke"
+                      opener="Revoke…"
+                      action="Revoke"
+                      label="Confirm revoking this session"
+                      question={current ? 'Revoke this browser’s session? This page signs out.' : 'Revoke this session? It is signed out at once.'}
+                      onConfirm={() => void revoke(s)}
+                    />
                   </td>
                 </tr>
               );

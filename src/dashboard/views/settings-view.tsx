@@ -5,8 +5,8 @@ import { PolicyNotice } from '../components/policy-notice.js';
 import { ErrorState, FieldError, fieldError } from '../components/ui.js';
 import { useClient } from '../live/context.js';
 import { useOrganization } from '../live/hooks.js';
+import { typedList } from '../components/typed-lists.js';
 
-const lines = (s: string): string[] => s.split(/[\s,]+/).map((x) => x.trim()).filter(Boolean);
 
 type Form = { description: string; cidr: string; mtu: string; resolvers: string; auto: string };
 /** The fields a policy document owns while it manages the organization (all of `network` but `ipv4_cidr`). */
@@ -43,7 +43,7 @@ export function SettingsView(props: { org: string }): JSX.Element {
     try {
       const network = managed
         ? { ipv4_cidr: form.cidr.trim() }
-        : { ipv4_cidr: form.cidr.trim(), mtu: Number(form.mtu), resolvers: lines(form.resolvers), auto_approve_cidrs: lines(form.auto) };
+        : { ipv4_cidr: form.cidr.trim(), mtu: Number(form.mtu), resolvers: typedList(form.resolvers), auto_approve_cidrs: typedList(form.auto) };
       const o = await client.organizations.update(props.org, { description: form.description, network });
       setOrg(o);
       setError(undefined);
