@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { FleetplaneClient } from '../../src/client/index.js';
 import { until } from '../agent/support/harness.js';
-import { hasChromium, screenshot, seriousViolations } from './support/browser.js';
+import { hasChromium, screenshot, seriousViolations, signIn } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_audit_admin_token';
@@ -26,10 +26,7 @@ describe.runIf(hasChromium())('the audit browser, in Chromium', () => {
     await admin.securityGroups.create(org, { name: 'db', description: 'databases', inbound_rules: [], outbound_rules: [] });
 
     const { page, problems } = await browser.newPage();
-    await page.goto(url);
-    await page.getByTestId('login-token').fill(ADMIN);
-    await page.getByTestId('login-submit').click();
-    await page.getByTestId('orgs-row').first().waitFor();
+    await signIn(page, url, ADMIN);
     await page.goto(`${url}/#/orgs/${org}/audit`);
     await page.getByTestId('audit-row').first().waitFor();
     // Newest first, every kind.

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { FleetplaneClient } from '../../src/client/index.js';
 import { until } from '../agent/support/harness.js';
-import { hasChromium, seriousViolations } from './support/browser.js';
+import { hasChromium, seriousViolations, signIn } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_device_actions_admin_token';
@@ -20,10 +20,7 @@ describe.runIf(hasChromium())('acting on devices in the dashboard, in Chromium',
 
   async function signedIn(url: string) {
     const { page, problems } = await env().browser.newPage();
-    await page.goto(url);
-    await page.getByTestId('login-token').fill(ADMIN);
-    await page.getByTestId('login-submit').click();
-    await page.getByTestId('orgs-row').first().waitFor();
+    await signIn(page, url, ADMIN);
     return { page, problems };
   }
 

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { FleetplaneClient, type EnrolledDevice, type PeerPath } from '../../src/client/index.js';
 import { until } from '../agent/support/harness.js';
-import { hasChromium, screenshot, seriousViolations } from './support/browser.js';
+import { hasChromium, screenshot, seriousViolations, signIn } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_peers_admin_token';
@@ -38,10 +38,7 @@ describe.runIf(hasChromium())('the device page’s peers, in Chromium', () => {
     });
 
     const { page, problems } = await browser.newPage();
-    await page.goto(url);
-    await page.getByTestId('login-token').fill(ADMIN);
-    await page.getByTestId('login-submit').click();
-    await page.getByTestId('orgs-row').first().waitFor();
+    await signIn(page, url, ADMIN);
     await page.goto(`${url}/#/orgs/${org}/devices/${web.id}`);
     const rows = page.getByTestId('device-peer-row');
     await until(async () => (await rows.count()) === peers.length, 'a row per peer');

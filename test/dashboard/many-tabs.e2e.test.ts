@@ -13,7 +13,7 @@ import type { Page } from 'playwright-core';
 import { FleetplaneClient } from '../../src/client/index.js';
 import { paths, ROUTES } from '../../src/protocol/index.js';
 import { until } from '../agent/support/harness.js';
-import { hasChromium } from './support/browser.js';
+import { hasChromium, signIn } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_many_tabs_admin_token';
@@ -47,10 +47,7 @@ describe.runIf(hasChromium())('twelve dashboard tabs in one Chromium', () => {
     const streamsBefore = await metric(url, 'fleetplane_watchers');
 
     const { page: first, context, problems } = await browser.newPage();
-    await first.goto(url);
-    await first.getByTestId('login-token').fill(ADMIN);
-    await first.getByTestId('login-submit').click();
-    await first.getByTestId('orgs-row').first().waitFor();
+    await signIn(first, url, ADMIN);
 
     // Every view that shows the group or the head, each in more than one tab.
     const base = `${url}/#/orgs/${org}`;

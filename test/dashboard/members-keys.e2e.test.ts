@@ -12,7 +12,7 @@ import { FleetplaneClient } from '../../src/client/index.js';
 import { COOKIES } from '../../src/protocol/index.js';
 import { until } from '../agent/support/harness.js';
 import { addMemberForTest, createSessionForTest, createUserForTest } from '../server/support/users.js';
-import { hasChromium, screenshot, seriousViolations } from './support/browser.js';
+import { hasChromium, screenshot, seriousViolations, signIn } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_members_keys_admin_token';
@@ -22,10 +22,7 @@ describe.runIf(hasChromium())('members, invitations, API keys and sessions in th
 
   async function signedIn(url: string, token: string, colorScheme: 'light' | 'dark' = 'light') {
     const { page, problems } = await env().browser.newPage({ colorScheme });
-    await page.goto(url);
-    await page.getByTestId('login-token').fill(token);
-    await page.getByTestId('login-submit').click();
-    await page.getByTestId('orgs-row').first().waitFor();
+    await signIn(page, url, token);
     return { page, problems };
   }
 

@@ -14,7 +14,7 @@ import { FleetplaneClient } from '../../src/client/index.js';
 import { ROUTES } from '../../src/protocol/index.js';
 import { policyDocument, POLICY_GROUPS } from '../../src/bench/measure/policy-document.js';
 import { until } from '../agent/support/harness.js';
-import { hasChromium, screenshot, seriousViolations } from './support/browser.js';
+import { hasChromium, screenshot, seriousViolations, signIn } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_policy_admin_token';
@@ -76,10 +76,7 @@ describe.runIf(hasChromium())('the dashboard with a policy document, in Chromium
     const tagged = await admin.devices.create(org, { hostname: 'web-1', public_key: key(), tags: ['tag:web'] });
 
     const { page, problems } = await browser.newPage();
-    await page.goto(url);
-    await page.getByTestId('login-token').fill(ADMIN);
-    await page.getByTestId('login-submit').click();
-    await page.getByTestId('orgs-row').first().waitFor();
+    await signIn(page, url, ADMIN);
     await page.goto(`${url}/#/orgs/${org}/security-groups`);
     // The objects, with what they apply to, editable.
     await page.getByTestId('sg-edit').first().waitFor();
@@ -146,10 +143,7 @@ describe.runIf(hasChromium())('the dashboard with a policy document, in Chromium
     const { page, problems } = await browser.newPage();
     // Every page stream opened (the page's shared worker opens them): a line it could not unpack would make it open another and list again.
     const watches = (): Promise<number> => metricValue(url, 'fleetplane_page_streams_opened_total');
-    await page.goto(url);
-    await page.getByTestId('login-token').fill(ADMIN);
-    await page.getByTestId('login-submit').click();
-    await page.getByTestId('orgs-row').first().waitFor();
+    await signIn(page, url, ADMIN);
     await page.goto(`${url}/#/orgs/${org}/security-groups`);
     // A group created while the page is open shows in it: its watch stream is live, so the document comes as an event, not in a list.
     await page.getByTestId('sg-create').waitFor();

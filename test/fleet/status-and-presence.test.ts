@@ -9,22 +9,15 @@ import {
   type Convergence,
   type ConvergenceEvent,
   type Device,
-  type DeviceStatusInput,
   type EnrolledDevice,
 } from '../../src/protocol/index.js';
 import { backends } from '../server/fixtures.js';
-import { StatusTunnel } from './support/status-tunnel.js';
+import { StatusTunnel, statusReport } from './support/status-tunnel.js';
 import { openWatch } from '../watch/support/watch-client.js';
 import { delay, eventually, startWatchServer, type WatchServer } from '../watch/support/watch-server.js';
 import { LineSplitter } from '../watch/support/ndjson.js';
 
-const report = (applied: number | null, error: string | null = null): DeviceStatusInput => ({
-  applied_revision: applied,
-  apply_error: error,
-  local_endpoints: [],
-  os: 'linux',
-  agent_version: 'test',
-});
+const report = statusReport;
 
 /** Write statements (status batches, presence) the server has run: INSERT, UPDATE, DELETE. */
 async function writes(ws: WatchServer): Promise<number> {
@@ -42,12 +35,7 @@ describe.each(backends())('device statuses, presence and convergence on $name', 
       await ws.close();
     });
 
-    async function fleet(n: number): Promise<{ org: string; devices: EnrolledDevice[] }> {
-      const org = (await ws.h.createOrg()).id;
-      const devices: EnrolledDevice[] = [];
-      for (let i = 0; i < n; i++) devices.push(await ws.h.createDevice(org));
-      return { org, devices };
-    }
+    const fleet = (n: number) => ws.h.createOrgWithDevices(n);
 
     it('PUTs from many devices are written in a few batches of one statement each, and answered after their batch', async () => {
       const { org, devices } = await fleet(40);

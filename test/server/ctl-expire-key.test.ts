@@ -5,9 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetplaneClient } from '../../src/client/index.js';
-import { runCtl } from '../../src/cli/ctl/index.js';
 import { startServer } from '../../src/server/index.js';
-import { freshConfigPath, TextBuffer } from '../client/support/ctl-runner.js';
+import { ctlAt } from '../client/support/ctl-runner.js';
 import { Harness, uniqueName, wgKey } from './fixtures.js';
 
 describe('ctl devices expire', () => {
@@ -22,13 +21,7 @@ describe('ctl devices expire', () => {
     await h.server.close();
   });
 
-  async function ctl(argv: string[], token = h.admin): Promise<{ code: number; out: string; err: string }> {
-    const stdout = new TextBuffer();
-    const stderr = new TextBuffer();
-    const env = { FLEETPLANE_URL: h.server.url ?? '', FLEETPLANE_TOKEN: token, FLEETPLANE_CONFIG: freshConfigPath() };
-    const code = await runCtl(argv, { stdout, stderr, env });
-    return { code, out: stdout.text, err: stderr.text };
-  }
+  const ctl = (argv: string[], token = h.admin) => ctlAt(h.server.url ?? '', token, argv);
 
   it('expires the named device’s key: its token is refused, the device stays; a read token may not', async () => {
     const orgName = uniqueName('expire');

@@ -114,6 +114,14 @@ export class Harness {
     });
   }
 
+  /** A new organization with `n` devices, each enrolled with its own token (hostnames `hostname(i)`, else unique). */
+  async createOrgWithDevices(n: number, hostname?: (i: number) => string): Promise<{ org: string; devices: EnrolledDevice[] }> {
+    const org = (await this.createOrg()).id;
+    const devices: EnrolledDevice[] = [];
+    for (let i = 0; i < n; i++) devices.push(await this.createDevice(org, hostname ? { hostname: hostname(i) } : {}));
+    return { org, devices };
+  }
+
   async createToken(org: string, role: TokenRole): Promise<string> {
     const created = await this.ok<CreatedOrgToken>(201, 'POST', paths.tokens(org), { body: { role } });
     return created.token;

@@ -10,8 +10,6 @@ import {
   MEDIA,
   bearerAuthorization,
   paths,
-  type DeviceStatusInput,
-  type EnrolledDevice,
   type PageLine,
   type StatusesItems,
   type StatusesValue,
@@ -19,14 +17,9 @@ import {
 import { backends } from '../server/fixtures.js';
 import { eventually, startWatchServer, type WatchServer } from './support/watch-server.js';
 import { LineSplitter } from './support/ndjson.js';
+import { statusReport } from '../fleet/support/status-tunnel.js';
 
-const report = (applied: number | null, error: string | null = null): DeviceStatusInput => ({
-  applied_revision: applied,
-  apply_error: error,
-  local_endpoints: [],
-  os: 'linux',
-  agent_version: 'page-test',
-});
+const report = statusReport;
 
 function unpack(v: StatusesValue): StatusesItems {
   if ('gzip' in v) return JSON.parse(gunzipSync(Buffer.from(v.gzip, 'base64')).toString('utf8')) as StatusesItems;
@@ -99,12 +92,7 @@ describe.each(backends())('the page stream on $name', ({ name, available }) => {
       await ws.close();
     });
 
-    async function fleet(n: number): Promise<{ org: string; devices: EnrolledDevice[] }> {
-      const org = (await ws.h.createOrg()).id;
-      const devices: EnrolledDevice[] = [];
-      for (let i = 0; i < n; i++) devices.push(await ws.h.createDevice(org, { hostname: `page-${i}` }));
-      return { org, devices };
-    }
+    const fleet = (n: number) => ws.h.createOrgWithDevices(n, (i) => `page-${i}`);
 
     const ALL = { watches: [{ kind: 'device' }, { kind: 'security-group' }, { kind: 'organization' }], convergence: true, statuses: true };
 
@@ -122,7 +110,7 @@ describe.each(backends())('the page stream on $name', ({ name, available }) => {
         expect(first.value.reset).toBe(true);
         const held = page.statuses();
         expect([...held.keys()].sort()).toEqual(devices.map((d) => d.id).sort());
-        expect(held.get(devices[0]!.id)).toMatchObject({ applied_revision: head, apply_error: null, os: 'linux', agent_version: 'page-test' });
+        expect(held.get(devices[0]!.id)).toMatchObject({ applied_revision: head, apply_error: null, os: 'linux', agent_version: 'test' });
         expect(held.get(devices[1]!.id)).toMatchObject({ applied_revision: null, os: null });
 
         // A report: a delta naming that device, and the convergence moves.

@@ -246,9 +246,15 @@ export class ConvergenceStreams {
         for (const s of org.streams) s.write(org.bytes);
         for (const p of org.pages) p.writeConvergence(org.bytes);
       }
-      if (this.#orgs.get(orgId) === org && [...org.pages].some((p) => p.statuses)) {
-        if ([...org.pages].some((p) => p.needsStatusesReset)) this.#resetStatuses(orgId, org);
-        this.#scheduleStatuses(orgId, org);
+      if (this.#orgs.get(orgId) === org) {
+        let statuses = false;
+        let reset = false;
+        for (const p of org.pages) {
+          statuses ||= p.statuses;
+          reset ||= p.needsStatusesReset;
+        }
+        if (reset) this.#resetStatuses(orgId, org);
+        if (statuses) this.#scheduleStatuses(orgId, org);
       }
     } catch (err) {
       if (err instanceof ApiError && err.code === 'not_found') {

@@ -31,6 +31,21 @@ export interface RenewedDeviceToken extends DeviceTokenRenewal {
 const iso = (v: unknown): string => new Date(v as string).toISOString();
 
 /**
+ * Locks the device's row for the transaction, so that a change to its tokens
+ * and a delete of the device never both succeed; 404 when it (or its
+ * organization) is gone.
+ */
+async function lockLiveDevice(tx: Queryable, orgId: string, deviceId: string): Promise<void> {
+  const device = await tx.query(
+    `SELECT o.id FROM objects o JOIN orgs g ON g.id = o.org_id
+      WHERE o.id = $1 AND o.org_id = $2 AND o.kind = 'device' AND NOT o.deleted AND g.deleted_at IS NULL
+      FOR UPDATE OF o`,
+    [deviceId, orgId],
+  );
+  if (device.length === 0) throw notFound('device');
+}
+
+/**
  * Issues a new token for `deviceId` (expiring `ttlSeconds` from now, 0:
  * never) and brings every other valid token of the device forward to expire
  * within `overlapSeconds` (never later than it would have). The device's row
@@ -45,13 +60,7 @@ export async function renewDeviceToken(
   overlapSeconds: number,
 ): Promise<RenewedDeviceToken> {
   return db.transaction(async (tx) => {
-    const device = await tx.query(
-      `SELECT o.id FROM objects o JOIN orgs g ON g.id = o.org_id
-        WHERE o.id = $1 AND o.org_id = $2 AND o.kind = 'device' AND NOT o.deleted AND g.deleted_at IS NULL
-        FOR UPDATE OF o`,
-      [deviceId, orgId],
-    );
-    if (device.length === 0) throw notFound('device');
+    await lockLiveDevice(tx, orgId, deviceId);
     const valid = await tx.query<{ n: number; next_s: number | null }>(
       `SELECT count(*)::int AS n, EXTRACT(EPOCH FROM min(expires_at) - now())::float8 AS next_s FROM tokens
         WHERE device_id = $1 AND kind = 'device' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
@@ -105,13 +114,7 @@ export async function renewDeviceToken(
  */
 export async function expireDeviceTokens(db: Database, orgId: string, deviceId: string): Promise<string[]> {
   return db.transaction(async (tx) => {
-    const device = await tx.query(
-      `SELECT o.id FROM objects o JOIN orgs g ON g.id = o.org_id
-        WHERE o.id = $1 AND o.org_id = $2 AND o.kind = 'device' AND NOT o.deleted AND g.deleted_at IS NULL
-        FOR UPDATE OF o`,
-      [deviceId, orgId],
-    );
-    if (device.length === 0) throw notFound('device');
+    await lockLiveDevice(tx, orgId, deviceId);
     const rows = await tx.query<{ id: string }>(
       `UPDATE tokens SET revoked_at = now()
         WHERE device_id = $1 AND kind = 'device' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())

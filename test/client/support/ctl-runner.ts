@@ -57,3 +57,11 @@ export function ctlRunner(server: () => FakeFleetServer) {
     return { code, out: stdout.text, err: stderr.text };
   };
 }
+
+/** Runs `fleetplane ctl` in process against a real server at `url` with `token`, on the real clock. */
+export async function ctlAt(url: string, token: string, argv: string[]): Promise<CtlResult> {
+  const stdout = new TextBuffer();
+  const stderr = new TextBuffer();
+  const code = await runCtl(argv, { stdout, stderr, env: { FLEETPLANE_URL: url, FLEETPLANE_TOKEN: token, FLEETPLANE_CONFIG: freshConfigPath() } });
+  return { code, out: stdout.text, err: stderr.text };
+}

@@ -52,6 +52,14 @@ export async function launchBrowser(): Promise<TestBrowser> {
   };
 }
 
+/** Signs `page` in with `token` from the sign-in page, as an operator pastes it, and waits for the organizations list. */
+export async function signIn(page: Page, url: string, token: string): Promise<void> {
+  await page.goto(url);
+  await page.getByTestId('login-token').fill(token);
+  await page.getByTestId('login-submit').click();
+  await page.getByTestId('orgs-row').first().waitFor();
+}
+
 const AXE_SOURCE: string = (createRequire(import.meta.url)('axe-core') as { source: string }).source;
 
 /** axe-core's violations of serious or critical impact on the page as it is now, one line each. */

@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import { HEADERS, ROUTES, bearerAuthorization, decodeTunnelFrame, type TunnelStatusAck } from '../../../src/protocol/index.js';
+import { HEADERS, ROUTES, bearerAuthorization, decodeTunnelFrame, type DeviceStatusInput, type TunnelStatusAck } from '../../../src/protocol/index.js';
 import { eventually } from '../../watch/support/watch-server.js';
 
 /** A device's tunnel that sends status frames and collects their acks. */
@@ -41,4 +41,9 @@ export class StatusTunnel {
       this.ws.close();
     });
   }
+}
+
+/** A status report as an agent sends it: `applied` revision, and `error` when the apply failed. */
+export function statusReport(applied: number | null, error: string | null = null): DeviceStatusInput {
+  return { applied_revision: applied, apply_error: error, local_endpoints: [], os: 'linux', agent_version: 'test' };
 }

@@ -6,10 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetplaneClient } from '../../../src/client/index.js';
-import { runCtl } from '../../../src/cli/ctl/index.js';
 import type { AuditEntry } from '../../../src/protocol/index.js';
 import { startServer } from '../../../src/server/index.js';
-import { freshConfigPath, TextBuffer } from '../../client/support/ctl-runner.js';
+import { ctlAt } from '../../client/support/ctl-runner.js';
 import { Harness, uniqueName, wgKey } from '../fixtures.js';
 
 describe('ctl audit --object by name, and names and changes in its output', () => {
@@ -38,13 +37,7 @@ describe('ctl audit --object by name, and names and changes in its output', () =
     await h.server.close();
   });
 
-  const ctl = async (argv: string[]) => {
-    const stdout = new TextBuffer();
-    const stderr = new TextBuffer();
-    const env = { FLEETPLANE_URL: h.server.url ?? '', FLEETPLANE_TOKEN: h.admin, FLEETPLANE_CONFIG: freshConfigPath() };
-    const code = await runCtl(['audit', '--org', orgName, ...argv], { stdout, stderr, env });
-    return { code, out: stdout.text, err: stderr.text };
-  };
+  const ctl = (argv: string[]) => ctlAt(h.server.url ?? '', h.admin, ['audit', '--org', orgName, ...argv]);
 
   it('--object takes a hostname: the device entries, each under the name it had, with the change before → after', async () => {
     const json = await ctl(['--object', renamed, '-o', 'json']);

@@ -1,10 +1,9 @@
 /** Issue 13: the SDK pages the audit log as an async iterator; `fleetplane ctl audit` shows it. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetplaneClient } from '../../../src/client/index.js';
-import { runCtl } from '../../../src/cli/ctl/index.js';
 import type { AuditEntry } from '../../../src/protocol/index.js';
 import { startServer } from '../../../src/server/index.js';
-import { freshConfigPath, TextBuffer } from '../../client/support/ctl-runner.js';
+import { ctlAt } from '../../client/support/ctl-runner.js';
 import { Harness, uniqueName } from '../fixtures.js';
 
 describe('the audit log through the SDK and ctl', () => {
@@ -25,13 +24,7 @@ describe('the audit log through the SDK and ctl', () => {
     await h.server.close();
   });
 
-  const ctl = async (argv: string[]) => {
-    const stdout = new TextBuffer();
-    const stderr = new TextBuffer();
-    const env = { FLEETPLANE_URL: h.server.url ?? '', FLEETPLANE_TOKEN: h.admin, FLEETPLANE_CONFIG: freshConfigPath() };
-    const code = await runCtl(argv, { stdout, stderr, env });
-    return { code, out: stdout.text, err: stderr.text };
-  };
+  const ctl = (argv: string[]) => ctlAt(h.server.url ?? '', h.admin, argv);
 
   it('entries() reads every page, newest first, as the iteration asks', async () => {
     const seen: AuditEntry[] = [];
