@@ -8,6 +8,7 @@ export const HEADERS = {
   contentType: 'content-type',
   contentLength: 'content-length',
   transferEncoding: 'transfer-encoding',
+  cacheControl: 'cache-control',
   connection: 'connection',
   cookie: 'cookie',
   setCookie: 'set-cookie',

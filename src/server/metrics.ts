@@ -23,6 +23,11 @@ export class Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
+  readonly http2Sessions = new Gauge({
+    name: 'fleetplane_http2_sessions',
+    help: 'Open HTTP/2 connections on the public listener (with TLS): each carries every request and stream of one browser.',
+    registers: [this.registry],
+  });
   readonly dbQueries = new Counter({
     name: 'fleetplane_db_queries_total',
     help: 'Database queries by statement kind and outcome.',

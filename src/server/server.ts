@@ -12,6 +12,7 @@ import { Metrics } from './metrics.js';
 import { clusterMetricsSource } from './cluster-metrics.js';
 import { buildApp, type App } from './http/app.js';
 import { ConnectionLimiter } from './http/connection-limits.js';
+import { closeAllConnections, closeHttp2Sessions } from './http/http2-sessions.js';
 import { readTlsPair, ReloadableCertificate, type TlsFiles } from './http/tls-certificate.js';
 import { isLoopbackHost } from '../util/loopback.js';
 import type { RouteModule, ServerContext } from './http/context.js';
@@ -366,8 +367,9 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
     // connection ends after its request): an agent whose tunnel just closed reports by PUT,
     // and its status joins a batch as usual. A connection that never sent a request (clients
     // open spare ones) or sends one slowly would otherwise hold the close: hence the grace.
-    const force = setTimeout(() => app.server.closeAllConnections(), Math.min(CLOSE_GRACE_MS, left() / 2));
+    const force = setTimeout(() => closeAllConnections(app.server), Math.min(CLOSE_GRACE_MS, left() / 2));
     await phase('http', async () => {
+      closeHttp2Sessions(app.server);
       await app.close();
       await serverClosed;
     });

@@ -1,10 +1,9 @@
-import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { MEDIA, orgSignal, PAGE_STATUS_INTERVAL_MS, statusSignal, type Convergence, type StatusesItems, type StatusSummary } from '../../protocol/index.js';
 import type { SignalBus, Subscription } from '../bus/index.js';
 import { ApiError } from '../errors.js';
-import { chunk, LineStream, responseHead, type StreamOwner } from '../streams/index.js';
+import { chunk, LineStream, startResponse, type StreamOwner, type StreamSocket } from '../streams/index.js';
 import type { FleetMetrics } from './fleet-metrics.js';
 import { PageSink } from './page-sink.js';
 import { encodeStatuses } from './statuses-line.js';
@@ -104,7 +103,7 @@ export class ConvergenceStreams {
           if (state.streams.size === 0 && state.pages.size === 0) this.#drop(orgId, state);
         },
       });
-      socket.write(responseHead(MEDIA.watch));
+      startResponse(socket, MEDIA.watch);
       stream.write(state.bytes);
       state.streams.add(stream);
       this.o.metrics.convergenceStreams.set(++this.#count);
@@ -118,7 +117,7 @@ export class ConvergenceStreams {
    * stream's socket, until the socket closes. The convergence goes at once
    * when the organization is followed already, else after its first read.
    */
-  attachPage(socket: Socket, orgId: string, wants: { convergence: boolean; statuses: boolean }): void {
+  attachPage(socket: StreamSocket, orgId: string, wants: { convergence: boolean; statuses: boolean }): void {
     if (!wants.convergence && !wants.statuses) return;
     const state = this.#follow(orgId, 'null');
     const sink: PageSink = new PageSink(socket, wants.convergence, wants.statuses, {

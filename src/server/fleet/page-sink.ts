@@ -1,4 +1,4 @@
-import type { Socket } from 'node:net';
+import type { StreamSocket } from '../streams/index.js';
 
 /** Bytes a page stream's socket may hold unsent before its convergence and statuses lines wait for it to drain. */
 export const PAGE_SINK_HIGH_WATER = 256 * 1024;
@@ -29,7 +29,7 @@ export class PageSink {
   needsStatusesReset: boolean;
 
   constructor(
-    private readonly socket: Socket,
+    private readonly socket: StreamSocket,
     readonly convergence: boolean,
     readonly statuses: boolean,
     private readonly source: PageSinkSource,

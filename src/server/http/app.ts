@@ -1,4 +1,5 @@
-import Fastify, { LogController, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import Fastify, { LogController, type FastifyHttp2SecureOptions, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import type { Http2SecureServer } from 'node:http2';
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -24,9 +25,10 @@ import { validatorCompiler } from './validator.js';
 import { acceptJsonBodies } from './json-body.js';
 import { clientErrorHandler } from './client-error.js';
 import { limitBodyTime } from './body-timeout.js';
-import { closeAfterReply } from './connection-close.js';
+import { closeAfterReply, closeConnectionAfter } from './connection-close.js';
 import { guardRoutes } from '../access/index.js';
-import { answerHalfClosedRequests, httpListenerOptions, tlsListenerOptions } from './listener-options.js';
+import { answerHalfClosedRequests, applyHttp1Timeouts, http2ListenerOptions, httpListenerOptions, tlsListenerOptions } from './listener-options.js';
+import { trackHttp2Sessions } from './http2-sessions.js';
 import { refuseMalformedQueries, strictQueryStrings } from './query-string.js';
 import { noSniff, withNoSniff } from './no-sniff.js';
 
@@ -60,11 +62,22 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
   const listener = httpListenerOptions(ctx.settings, ctx.connections);
   // An HTTPS server has every method the routes and the gateway use of the HTTP one; only the type differs.
   type HttpInstance = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
+  type Http2Options = FastifyHttp2SecureOptions<Http2SecureServer, Logger>;
   const app = (
     https
-      ? (Fastify({ ...options, https: { ...https, ...listener, ...tlsListenerOptions(ctx.settings) } }) as unknown as HttpInstance)
+      ? (Fastify({
+          ...options,
+          // The handler reads only what an HTTP/2 request has too (its method, url and headers).
+          frameworkErrors: options.frameworkErrors as unknown as Http2Options['frameworkErrors'],
+          http2: true,
+          https: { ...https, ...http2ListenerOptions(ctx.connections), ...tlsListenerOptions(ctx.settings) },
+        } satisfies Http2Options) as unknown as HttpInstance)
       : Fastify({ ...options, http: listener })
   ).withTypeProvider<TypeBoxTypeProvider>();
+  if (https) {
+    applyHttp1Timeouts(app.server, ctx.settings);
+    trackHttp2Sessions(app.server, ctx.metrics.http2Sessions);
+  }
 
   // No child logger per request: a watch stream keeps its request for as long as it lives, and a pino child
   // (bindings, level functions) is about 0.5 KB of each of 10,000 agents' share. The few lines logged for a
@@ -88,8 +101,8 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
     void reply.status(err.status).send(err.toBody());
   });
 
-  app.addHook('onRequest', async (_req, reply) => {
-    if (ctx.draining()) void reply.header('connection', 'close');
+  app.addHook('onRequest', async (req, reply) => {
+    if (ctx.draining()) closeConnectionAfter(req.raw, (name, value) => void reply.header(name, value));
   });
 
   app.addHook('onResponse', async (req, reply) => {

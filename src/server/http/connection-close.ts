@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { constants, Http2ServerRequest } from 'node:http2';
 import { ERRORS, HEADERS } from '../../protocol/index.js';
 import type { App } from './app.js';
 import { bodyPending } from './pending-body.js';
@@ -15,10 +16,32 @@ export function closesConnection(status: number, req: IncomingMessage): boolean 
   return status === ERRORS.unauthorized.status || bodyPending(req);
 }
 
-/** The public listener's replies: `Connection: close` where closesConnection() says so. */
+/**
+ * The public listener's replies: `Connection: close` where closesConnection()
+ * says so. HTTP/2 has no such header, and its connection carries other
+ * requests (every tab's): there a reply sent while the body is still
+ * arriving resets that request's stream once sent (RST_STREAM NO_ERROR,
+ * RFC 9113 section 8.1), which stops the client sending the rest.
+ */
 export function closeAfterReply(app: App): void {
   app.addHook('onSend', (req, reply, payload, done) => {
-    if (closesConnection(reply.statusCode, req.raw)) void reply.header(HEADERS.connection, 'close');
+    const raw: IncomingMessage | Http2ServerRequest = req.raw;
+    if (raw instanceof Http2ServerRequest) {
+      if (bodyPending(req.raw)) reply.raw.once('finish', () => raw.stream.close(constants.NGHTTP2_NO_ERROR));
+    } else if (closesConnection(reply.statusCode, req.raw)) void reply.header(HEADERS.connection, 'close');
     done(null, payload);
   });
+}
+
+/**
+ * Ends `req`'s connection once its reply is sent, for a server that is
+ * stopping: `Connection: close` on HTTP/1.1; on HTTP/2, GOAWAY, after which
+ * the requests already on the connection are answered and no other starts.
+ */
+export function closeConnectionAfter(req: IncomingMessage, setHeader: (name: string, value: string) => void): void {
+  const raw: IncomingMessage | Http2ServerRequest = req;
+  if (raw instanceof Http2ServerRequest) {
+    const session = raw.stream.session;
+    if (session && !session.closed) session.close();
+  } else setHeader(HEADERS.connection, 'close');
 }

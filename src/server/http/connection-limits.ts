@@ -1,4 +1,5 @@
 import { IncomingMessage, type ServerResponse } from 'node:http';
+import { Http2ServerRequest, Http2ServerResponse, type Http2Session } from 'node:http2';
 import type { Server, Socket } from 'node:net';
 import { Server as TlsServer, type TLSSocket } from 'node:tls';
 import { Counter, Gauge } from 'prom-client';
@@ -137,6 +138,8 @@ export class ConnectionLimiter {
   readonly #bySource = new Map<string, number>();
   /** By the socket node:http serves: the TCP socket, or the TLS socket above it. */
   readonly #connections = new WeakMap<Socket, TrackedConnection>();
+  /** HTTP/2 connections, by their session (its requests name their session, not a socket). */
+  readonly #sessions = new WeakMap<Http2Session, TrackedConnection>();
   readonly #idle = new IdleConnections();
   readonly #openGauge: Gauge<'listener'>;
   readonly #refused: Counter<'listener' | 'reason'>;
@@ -206,6 +209,12 @@ export class ConnectionLimiter {
     });
     if (!opts.evictIdle) return;
     if (byPeer) {
+      // node:http2 makes an HTTP/2 connection's session before this listener's turn (below): found by its peer.
+      server.on('session', (session: Http2Session) => {
+        const peer = session.socket === undefined ? undefined : peerOf(session.socket);
+        const c = peer === undefined ? undefined : byPeer.get(peer);
+        if (c !== undefined) this.#sessions.set(session, c);
+      });
       server.on('secureConnection', (tlsSocket: TLSSocket) => {
         const peer = peerOf(tlsSocket);
         const c = peer === undefined ? undefined : byPeer.get(peer);
@@ -214,7 +223,28 @@ export class ConnectionLimiter {
         this.#connections.set(tlsSocket, c);
       });
     }
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => this.#requestStarted(req, res));
+    server.on('request', (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
+      if (req instanceof Http2ServerRequest) this.#streamStarted(req, res);
+      else if (!(res instanceof Http2ServerResponse)) this.#requestStarted(req, res);
+    });
+  }
+
+  /**
+   * A request on an HTTP/2 connection: the connection is served (never
+   * idle) until every stream it carries has ended, a long-lived watch
+   * stream's included.
+   */
+  #streamStarted(req: Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void {
+    const session = req.stream.session;
+    const c = session === undefined ? undefined : this.#sessions.get(session);
+    if (c === undefined) return;
+    c.requested = true;
+    c.inFlight++;
+    this.#idle.update(c);
+    res.once('close', () => {
+      c.inFlight--;
+      this.#idle.update(c);
+    });
   }
 
   /** Closes an idle connection where a limit is reached; the limit that still refuses, if any. */

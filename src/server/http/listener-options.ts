@@ -1,6 +1,6 @@
-import type { Server, ServerOptions } from 'node:http';
+import type { IncomingMessage, Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
-import { Server as TlsServer } from 'node:tls';
+import { Server as TlsServer, type TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import type { Settings } from '../config/settings.js';
 import type { ConnectionLimiter } from './connection-limits.js';
@@ -29,6 +29,41 @@ export function httpListenerOptions(settings: Settings, connections: ConnectionL
   };
 }
 
+/**
+ * Streams a browser may open at once on one HTTP/2 connection (the
+ * SETTINGS it is sent; nginx and Go's server send about as many). Each
+ * stream costs the server what a request does, and one connection takes no
+ * more than this of them.
+ */
+export const HTTP2_MAX_CONCURRENT_STREAMS = 128;
+
+/**
+ * node:http2's options for the public listener with TLS: HTTP/2 for clients
+ * that offer it (ALPN `h2`: browsers, so that every tab of one shares a
+ * connection), and HTTP/1.1 on the same port for every other client, with
+ * httpListenerOptions()'s limits and request class (node:http2 serves those
+ * connections with node:http's own code).
+ */
+export function http2ListenerOptions(connections: ConnectionLimiter): { allowHTTP1: true; Http1IncomingMessage: typeof IncomingMessage; settings: { maxConcurrentStreams: number } } {
+  return { allowHTTP1: true, Http1IncomingMessage: connections.IncomingMessage, settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS } };
+}
+
+/**
+ * node:http2 takes the HTTP/1.1 timeouts of its connections as the server's
+ * properties, not as options (and defaults them to node:http's, which are
+ * not ours): set them before it listens, when it starts checking them.
+ */
+export function applyHttp1Timeouts(server: object, settings: Settings): void {
+  const headersTimeout = Math.max(1, Math.round(settings.headersTimeout * 1000));
+  Object.assign(server, {
+    headersTimeout,
+    requestTimeout: 0,
+    connectionsCheckingInterval: connectionsCheckingIntervalMs(headersTimeout),
+    // node:http's default; node:http2 sets none, and a kept-alive HTTP/1.1 connection would then wait forever.
+    keepAliveTimeout: 5_000,
+  });
+}
+
 /** What node:https takes besides the certificate and httpListenerOptions(). */
 export function tlsListenerOptions(settings: Settings): { handshakeTimeout: number; allowHalfOpen: boolean } {
   return {
@@ -49,6 +84,10 @@ export function tlsListenerOptions(settings: Settings): { handshakeTimeout: numb
  */
 export const HALF_CLOSED_ANSWER_GRACE_MS = 5_000;
 
+function endSocket(this: Socket): void {
+  this.end();
+}
+
 function onClientEnd(this: Socket): void {
   if (this.destroyed) return;
   const timer = setTimeout(() => this.destroy(), HALF_CLOSED_ANSWER_GRACE_MS);
@@ -67,11 +106,16 @@ function onClientEnd(this: Socket): void {
  */
 export function answerHalfClosedRequests(server: Server, logger: Logger): void {
   const halfOpen = server as Server & { httpAllowHalfOpen?: unknown };
-  if (typeof halfOpen.httpAllowHalfOpen !== 'boolean') {
+  // node:http2 sets none, and serves its HTTP/1.1 connections with node:http's code, which reads it.
+  const http2 = server instanceof TlsServer && 'updateSettings' in server;
+  if (typeof halfOpen.httpAllowHalfOpen !== 'boolean' && !http2) {
     logger.warn({ node: process.version }, "this Node's HTTP server has no httpAllowHalfOpen: a request whose client half-closes its connection gets no answer");
     return;
   }
   halfOpen.httpAllowHalfOpen = true;
-  // With TLS, node:http serves the TLS socket, whose end is the client's.
-  server.on(server instanceof TlsServer ? 'secureConnection' : 'connection', (socket: Socket) => socket.once('end', onClientEnd));
+  // With TLS, node:http serves the TLS socket, whose end is the client's. An HTTP/2 client ends its connection
+  // when it is done with it (RFC 9113 section 9.1): node:http2 doesn't close on it, and its streams would stay.
+  server.on(server instanceof TlsServer ? 'secureConnection' : 'connection', (socket: Socket | TLSSocket) => {
+    socket.once('end', 'alpnProtocol' in socket && socket.alpnProtocol === 'h2' ? endSocket : onClientEnd);
+  });
 }

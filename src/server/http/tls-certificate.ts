@@ -4,8 +4,7 @@
  * weeks, and a restart would cut every watch stream and agent tunnel.
  */
 import { readFile } from 'node:fs/promises';
-import { Server as HttpsServer } from 'node:https';
-import { createSecureContext } from 'node:tls';
+import { createSecureContext, Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
 
 /** PEM certificate (chain) and private key, checked to belong together. */
@@ -54,19 +53,19 @@ export async function readTlsPair(files: TlsFiles): Promise<TlsPair> {
 }
 
 /**
- * Serves `files` on an HTTPS server. `reload()` reads them again and, when
+ * Serves `files` on the TLS server. `reload()` reads them again and, when
  * they are usable, gives new handshakes the new certificate; connections
  * already open keep theirs (nothing is dropped). When they are not usable,
  * the failure is logged and the certificate in use stays.
  */
 export class ReloadableCertificate {
   readonly #files: TlsFiles;
-  readonly #server: HttpsServer;
+  readonly #server: TlsServer;
   readonly #logger: Logger;
 
   constructor(files: TlsFiles, server: unknown, logger: Logger) {
-    // The App type names the plain HTTP server; with --tls-cert Fastify built an HTTPS one.
-    if (!(server instanceof HttpsServer)) throw new TypeError('the server was not built for HTTPS');
+    // The App type names the plain HTTP server; with --tls-cert Fastify built a TLS one (node:http2's, HTTP/1.1 allowed).
+    if (!(server instanceof TlsServer)) throw new TypeError('the server was not built for TLS');
     this.#files = files;
     this.#server = server;
     this.#logger = logger;

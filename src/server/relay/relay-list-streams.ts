@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { MEDIA, RELAY_LIST_EVENT, type RelayList } from '../../protocol/index.js';
-import { chunk, LineStream, responseHead, type StreamOwner } from '../streams/index.js';
+import { chunk, LineStream, startResponse, type StreamOwner } from '../streams/index.js';
 import { earliestExpiry, relayListShape } from './relay-list.js';
 
 /** How long past a lease's expiry the list is read again: the row is gone from the live list by then. */
@@ -67,7 +67,7 @@ export class RelayListStreams {
           if (this.#streams.delete(s) && this.#streams.size === 0) this.#stop();
         },
       });
-      socket.write(responseHead(MEDIA.watch));
+      startResponse(socket, MEDIA.watch);
       stream.write(encodeRelayList(current));
       const first = this.#streams.size === 0;
       this.#streams.add(stream);

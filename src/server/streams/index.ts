@@ -3,6 +3,8 @@ export { StreamOwner, type GuardedOwnedStream, type StreamOwnerOptions } from '.
 export { STREAM_KINDS, ENDS, type OwnedStream, type StreamEnd, type StreamKind, type EndCause } from './owned-stream.js';
 export { StreamMetrics } from './stream-metrics.js';
 export { LineStream, type LineStreamOptions } from './line-stream.js';
+export { startResponse, type StreamSocket } from './stream-socket.js';
+export { Http2StreamSocket } from './http2-stream-socket.js';
 export { chunk, chunkLine, encodeError, responseHead, KEEPALIVE, CHUNK_END, LAST_CHUNK } from './chunks.js';
 export { KernelMemoryGuard, type GuardedStream } from './kernel-memory-guard.js';
 export { procTcpMemory, type TcpMemorySource } from './proc-tcp.js';

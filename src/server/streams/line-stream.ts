@@ -1,4 +1,4 @@
-import type { Socket } from 'node:net';
+import type { StreamSocket } from './stream-socket.js';
 import type { Logger } from 'pino';
 import { endConnection, resetConnection } from './socket-reset.js';
 import { tcpConnection, type TcpConnection } from './tcp-connection.js';
@@ -34,10 +34,10 @@ export class LineStream implements GuardedOwnedStream {
   closed = false;
   lastWriteAt = performance.now();
   #written = 0;
-  readonly #socket: Socket;
+  readonly #socket: StreamSocket;
   readonly #o: LineStreamOptions;
 
-  constructor(socket: Socket, o: LineStreamOptions) {
+  constructor(socket: StreamSocket, o: LineStreamOptions) {
     this.#socket = socket;
     this.#o = o;
     this.kind = o.kind;

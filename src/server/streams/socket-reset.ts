@@ -1,4 +1,4 @@
-import type { Socket } from 'node:net';
+import type { StreamSocket } from './stream-socket.js';
 import type { ErrorCode } from '../../protocol/index.js';
 import { encodeError, LAST_CHUNK } from './chunks.js';
 
@@ -16,7 +16,7 @@ export const LAST_LINE_GRACE_MS = 5_000;
  * would leave the descriptor open. Such a socket, and a TLS socket (no TCP
  * handle of its own), is just destroyed.
  */
-export function resetConnection(socket: Socket): void {
+export function resetConnection(socket: StreamSocket): void {
   if (socket.destroyed) return;
   if (socket.writableEnded && !socket.writableFinished && socket.writableLength === 0) {
     socket.destroy();
@@ -39,7 +39,7 @@ export function resetConnection(socket: Socket): void {
  * the line would wait behind what the kernel holds (up to 4 MiB) for a
  * client that doesn't take it, and so would the kernel's memory.
  */
-export function endConnection(socket: Socket, code: ErrorCode | undefined, message: string): void {
+export function endConnection(socket: StreamSocket, code: ErrorCode | undefined, message: string): void {
   if (code === 'slow_consumer') {
     resetConnection(socket);
     return;

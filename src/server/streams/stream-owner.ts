@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
+import { Http2ServerRequest } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
@@ -8,6 +8,8 @@ import type { WebSocket, WebSocketServer } from 'ws';
 import { shuttingDown } from '../errors.js';
 import { runPeriodically } from '../../util/periodic.js';
 import { ownConnection } from './own-connection.js';
+import { Http2StreamSocket } from './http2-stream-socket.js';
+import type { StreamSocket } from './stream-socket.js';
 import { KernelMemoryGuard, type GuardedStream } from './kernel-memory-guard.js';
 import type { TcpMemorySource } from './proc-tcp.js';
 import { ENDS, STREAM_KINDS, type OwnedStream, type StreamEnd, type StreamKind } from './owned-stream.js';
@@ -63,10 +65,10 @@ export class StreamOwner {
   readonly #open = Object.fromEntries(STREAM_KINDS.map((k) => [k, 0])) as Record<StreamKind, number>;
   readonly #stop = new AbortController();
   /** The connections under the streams, until each has closed: what a shutdown waits for. */
-  readonly #connections = new Set<Socket | WebSocket>();
+  readonly #connections = new Set<StreamSocket | WebSocket>();
   readonly #idle = new Set<() => void>();
   /** One listener for every connection (a closure per connection would be kept as long as it lives). */
-  readonly #onConnectionClose: (this: Socket | WebSocket) => void;
+  readonly #onConnectionClose: (this: StreamSocket | WebSocket) => void;
   #loops: Promise<void>[] = [];
   #closing = false;
   #lastQueueCheck = 0;
@@ -76,7 +78,7 @@ export class StreamOwner {
   constructor(private readonly o: StreamOwnerOptions) {
     const connections = this.#connections;
     const idle = this.#idle;
-    this.#onConnectionClose = function (this: Socket | WebSocket) {
+    this.#onConnectionClose = function (this: StreamSocket | WebSocket) {
       if (connections.delete(this) && connections.size === 0) for (const r of [...idle]) r();
     };
     this.kernelGuard = new KernelMemoryGuard({
@@ -118,16 +120,23 @@ export class StreamOwner {
   /**
    * Turns a route's reply into a long-lived stream: throws 503 `unavailable`
    * when shutting down (the route answers it), else hijacks the reply, takes
-   * the connection out of node:http, and calls `make` with it. `make` starts
-   * the stream and returns it, or undefined when it can't (the client left);
-   * the owner then holds it until the kind releases it.
+   * the connection out of node:http (over HTTP/2, the request's stream),
+   * and calls `make` with it. `make` starts the stream and returns it, or
+   * undefined when it can't (the client left); the owner then holds it until
+   * the kind releases it.
    */
-  open<S extends OwnedStream>(reply: FastifyReply, make: (socket: Socket) => S | undefined): S | undefined {
+  open<S extends OwnedStream>(reply: FastifyReply, make: (socket: StreamSocket) => S | undefined): S | undefined {
     if (this.#closing) throw shuttingDown('the server is shutting down; connect elsewhere');
     reply.hijack();
-    // A stream holds its connection for good: node:http's per-request state would be most of what it costs.
-    ownConnection(reply.request.raw, reply.raw, this.o.logger);
-    const socket = reply.request.raw.socket;
+    const raw: FastifyReply['request']['raw'] | Http2ServerRequest = reply.request.raw;
+    let socket: StreamSocket;
+    if (raw instanceof Http2ServerRequest) {
+      socket = new Http2StreamSocket(raw.stream);
+    } else {
+      // A stream holds its connection for good: node:http's per-request state would be most of what it costs.
+      ownConnection(raw, reply.raw, this.o.logger);
+      socket = raw.socket;
+    }
     this.#track(socket);
     const stream = make(socket);
     if (stream) this.#add(stream);
@@ -155,7 +164,7 @@ export class StreamOwner {
     });
   }
 
-  #track(conn: Socket | WebSocket): void {
+  #track(conn: StreamSocket | WebSocket): void {
     if ('terminate' in conn ? conn.readyState === conn.CLOSED : conn.destroyed) return;
     this.#connections.add(conn);
     conn.once('close', this.#onConnectionClose);

@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { MEDIA, orgSignal, type Watch } from '../../protocol/index.js';
@@ -12,7 +11,7 @@ import { Watcher, type WatcherShared } from './watcher.js';
 import { ListAdmission } from './list-admission.js';
 import { SnapshotBudget } from './org-snapshot.js';
 import type { WatchMetrics } from './watch-metrics.js';
-import { responseHead, type StreamOwner } from '../streams/index.js';
+import { startResponse, type StreamOwner, type StreamSocket } from '../streams/index.js';
 
 export interface OpenStream {
   orgId: string;
@@ -21,7 +20,7 @@ export interface OpenStream {
   /** The device whose own token opened the stream: it counts as connected while the stream is open. */
   deviceId: string | undefined;
   /** Called with the stream's socket once its watcher exists, before anything of the list is written: a page stream's other lines join here. */
-  alongside?(socket: Socket): void;
+  alongside?(socket: StreamSocket): void;
 }
 
 /** A watch request checked by `prepare`, to be opened with `open` (or given back with `abandon`). */
@@ -214,7 +213,7 @@ export class WatchEngine {
         // Gone while the request was prepared: its 'close' was emitted already and would never reach a watcher.
         if (socket.destroyed || !socket.writable) return undefined;
         socket.setNoDelay(true);
-        socket.write(responseHead(MEDIA.watch));
+        startResponse(socket, MEDIA.watch);
         const w = new Watcher({
           shared: this.watcherShared,
           socket,

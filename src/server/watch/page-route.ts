@@ -1,4 +1,4 @@
-import type { Socket } from 'node:net';
+import type { StreamSocket } from '../streams/index.js';
 import { MEDIA, OrgParams, PageLineSchema, PageRequest, ROUTES } from '../../protocol/index.js';
 import type { RouteModule } from '../http/context.js';
 import { errors } from '../http/route-responses.js';
@@ -8,7 +8,7 @@ import type { WatchEngine } from './engine.js';
 
 /** Where a page stream's convergence and statuses come from (the fleet's convergence streams). */
 export interface PageFollower {
-  attachPage(socket: Socket, orgId: string, wants: { convergence: boolean; statuses: boolean }): void;
+  attachPage(socket: StreamSocket, orgId: string, wants: { convergence: boolean; statuses: boolean }): void;
 }
 
 /**

@@ -1,6 +1,5 @@
-import type { Socket } from 'node:net';
 import type { ErrorCode } from '../../protocol/index.js';
-import { endConnection, KEEPALIVE, resetConnection } from '../streams/index.js';
+import { endConnection, KEEPALIVE, resetConnection, type StreamSocket } from '../streams/index.js';
 import type { WatchMetrics } from './watch-metrics.js';
 
 /**
@@ -26,7 +25,7 @@ export class WatchSocket {
   #viewsEnd = 0;
 
   constructor(
-    readonly socket: Socket,
+    readonly socket: StreamSocket,
     private readonly metrics: WatchMetrics,
   ) {}
 

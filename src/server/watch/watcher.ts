@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { ErrorCode, Watch } from '../../protocol/index.js';
 import type { Store } from '../store/index.js';
@@ -10,7 +9,7 @@ import { LIST_HIGH_WATER, SnapshotList } from './snapshot-list.js';
 import { WatchKinds } from './watch-kinds.js';
 import { transition, type Flow, type Phase, type Read } from './watcher-state.js';
 import { WatchSocket } from './watch-socket.js';
-import { tcpConnection, type GuardedOwnedStream, type StreamEnd, type TcpConnection } from '../streams/index.js';
+import { tcpConnection, type GuardedOwnedStream, type StreamEnd, type StreamSocket, type TcpConnection } from '../streams/index.js';
 
 export { LIST_HIGH_WATER };
 
@@ -30,7 +29,7 @@ export interface WatcherShared {
 
 export interface WatcherOptions {
   shared: WatcherShared;
-  socket: Socket;
+  socket: StreamSocket;
   feed: OrgFeed;
   watches: readonly Watch[];
   /** The organization's head when the stream started. */

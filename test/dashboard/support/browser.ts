@@ -26,7 +26,8 @@ export function ensureDashboardBuilt(): void {
 /** A headless Chromium with its own empty profile, removed on close. */
 export interface TestBrowser {
   browser: Browser;
-  newPage(opts?: { colorScheme?: 'light' | 'dark' }): Promise<{ page: Page; context: BrowserContext; problems: string[] }>;
+  /** `trustAnyCertificate`: for a server whose certificate a test CA signed. */
+  newPage(opts?: { colorScheme?: 'light' | 'dark'; trustAnyCertificate?: boolean }): Promise<{ page: Page; context: BrowserContext; problems: string[] }>;
   close(): Promise<void>;
 }
 
@@ -41,7 +42,11 @@ export async function launchBrowser(): Promise<TestBrowser> {
   return {
     browser,
     async newPage(opts = {}) {
-      const context = await browser.newContext({ colorScheme: opts.colorScheme ?? 'light', viewport: { width: 1280, height: 800 } });
+      const context = await browser.newContext({
+        colorScheme: opts.colorScheme ?? 'light',
+        viewport: { width: 1280, height: 800 },
+        ignoreHTTPSErrors: opts.trustAnyCertificate ?? false,
+      });
       const page = await context.newPage();
       // What the page reports as broken: a test asserts there is none.
       const problems: string[] = [];
