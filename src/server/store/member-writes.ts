@@ -15,13 +15,15 @@ import { endMadeBy, endMadeByMember } from './makers.js';
 /**
  * Changes a member's role. Demoted to `read`, the member may no longer mint
  * credentials: what rests on its authority there is revoked with the change
- * (`revoked`: the token ids).
+ * (`revoked`: the token ids). Made the first owner, the admin token's owner
+ * invitations claimed by token end (invitations.endOwnerStandIns).
  */
 export function setMemberRole(db: Database, orgId: string, userId: string, role: MemberRole, scope: members.MemberChangeScope) {
   return db.transaction(async (tx) => {
     const { member, was } = await members.setMemberRole(tx, orgId, userId, role, scope);
     const changes = was === role ? {} : { fields: ['role'], changes: { role: { from: was, to: role } } };
     await recordAudit(tx, { orgId, action: 'update', kind: 'member', objectId: userId, objectName: members.memberName(member), details: { role, ...changes } });
+    if (role === 'owner' && was !== 'owner') await invitations.endOwnerStandIns(tx, orgId, userId);
     const revoked = role === 'read' ? await endMadeByMember(tx, orgId, userId, 'demoted') : [];
     return { member, revoked };
   });
