@@ -44,6 +44,11 @@ export class RegistrationKeysApi {
     return body.items;
   }
 
+  /** One key by id, without its secret. */
+  get(org: string, id: string, opts: CallOptions = {}): Promise<RegistrationKey> {
+    return this.transport.json({ method: 'GET', path: paths.registrationKey(org, id), signal: opts.signal }, hasId<RegistrationKey>(), 'the registration key');
+  }
+
   async delete(org: string, id: string, opts: CallOptions = {}): Promise<void> {
     await this.transport.empty({ method: 'DELETE', path: paths.registrationKey(org, id), signal: opts.signal });
   }

@@ -2,6 +2,7 @@ import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { FleetplaneClient } from '../client/index.js';
 import { equalJitterDelay } from '../util/backoff.js';
+import { AccountMenu } from './components/account-menu.js';
 import { OrgSwitcher } from './components/org-switcher.js';
 import { ErrorState } from './components/ui.js';
 import { LiveContext } from './live/context.js';
@@ -151,6 +152,11 @@ export function App(): JSX.Element {
   );
 
   const convergence = useConvergenceTracker(live?.page);
+  const themeToggle = (
+    <button type="button" data-testid="theme-toggle" onClick={toggleTheme} aria-label={`Switch to ${theme === 'dark' ? 'light' : 'dark'} theme`}>
+      {theme === 'dark' ? 'Light theme' : 'Dark theme'}
+    </button>
+  );
 
   let body: JSX.Element;
   if (session.state === 'checking') body = checkError ? <main><ErrorState error={checkError} title="The server is unreachable" /></main> : <main><p class="muted">Loading…</p></main>;
@@ -182,25 +188,27 @@ export function App(): JSX.Element {
           </nav>
         ) : null}
         <span class="spacer" />
-        <button type="button" data-testid="theme-toggle" onClick={toggleTheme} aria-label={`Switch to ${theme === 'dark' ? 'light' : 'dark'} theme`}>
-          {theme === 'dark' ? 'Light' : 'Dark'}
-        </button>
-        {signedIn ? <a href={href('me')} data-testid="me-link" aria-current={route.view === 'me' ? 'page' : undefined}>Your keys and sessions</a> : null}
         {signedIn ? (
-          <button
-            type="button"
-            data-testid="sign-out"
-            onClick={() => {
-              // A user's session (an identity provider's sign-in) ends on the server; a pasted token's cookie is cleared.
-              // Signed in with a token, the logout is refused (403): the token itself stays valid, as it should.
-              void Promise.allSettled([client.auth.logout()])
-                .then(() => client.auth.signOutToken())
-                .finally(() => setSession({ state: 'signed-out' }));
-            }}
-          >
-            Sign out
-          </button>
-        ) : null}
+          <AccountMenu>
+            <a href={href('me')} data-testid="me-link" aria-current={route.view === 'me' ? 'page' : undefined}>Your keys and sessions</a>
+            {themeToggle}
+            <button
+              type="button"
+              data-testid="sign-out"
+              onClick={() => {
+                // A user's session (an identity provider's sign-in) ends on the server; a pasted token's cookie is cleared.
+                // Signed in with a token, the logout is refused (403): the token itself stays valid, as it should.
+                void Promise.allSettled([client.auth.logout()])
+                  .then(() => client.auth.signOutToken())
+                  .finally(() => setSession({ state: 'signed-out' }));
+              }}
+            >
+              Sign out
+            </button>
+          </AccountMenu>
+        ) : (
+          themeToggle
+        )}
       </header>
       {!reachable ? (
         <div class="banner bad" role="alert" data-testid="server-unreachable" style={{ margin: '1rem' }}>

@@ -19,6 +19,17 @@ export const DEFAULT_INVITATION_TTL_SECONDS = 7 * 24 * 3600;
 /** The longest an invitation may stay open: 30 days. */
 export const MAX_INVITATION_TTL_SECONDS = 30 * 24 * 3600;
 
+/** `created_by` of an invitation the admin token made (others: `user:<id>`, `token:<id>`). */
+export const INVITED_BY_ADMIN = 'admin';
+
+/**
+ * `details.reason` of the `revoke` entry of an owner invitation claimed by
+ * token that the admin token made while the organization had no owner,
+ * ended when its first owner joined another way (docs/protocol.md
+ * "Members and roles").
+ */
+export const OWNER_JOINED = 'owner_joined';
+
 /** Whether `a` is at least as strong a role as `b`. */
 export function roleAtLeast(a: MemberRole, b: MemberRole): boolean {
   return MEMBER_ROLES.indexOf(a) >= MEMBER_ROLES.indexOf(b);

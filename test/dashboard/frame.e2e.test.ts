@@ -1,17 +1,46 @@
 /**
  * Issue 37, "The frame" and "The identity-provider button": the header names
- * the organization and switches to another at the same view; the sign-in
- * page offers the identity provider only when the server has one (the
- * public `GET /api/auth/methods`). Real server, real Chromium.
+ * the organization and switches to another at the same view, on one line at
+ * 1280 px (the user's controls behind its Account menu), its tabs on a line
+ * of their own when narrower; the sign-in page offers the identity provider
+ * only when the server has one (the public `GET /api/auth/methods`). Real
+ * server, real Chromium.
  */
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { FleetplaneClient } from '../../src/client/index.js';
 import { paths } from '../../src/protocol/index.js';
 import { until } from '../agent/support/harness.js';
-import { hasChromium, seriousViolations } from './support/browser.js';
+import { hasChromium, seriousViolations, signIn } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_frame_admin_token';
+
+/**
+ * The header's lines: the distinct vertical centers of its items and tabs
+ * (centered in a line, they differ by a pixel at most), and whether it
+ * holds them in its height and the page's width.
+ */
+async function headerLayout(page: Page): Promise<{ lines: number; height: number; lineHeight: number; overflows: boolean }> {
+  return page.evaluate(() => {
+    const header = document.querySelector('header.top');
+    if (!header) throw new Error('no header');
+    const items = [...header.children, ...header.querySelectorAll('nav.tabs a')].map((e) => e.getBoundingClientRect()).filter((r) => r.height > 0);
+    const centers: number[] = [];
+    for (const r of items) {
+      const c = r.top + r.height / 2;
+      if (!centers.some((x) => Math.abs(x - c) <= 2)) centers.push(c);
+    }
+    const style = getComputedStyle(header);
+    const chrome = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom) + parseFloat(style.borderTopWidth) + parseFloat(style.borderBottomWidth);
+    return {
+      lines: centers.length,
+      height: header.getBoundingClientRect().height,
+      lineHeight: Math.max(...items.map((r) => r.height)) + chrome,
+      overflows: document.documentElement.scrollWidth > innerWidth || items.some((r) => r.left < 0 || r.right > innerWidth),
+    };
+  });
+}
 
 describe.runIf(hasChromium())('the dashboard’s frame, in Chromium', () => {
   const env = useDashboardServer(ADMIN);
@@ -43,6 +72,63 @@ describe.runIf(hasChromium())('the dashboard’s frame, in Chromium', () => {
     await switcher.selectOption(b);
     await until(async () => page.url().endsWith(`#/orgs/${b}/security-groups`), 'the same view of the other organization');
     await until(async () => (await switcher.locator('option:checked').innerText()) === `frame-b-${process.pid}`, 'the header names the other');
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  it('fits the header on one line at 1280 px with a long organization name; narrower, the tabs take their own line; the Account menu holds the user’s controls', async () => {
+    const { url, browser } = env();
+    const admin = new FleetplaneClient({ baseUrl: url, token: ADMIN });
+    const long = `production-eu-west-1-payments-and-billing-platform-${process.pid}`;
+    const org = (await admin.organizations.create({ name: long })).id;
+    await admin.organizations.create({ name: `frame-other-${process.pid}` });
+    const { page, problems } = await browser.newPage();
+    expect(page.viewportSize()).toEqual({ width: 1280, height: 800 });
+    await signIn(page, url, ADMIN);
+    await page.goto(`${url}/#/orgs/${org}/devices`);
+    const switcher = page.getByTestId('org-switch');
+    await until(async () => (await switcher.count()) === 1 && (await switcher.locator('option:checked').innerText()) === long, 'the switcher names the organization');
+
+    const wide = await headerLayout(page);
+    expect(wide.lines, 'brand, organization, tabs and the Account menu on one line').toBe(1);
+    expect(wide.height).toBeLessThanOrEqual(wide.lineHeight + 1);
+    expect(wide.overflows).toBe(false);
+    expect(await switcher.getAttribute('title')).toBe(long);
+
+    // The Account menu: the user's controls, closed by Escape (the focus back on its button), a click outside, and a choice.
+    const menu = page.getByTestId('account-menu');
+    expect(await page.getByTestId('sign-out').isVisible()).toBe(false);
+    await menu.click();
+    await page.getByTestId('sign-out').waitFor();
+    expect(await page.getByTestId('theme-toggle').isVisible()).toBe(true);
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.keyboard.press('Escape');
+    await page.getByTestId('sign-out').waitFor({ state: 'hidden' });
+    expect(await menu.evaluate((e) => e === document.activeElement)).toBe(true);
+    await page.keyboard.press('Enter');
+    await page.getByTestId('me-link').waitFor();
+    await page.getByRole('heading', { level: 1 }).click();
+    await page.getByTestId('me-link').waitFor({ state: 'hidden' });
+    await menu.click();
+    await page.getByTestId('me-link').click();
+    await until(async () => page.url().endsWith('#/me'), 'the keys and sessions view');
+    await page.getByTestId('me-link').waitFor({ state: 'hidden' });
+
+    // Narrower: brand, organization and the menu on the first line, the tabs below; nothing leaves the page, the menu's items included.
+    await page.goto(`${url}/#/orgs/${org}/devices`);
+    await page.setViewportSize({ width: 800, height: 800 });
+    await switcher.waitFor();
+    const narrow = await headerLayout(page);
+    expect(narrow.lines).toBe(2);
+    expect(narrow.overflows).toBe(false);
+    const tabsTop = (await page.locator('nav.tabs').boundingBox())?.y ?? 0;
+    expect((await menu.boundingBox())?.y ?? Infinity).toBeLessThan(tabsTop);
+    await menu.click();
+    const items = await page.locator('.account-menu-items').boundingBox();
+    expect(items?.x ?? -1).toBeGreaterThanOrEqual(0);
+    expect((items?.x ?? 0) + (items?.width ?? Infinity)).toBeLessThanOrEqual(800);
+    await page.getByRole('link', { name: 'Security groups' }).click();
+    await until(async () => page.url().endsWith(`#/orgs/${org}/security-groups`), 'a tab still works');
+    await page.getByTestId('sign-out').waitFor({ state: 'hidden' });
     expect(problems).toEqual([]);
   }, 120_000);
 });

@@ -12,7 +12,7 @@ import { FleetplaneClient } from '../../src/client/index.js';
 import { COOKIES } from '../../src/protocol/index.js';
 import { until } from '../agent/support/harness.js';
 import { addMemberForTest, createSessionForTest, createUserForTest } from '../server/support/users.js';
-import { hasChromium, screenshot, seriousViolations, signIn } from './support/browser.js';
+import { hasChromium, openAccountMenu, screenshot, seriousViolations, signIn } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
 
 const ADMIN = 'fpa_dashboard_members_keys_admin_token';
@@ -123,6 +123,9 @@ describe.runIf(hasChromium())('members, invitations, API keys and sessions in th
       await context.addCookies([{ name: COOKIES.session, value: user.session, url, httpOnly: true }]);
       await page.goto(url);
       await page.getByTestId('orgs-row').first().waitFor();
+      // By keyboard: the Account menu opens with Enter, and its link follows with Enter.
+      await page.getByTestId('account-menu').focus();
+      await page.keyboard.press('Enter');
       await page.getByTestId('me-link').focus();
       await page.keyboard.press('Enter');
       await page.locator(`[data-testid="session-row"][data-session-id="${current}"]`).getByTestId('session-current').waitFor();
@@ -132,6 +135,7 @@ describe.runIf(hasChromium())('members, invitations, API keys and sessions in th
       expect(problems).toEqual([]);
       if (colorScheme === 'dark') {
         // Sign out ends the user's session on the server, not only the cookie in this browser.
+        await openAccountMenu(page);
         await page.getByTestId('sign-out').click();
         await page.getByTestId('login-token').waitFor();
         await expect(new FleetplaneClient({ baseUrl: url, token: user.session }).auth.session()).rejects.toMatchObject({ status: 401 });
@@ -179,6 +183,7 @@ describe.runIf(hasChromium())('members, invitations, API keys and sessions in th
   it('signed in with the admin token or an API key, says what keys and sessions belong to instead of failing', async () => {
     const { url, server } = env();
     const { page, problems } = await signedIn(url, ADMIN);
+    await openAccountMenu(page);
     await page.getByRole('link', { name: 'Your keys and sessions' }).click();
     await page.getByTestId('me-not-a-user').getByText(/belong to users/).waitFor();
     expect(await page.getByRole('alert').count()).toBe(0);
@@ -192,6 +197,7 @@ describe.runIf(hasChromium())('members, invitations, API keys and sessions in th
     await addMemberForTest(server.db, org.id, user.id, 'read');
     const key = await new FleetplaneClient({ baseUrl: url, token: user.session }).apiKeys.create({ organizations: [org.id], role: 'read', description: 'dashboard key' });
     const keyed = await signedIn(url, key.key, 'dark');
+    await openAccountMenu(keyed.page);
     await keyed.page.getByTestId('me-link').click();
     await keyed.page.locator(`[data-testid="api-key-row"][data-key-id="${key.id}"]`).waitFor();
     await keyed.page.getByTestId('me-sessions-note').waitFor();

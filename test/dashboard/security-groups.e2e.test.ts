@@ -2,8 +2,9 @@
  * Issue 37, "Security groups": the groups table previews each group's rules
  * and says how many devices it holds (bound as agents bind: by
  * security_group_id, else by tag); the editor shows no ports for icmp and
- * `any`, says an empty address field means anywhere, shows the server's
- * errors in words at their field (a taken name too) and confirms a save; the
+ * `any` and sends none for them (0/0), whether typed before or stored,
+ * says an empty address field means anywhere, shows the server's errors in
+ * words at their field (a taken name too) and confirms a save; the
  * overview lists the recent changes. Real server, real Chromium.
  */
 import { randomBytes } from 'node:crypto';
@@ -85,9 +86,11 @@ describe.runIf(hasChromium())('security groups in the dashboard, in Chromium', (
     await page.getByTestId('sg-create').click();
     await page.getByTestId('sg-name').fill('ping');
     for (let i = 0; i < 3; i++) await page.getByTestId('sg-add-inbound_rules').click();
-    // Ports typed for tcp, then the protocol changed to icmp: no port fields, and none sent.
+    // Ports typed for tcp, then the protocol changed to icmp or any: no port fields, and none sent (0/0, the wire's "no ports").
     await page.getByTestId('sg-inbound_rules-0-from').fill('80');
     await page.getByTestId('sg-inbound_rules-0-protocol').selectOption('icmp');
+    await page.getByTestId('sg-inbound_rules-1-from').fill('8080');
+    await page.getByTestId('sg-inbound_rules-1-to').fill('8090');
     await page.getByTestId('sg-inbound_rules-1-protocol').selectOption('any');
     for (const i of [0, 1]) {
       expect(await page.getByTestId(`sg-inbound_rules-${i}-from`).count()).toBe(0);
@@ -153,17 +156,52 @@ describe.runIf(hasChromium())('security groups in the dashboard, in Chromium', (
     expect(problems).toEqual([]);
   }, 120_000);
 
+  it('saves an any rule stored with ports (made through the API) without them, as it shows it', async () => {
+    const { url } = env();
+    const admin = new FleetplaneClient({ baseUrl: url, token: ADMIN });
+    const org = (await admin.organizations.create({ name: `sg-any-ports-${process.pid}` })).id;
+    const group = await admin.securityGroups.create(org, {
+      name: 'legacy',
+      description: '',
+      inbound_rules: [{ ip_protocol: 'any', from_port: 80, to_port: 90, ip_ranges: ['10.0.0.0/8'] }],
+      outbound_rules: [{ ip_protocol: 'tcp', from_port: 443, to_port: 443, ip_ranges: [] }],
+    });
+    const { page, problems } = await signedIn(url);
+    await page.goto(`${url}/#/orgs/${org}/security-groups`);
+    await page.locator(`[data-testid="sg-row"][data-sg-id="${group.id}"]`).getByTestId('sg-edit').click();
+    expect(await page.getByTestId('sg-inbound_rules-0-no-ports').textContent()).toBe('every port of every protocol');
+    expect(await page.getByTestId('sg-inbound_rules-0-from').count()).toBe(0);
+    // Its ports come back as typed while it is tcp again; set back to any, they are not sent.
+    await page.getByTestId('sg-inbound_rules-0-protocol').selectOption('tcp');
+    expect(await page.getByTestId('sg-inbound_rules-0-from').inputValue()).toBe('80');
+    await page.getByTestId('sg-inbound_rules-0-protocol').selectOption('any');
+    await page.getByTestId('sg-outbound_rules-0-protocol').selectOption('icmpv6');
+    const sent = page.waitForRequest((r) => r.method() === 'PATCH');
+    await page.getByTestId('sg-save').click();
+    expect(await page.getByTestId('sg-saved').textContent()).toBe('Saved legacy');
+    const body = (await sent).postDataJSON() as { inbound_rules: unknown; outbound_rules: unknown };
+    const expected = {
+      inbound_rules: [{ ip_protocol: 'any', from_port: 0, to_port: 0, ip_ranges: ['10.0.0.0/8'] }],
+      outbound_rules: [{ ip_protocol: 'icmpv6', from_port: 0, to_port: 0, ip_ranges: [] }],
+    };
+    expect(body).toMatchObject(expected);
+    expect(await admin.securityGroups.get(org, group.id)).toMatchObject(expected);
+    expect(problems).toEqual([]);
+  }, 120_000);
+
   it('lists a change in the overview’s recent activity, linking to the events and the audit log', async () => {
     const { url } = env();
     const admin = new FleetplaneClient({ baseUrl: url, token: ADMIN });
     const org = (await admin.organizations.create({ name: `sg-activity-${process.pid}` })).id;
     const { page, problems } = await signedIn(url);
     await page.goto(`${url}/#/orgs/${org}`);
-    await page.getByTestId('activity-empty').waitFor();
+    const rows = page.getByTestId('activity-row');
+    // As it opens, the organization's creation, from the audit log.
+    await until(async () => (await rows.count()) === 1, 'the creation in the overview');
+    expect(await rows.nth(0).getAttribute('data-kind')).toBe('organization');
     const device = await admin.devices.create(org, { hostname: 'newcomer', public_key: key() });
     await admin.securityGroups.create(org, { name: 'fresh', description: '', inbound_rules: [], outbound_rules: [] });
-    const rows = page.getByTestId('activity-row');
-    await until(async () => (await rows.count()) === 2, 'both changes in the overview');
+    await until(async () => (await rows.count()) === 3, 'both changes in the overview');
     // Newest first.
     expect(await rows.nth(0).getAttribute('data-kind')).toBe('security-group');
     expect(await rows.nth(0).getByTestId('activity-name').textContent()).toBe('fresh');

@@ -30,7 +30,7 @@ export function OrgSwitcher(props: { org: string; view: Route['view'] }): JSX.El
   const name = current?.name ?? orgs?.find((o) => o.id === props.org)?.name ?? '…';
   if (!orgs || orgs.length < 2) {
     return (
-      <span class="org-name" data-testid="org-name" title={failed ? 'the other organizations could not be listed' : undefined}>
+      <span class="org-name" data-testid="org-name" title={failed ? `${name} (the other organizations could not be listed)` : name}>
         {name}
       </span>
     );
@@ -41,6 +41,7 @@ export function OrgSwitcher(props: { org: string; view: Route['view'] }): JSX.El
       <select
         id="org-switch"
         data-testid="org-switch"
+        title={name}
         value={props.org}
         onChange={(e) => {
           location.hash = href(view, e.currentTarget.value);

@@ -95,7 +95,7 @@ export function FleetView(props: { org: string }): JSX.Element {
         </div>
       )}
       <div style={{ marginTop: '1rem' }}>
-        <RecentActivity org={props.org} />
+        <RecentActivity org={props.org} head={value.revision} />
       </div>
     </main>
   );

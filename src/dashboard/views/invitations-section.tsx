@@ -16,12 +16,14 @@ const INVITEES: readonly { value: Invitee; label: string }[] = [
 const FIELD_PATHS = ['/email', '/subject', '/role'];
 
 /**
- * An organization's open invitations, a form to invite (by email, by
- * subject, or by a token that is shown once) and Revoke, which asks first.
- * A credential that may not see invitations (a read token) sees the
- * server's refusal here, not a broken page.
+ * An organization's open invitations (the server's list: pending only), a
+ * form to invite (by email, by subject, or by a token that is shown once)
+ * and Revoke, which asks first. The list is read again when
+ * `membersChanged` changes (a member's change may end invitations). A
+ * credential that may not see invitations (a read token) sees the server's
+ * refusal here, not a broken page.
  */
-export function InvitationsSection(props: { org: string }): JSX.Element {
+export function InvitationsSection(props: { org: string; membersChanged: number }): JSX.Element {
   const client = useClient();
   const [items, setItems] = useState<Invitation[] | undefined>(undefined);
   const [loadError, setLoadError] = useState<unknown>(undefined);
@@ -39,7 +41,7 @@ export function InvitationsSection(props: { org: string }): JSX.Element {
       setLoadError(err);
     }
   };
-  useEffect(() => void load(), [client, props.org]);
+  useEffect(() => void load(), [client, props.org, props.membersChanged]);
   const act = async (f: () => Promise<string>): Promise<void> => {
     setError(undefined);
     setSaved(undefined);

@@ -23,6 +23,8 @@ export function MembersView(props: { org: string }): JSX.Element {
   const [members, setMembers] = useState<Member[] | undefined>(undefined);
   const [loadError, setLoadError] = useState<unknown>(undefined);
   const [outcome, setOutcome] = useState<Outcome>(undefined);
+  // A member's change may end invitations (the first owner ends the admin token's owner invitations): the list is read again after each.
+  const [changes, setChanges] = useState(0);
   const load = async (): Promise<void> => {
     try {
       setMembers(await client.members.list(props.org));
@@ -43,6 +45,7 @@ export function MembersView(props: { org: string }): JSX.Element {
     } catch (err) {
       setOutcome({ ok: false, error: err });
     }
+    setChanges((n) => n + 1);
     await load();
   };
   return (
@@ -73,7 +76,7 @@ export function MembersView(props: { org: string }): JSX.Element {
           </tbody>
         </table>
       ) : null}
-      <InvitationsSection org={props.org} />
+      <InvitationsSection org={props.org} membersChanged={changes} />
     </main>
   );
 }

@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { Ago } from '../components/ui.js';
 import { useEventFeed, type FeedEvent } from '../live/event-feed.js';
 import { href } from '../router.js';
+import { latestChanges, useActivityHistory } from './activity-history.js';
 
 /** Changes shown: the rest are in the events view. */
 export const RECENT = 10;
@@ -21,22 +22,26 @@ function objectHref(org: string, e: FeedEvent): string {
 }
 
 /**
- * The organization's last RECENT changes since the page opened, newest
- * first (`data-testid="activity-row"`, with `data-kind` and `data-type`):
- * what changed, its kind and name (a link to where it is shown, unless
- * deleted), and how long ago; with links to the events view and the audit
- * log, which has what happened before the page opened and who did it.
+ * The organization's last RECENT changes, newest first
+ * (`data-testid="activity-row"`, with `data-kind`, `data-type` and
+ * `data-revision`): what changed, its kind and name (a link to where it is
+ * shown, unless deleted), and how long ago. Those before the page followed
+ * them come from the audit log, read once as the view opens (`head`: the
+ * head revision then); later ones live. A credential that may not read the
+ * audit log sees the live ones and why (`activity-history-note`). Links to
+ * the events view and the audit log, which has who made each change.
  */
-export function RecentActivity(props: { org: string }): JSX.Element {
-  const events = useEventFeed();
+export function RecentActivity(props: { org: string; head: number }): JSX.Element {
+  const live = useEventFeed();
+  const history = useActivityHistory(props.org, props.head, RECENT);
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 10_000);
     return () => clearInterval(t);
   }, []);
   // A change arriving resets "0 s ago" to now rather than to the last tick.
-  const at = Math.max(now, events[0]?.at ?? 0);
-  const recent = events.slice(0, RECENT);
+  const at = Math.max(now, live[0]?.at ?? 0);
+  const recent = latestChanges(live, history.state === 'read' ? history.changes : [], RECENT);
   return (
     <section class="panel" aria-labelledby="activity-title" data-testid="activity">
       <div class="toolbar">
@@ -45,12 +50,19 @@ export function RecentActivity(props: { org: string }): JSX.Element {
         <a href={href('events', props.org)} data-testid="activity-events-link">All events</a>
         <a href={href('audit', props.org)} data-testid="activity-audit-link">Audit log</a>
       </div>
+      {history.state === 'unread' ? (
+        <p class="muted" data-testid="activity-history-note">
+          Changes since this page opened only: {history.why}.
+        </p>
+      ) : null}
       {recent.length === 0 ? (
-        <p class="muted" role="status" data-testid="activity-empty">No change since this page opened: the audit log has the earlier ones.</p>
+        <p class="muted" role="status" data-testid={history.state === 'reading' ? 'activity-reading' : 'activity-empty'}>
+          {history.state === 'reading' ? 'Reading the latest changes…' : 'No change yet.'}
+        </p>
       ) : (
         <ul class="activity">
           {recent.map((e) => (
-            <li key={e.key} data-testid="activity-row" data-kind={e.kind} data-type={e.type} data-id={e.id}>
+            <li key={e.key} data-testid="activity-row" data-kind={e.kind} data-type={e.type} data-id={e.id} data-revision={e.revision}>
               <span>{e.type}</span>
               <span class="muted">{KIND_WORDS[e.kind]}</span>
               {e.type === 'deleted' ? <span data-testid="activity-name">{e.name}</span> : <a href={objectHref(props.org, e)} data-testid="activity-name">{e.name}</a>}

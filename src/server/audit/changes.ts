@@ -30,9 +30,14 @@ export function isCredentialName(name: string): boolean {
 // A secret this server issues, pasted anywhere in a string (a description holding a token): prefix and 20+ base64url characters.
 const ISSUED_SECRET = new RegExp(`(${Object.values(SECRET_PREFIX).join('|')})[A-Za-z0-9_-]{20,}`);
 
+/** `text`, or `AUDIT_REDACTED` when it holds a secret this server issues (a description a token was pasted into). */
+export function redactText(text: string): string {
+  return ISSUED_SECRET.test(text) ? AUDIT_REDACTED : text;
+}
+
 /** `value` with every credential in it replaced by `AUDIT_REDACTED`: values under credential-like names, and strings holding an issued secret. */
 export function redact(value: unknown): unknown {
-  if (typeof value === 'string') return ISSUED_SECRET.test(value) ? AUDIT_REDACTED : value;
+  if (typeof value === 'string') return redactText(value);
   if (Array.isArray(value)) return value.map(redact);
   if (typeof value !== 'object' || value === null) return value;
   const out: Record<string, unknown> = {};

@@ -1,6 +1,7 @@
 import type { AuditAction, AuditKind } from '../../protocol/index.js';
 import type { Queryable } from '../db/index.js';
 import type { Actor } from '../principal/index.js';
+import { redactText } from './changes.js';
 import { currentScope, type AuditScope } from './scope.js';
 
 /** One change, as its writer describes it; who made it comes from the audit scope. */
@@ -12,8 +13,10 @@ export interface AuditRecord {
   readonly objectId: string | null;
   /**
    * The object's name as it is after the change (before it, for a delete):
-   * an organization's or group's name, a device's hostname. Omitted or null:
-   * it has none.
+   * an organization's or group's name, a device's hostname, a token's,
+   * registration key's or API key's description, a member's email (else
+   * its name). Omitted, null or empty: it has none. An issued secret in it
+   * is redacted, as in `details`.
    */
   readonly objectName?: string | null | undefined;
   /** The organization revision the change took; omitted for changes that take none (credentials). */
@@ -65,7 +68,7 @@ export async function insertAudit(
       r.action,
       r.kind,
       r.objectId,
-      r.objectName ?? null,
+      r.objectName === undefined || r.objectName === null || r.objectName === '' ? null : redactText(r.objectName),
       r.revision ?? null,
       where.source,
       where.userAgent,

@@ -80,11 +80,13 @@ export async function listApiKeys(q: Queryable, userId: string): Promise<ApiKey[
   return rows.map(toApiKey);
 }
 
-/** Revokes one of a user's API keys; its open streams end at the next revocation check. */
-export async function revokeApiKey(q: Queryable, userId: string, id: string): Promise<void> {
-  const rows = await q.query(
-    `UPDATE tokens SET revoked_at = now() WHERE id = $1 AND user_id = $2 AND kind = 'api_key' AND revoked_at IS NULL RETURNING id`,
+/** Revokes one of a user's API keys, answering its description; its open streams end at the next revocation check. */
+export async function revokeApiKey(q: Queryable, userId: string, id: string): Promise<{ description: string }> {
+  const rows = await q.query<{ description: string }>(
+    `UPDATE tokens SET revoked_at = now() WHERE id = $1 AND user_id = $2 AND kind = 'api_key' AND revoked_at IS NULL RETURNING description`,
     [id, userId],
   );
-  if (rows.length === 0) throw notFound('API key');
+  const row = rows[0];
+  if (!row) throw notFound('API key');
+  return row;
 }

@@ -165,7 +165,7 @@ export async function createOrgToken(q: Queryable, orgId: string, input: OrgToke
   );
   const row = rows[0] ?? {};
   const created = toOrgToken(row);
-  await recordAudit(q, { orgId, action: 'create', kind: 'token', objectId: created.id, details: { role: created.role, created_by: created.created_by } });
+  await recordAudit(q, { orgId, action: 'create', kind: 'token', objectId: created.id, objectName: created.description, details: { role: created.role, created_by: created.created_by } });
   return { created: { ...created, token }, effectiveExpiresAt: iso(row['effective_expires_at']) };
 }
 
@@ -183,12 +183,13 @@ export async function listOrgTokens(q: Queryable, orgId: string): Promise<OrgTok
  * at the next revocation check. Returns every token id revoked.
  */
 export async function revokeOrgToken(q: Queryable, orgId: string, id: string): Promise<string[]> {
-  const rows = await q.query(
-    `UPDATE tokens SET revoked_at = now() WHERE id = $1 AND org_id = $2 AND kind = 'org' AND revoked_at IS NULL RETURNING id`,
+  const rows = await q.query<{ description: string }>(
+    `UPDATE tokens SET revoked_at = now() WHERE id = $1 AND org_id = $2 AND kind = 'org' AND revoked_at IS NULL RETURNING description`,
     [id, orgId],
   );
-  if (rows.length === 0) throw notFound('token');
-  await recordAudit(q, { orgId, action: 'revoke', kind: 'token', objectId: id });
+  const row = rows[0];
+  if (!row) throw notFound('token');
+  await recordAudit(q, { orgId, action: 'revoke', kind: 'token', objectId: id, objectName: row.description });
   return [id, ...(await endMadeBy(q, [id], { kind: 'token', id }))];
 }
 
@@ -299,6 +300,7 @@ export async function createRegistrationKey(
     action: 'create',
     kind: 'registration_key',
     objectId: created.id,
+    objectName: created.description,
     details: { single_use: created.single_use, ephemeral: created.ephemeral, tags: created.tags, expires_at: created.expires_at, created_by: created.created_by },
   });
   return { ...created, key };
@@ -316,9 +318,10 @@ export async function getRegistrationKey(q: Queryable, orgId: string, id: string
 }
 
 export async function deleteRegistrationKey(q: Queryable, orgId: string, id: string): Promise<void> {
-  const rows = await q.query('DELETE FROM registration_keys WHERE id = $1 AND org_id = $2 RETURNING id', [id, orgId]);
-  if (rows.length === 0) throw notFound('registration key');
-  await recordAudit(q, { orgId, action: 'delete', kind: 'registration_key', objectId: id });
+  const rows = await q.query<{ description: string }>('DELETE FROM registration_keys WHERE id = $1 AND org_id = $2 RETURNING description', [id, orgId]);
+  const row = rows[0];
+  if (!row) throw notFound('registration key');
+  await recordAudit(q, { orgId, action: 'delete', kind: 'registration_key', objectId: id, objectName: row.description });
 }
 
 /** The caller an owner re-parents to: itself (a user), or the admin token. */
@@ -334,7 +337,7 @@ export async function reparentOrgToken(q: Queryable, orgId: string, id: string, 
   const { before, moved } = await reparent(q, 'tokens', orgId, id, to);
   const rows = await q.query('SELECT * FROM tokens WHERE id = $1', [id]);
   const token = toOrgToken(rows[0] ?? {});
-  await recordAudit(q, { orgId, action: 'update', kind: 'token', objectId: id, details: { fields: ['created_by'], changes: { created_by: { from: before, to: token.created_by } }, from: before, to: token.created_by } });
+  await recordAudit(q, { orgId, action: 'update', kind: 'token', objectId: id, objectName: token.description, details: { fields: ['created_by'], changes: { created_by: { from: before, to: token.created_by } }, from: before, to: token.created_by } });
   return { token, moved };
 }
 
@@ -344,6 +347,6 @@ export async function reparentRegistrationKey(q: Queryable, orgId: string, id: s
   const { before } = await reparent(q, 'registration_keys', orgId, id, to);
   const key = await getRegistrationKey(q, orgId, id);
   if (!key) throw new ApiError('internal', 'a re-parented registration key vanished in its own transaction');
-  await recordAudit(q, { orgId, action: 'update', kind: 'registration_key', objectId: id, details: { fields: ['created_by'], changes: { created_by: { from: before, to: key.created_by } }, from: before, to: key.created_by } });
+  await recordAudit(q, { orgId, action: 'update', kind: 'registration_key', objectId: id, objectName: key.description, details: { fields: ['created_by'], changes: { created_by: { from: before, to: key.created_by } }, from: before, to: key.created_by } });
   return key;
 }

@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/index.js';
 import {
   DEFAULT_INVITATION_TTL_SECONDS,
+  INVITED_BY_ADMIN,
   MAX_INVITATION_TTL_SECONDS,
   MAX_OPEN_INVITATIONS,
   MEMBER_ROLES,
+  OWNER_JOINED,
   SECRET_PREFIX,
   type CreatedInvitation,
   type Invitation,
@@ -108,6 +110,7 @@ export async function acceptInvitationToken(q: Queryable, token: string, userId:
   if (!row?.member) throw notFound('invitation');
   const invitation = toInvitation(row.invitation);
   await recordAudit(q, { orgId: invitation.organization_id, action: 'update', kind: 'invitation', objectId: invitation.id, details: { accepted_by: userId, role: invitation.role } });
+  if (invitation.role === 'owner') await endOwnerStandIns(q, invitation.organization_id, userId);
   return { invitation, member: toMember(row.member) };
 }
 
@@ -171,5 +174,29 @@ export async function acceptInvitations(q: Queryable, user: InvitedUser, actor: 
   for (const r of rows) {
     await recordAudit(q, { orgId: r.org_id, action: 'update', kind: 'invitation', objectId: r.id, actor, details: { accepted_by: user.id, role: r.role } });
   }
+  for (const org of new Set(rows.filter((r) => r.role === 'owner').map((r) => r.org_id))) await endOwnerStandIns(q, org, user.id, actor);
   return rows.length;
+}
+
+/**
+ * When `userId` has just become the first owner of `orgId` (accepting an
+ * invitation, or made owner), revokes the organization's open owner
+ * invitations claimed by token that the admin token made: they stood in
+ * for an owner while it had none (the one made with the organization, or
+ * its replacement), and none may stay claimable once it has one. Each is a
+ * `revoke` entry with `details` `{reason: OWNER_JOINED, owner_user_id}`, by
+ * `actor` (default: the scope's). Nothing when the organization already had
+ * another owner: an owner invitation the admin token makes then is meant.
+ */
+export async function endOwnerStandIns(q: Queryable, orgId: string, userId: string, actor?: Actor): Promise<void> {
+  const rows = await q.query<{ id: string }>(
+    `UPDATE invitations SET revoked_at = now()
+      WHERE org_id = $1 AND role = 'owner' AND email IS NULL AND subject IS NULL AND created_by = $3 AND ${OPEN}
+        AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.org_id = $1 AND m.role = 'owner' AND m.user_id <> $2)
+      RETURNING id`,
+    [orgId, userId, INVITED_BY_ADMIN],
+  );
+  for (const r of rows) {
+    await recordAudit(q, { orgId, action: 'revoke', kind: 'invitation', objectId: r.id, actor, details: { reason: OWNER_JOINED, owner_user_id: userId } });
+  }
 }

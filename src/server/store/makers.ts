@@ -30,7 +30,7 @@ export interface MakerColumns {
 }
 
 /** The rows a cascade ends: tokens and registration keys, with what made each. */
-type MadeRow = { id: string; org_id: string; created_by_kind: MakerKind | null; created_by_credential: string | null };
+type MadeRow = { id: string; org_id: string; description: string; created_by_kind: MakerKind | null; created_by_credential: string | null };
 
 /** Why a cascade ends what it ends (an audit entry's `details.cause`). */
 export interface CascadeReason {
@@ -108,13 +108,14 @@ async function auditEnded(q: Queryable, rows: readonly MadeRow[], what: 'token' 
       action: what === 'token' ? 'revoke' : 'delete',
       kind: what,
       objectId: r.id,
+      objectName: r.description,
       details: { cause, created_by: { credential_kind: r.created_by_kind, credential_id: r.created_by_credential } },
       actor,
     });
   }
 }
 
-const MADE = 'id, org_id, created_by_kind, created_by_credential';
+const MADE = 'id, org_id, description, created_by_kind, created_by_credential';
 
 /**
  * Ends, in the caller's transaction, every organization token and

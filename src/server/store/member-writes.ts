@@ -15,13 +15,15 @@ import { endMadeBy, endMadeByMember } from './makers.js';
 /**
  * Changes a member's role. Demoted to `read`, the member may no longer mint
  * credentials: what rests on its authority there is revoked with the change
- * (`revoked`: the token ids).
+ * (`revoked`: the token ids). Made the first owner, the admin token's owner
+ * invitations claimed by token end (invitations.endOwnerStandIns).
  */
 export function setMemberRole(db: Database, orgId: string, userId: string, role: MemberRole, scope: members.MemberChangeScope) {
   return db.transaction(async (tx) => {
     const { member, was } = await members.setMemberRole(tx, orgId, userId, role, scope);
     const changes = was === role ? {} : { fields: ['role'], changes: { role: { from: was, to: role } } };
-    await recordAudit(tx, { orgId, action: 'update', kind: 'member', objectId: userId, details: { role, ...changes } });
+    await recordAudit(tx, { orgId, action: 'update', kind: 'member', objectId: userId, objectName: members.memberName(member), details: { role, ...changes } });
+    if (role === 'owner' && was !== 'owner') await invitations.endOwnerStandIns(tx, orgId, userId);
     const revoked = role === 'read' ? await endMadeByMember(tx, orgId, userId, 'demoted') : [];
     return { member, revoked };
   });
@@ -30,8 +32,8 @@ export function setMemberRole(db: Database, orgId: string, userId: string, role:
 /** Removes a member, and what rests on its authority there, in one transaction; returns the token ids revoked. */
 export function removeMember(db: Database, orgId: string, userId: string, scope: members.MemberChangeScope): Promise<string[]> {
   return db.transaction(async (tx) => {
-    await members.removeMember(tx, orgId, userId, scope);
-    await recordAudit(tx, { orgId, action: 'delete', kind: 'member', objectId: userId });
+    const removed = await members.removeMember(tx, orgId, userId, scope);
+    await recordAudit(tx, { orgId, action: 'delete', kind: 'member', objectId: userId, objectName: members.memberName(removed) });
     return endMadeByMember(tx, orgId, userId, 'removed');
   });
 }
@@ -59,7 +61,7 @@ export function revokeInvitation(db: Database, orgId: string, id: string, scope:
 export function createApiKey(db: Database, userId: string, input: ApiKeyCreate) {
   return db.transaction(async (tx) => {
     const made = await apiKeys.createApiKey(tx, userId, input);
-    await recordAudit(tx, { orgId: null, action: 'create', kind: 'api_key', objectId: made.created.id, details: { role: made.created.role } });
+    await recordAudit(tx, { orgId: null, action: 'create', kind: 'api_key', objectId: made.created.id, objectName: made.created.description, details: { role: made.created.role } });
     return made;
   });
 }
@@ -67,8 +69,8 @@ export function createApiKey(db: Database, userId: string, input: ApiKeyCreate) 
 /** Revokes an API key and what it made (keys made credentials before they were refused that); returns every token id revoked. */
 export function revokeApiKey(db: Database, userId: string, id: string): Promise<string[]> {
   return db.transaction(async (tx) => {
-    await apiKeys.revokeApiKey(tx, userId, id);
-    await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'api_key', objectId: id });
+    const revoked = await apiKeys.revokeApiKey(tx, userId, id);
+    await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'api_key', objectId: id, objectName: revoked.description });
     return [id, ...(await endMadeBy(tx, [id], { kind: 'api_key', id }))];
   });
 }

@@ -17,6 +17,11 @@ export function toMember(r: Record<string, unknown>): Member {
   };
 }
 
+/** What names a member to a person (an audit entry's `object_name`): its email, else its name; null with neither. */
+export function memberName(m: Pick<Member, 'email' | 'name'>): string | null {
+  return m.email ?? m.name;
+}
+
 /** A user's role in a live organization; undefined when not a member. One primary-key lookup. */
 export async function memberRole(q: Queryable, orgId: string, userId: string): Promise<MemberRole | undefined> {
   const rows = await q.query<{ role: MemberRole }>(
@@ -109,10 +114,10 @@ export async function setMemberRole(
   throw refused(row?.was, scope, role);
 }
 
-/** Removes a member, in one statement: 404, 403 and 409 as setMemberRole. */
-export async function removeMember(q: Queryable, orgId: string, userId: string, scope: MemberChangeScope): Promise<void> {
+/** Removes a member, in one statement: 404, 403 and 409 as setMemberRole. Answers the user's email and name. */
+export async function removeMember(q: Queryable, orgId: string, userId: string, scope: MemberChangeScope): Promise<Pick<Member, 'email' | 'name'>> {
   await requireOrg(q, orgId);
-  const rows = await q.query<{ was: MemberRole | null; removed: MemberRole | null }>(
+  const rows = await q.query<{ was: MemberRole | null; removed: MemberRole | null; email: string | null; name: string | null }>(
     `WITH ${OTHER_OWNERS},
      removed AS (
        DELETE FROM memberships m
@@ -120,10 +125,11 @@ export async function removeMember(q: Queryable, orgId: string, userId: string, 
           AND ($3 OR m.role <> 'owner')
           AND (m.role <> 'owner' OR (SELECT n FROM others) > 0)
         RETURNING m.role)
-     SELECT (SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2) AS was, (SELECT role FROM removed) AS removed`,
+     SELECT (SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2) AS was, (SELECT role FROM removed) AS removed,
+            (SELECT email FROM users WHERE id = $2) AS email, (SELECT name FROM users WHERE id = $2) AS name`,
     [orgId, userId, scope.owners],
   );
   const row = rows[0];
-  if (row?.removed) return;
+  if (row?.removed) return { email: row.email, name: row.name };
   throw refused(row?.was, scope);
 }

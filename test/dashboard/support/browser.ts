@@ -65,6 +65,12 @@ export async function signIn(page: Page, url: string, token: string): Promise<vo
   await page.getByTestId('orgs-row').first().waitFor();
 }
 
+/** Opens the header's Account menu (the user's keys and sessions, the theme, sign out) and waits for its items. */
+export async function openAccountMenu(page: Page): Promise<void> {
+  await page.getByTestId('account-menu').click();
+  await page.getByTestId('sign-out').waitFor();
+}
+
 const AXE_SOURCE: string = (createRequire(import.meta.url)('axe-core') as { source: string }).source;
 
 /** axe-core's violations of serious or critical impact on the page as it is now, one line each. */

@@ -51,6 +51,25 @@ export const registrationKeysGroup: CommandGroup = {
     },
     {
       kind: 'remote',
+      name: 'get',
+      args: '<key>',
+      summary: 'show one registration key (never the key itself)',
+      details: [
+        '<key>: its id, or its description when no other key has it.',
+        '',
+        'Output: a field a line, like kubectl describe: id, then description, single_use, used, ephemeral, tags',
+        'and organization_id, the other fields, created_by and the timestamps last; lists and nested objects as',
+        'indented YAML. -o json and -o yaml print the key exactly as the server sent it.',
+      ].join('\n'),
+      flags: ['org', 'output'],
+      examples: ['fleetplane ctl registration-keys get "rack 4" --org acme', 'fleetplane ctl registration-keys get "rack 4" --org acme -o json | jq -r .expires_at'],
+      async run(ctx, args) {
+        const { org, id } = await named(ctx, args);
+        ctx.out.object(await ctx.client.registrationKeys.get(org.id, id, { signal: ctx.signal }), KEY_FIELDS);
+      },
+    },
+    {
+      kind: 'remote',
       name: 'create',
       summary: 'create a registration key; the key is printed this once',
       flags: [

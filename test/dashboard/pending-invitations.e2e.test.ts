@@ -1,0 +1,58 @@
+/**
+ * Issue 37: the members view lists only pending invitations. The owner
+ * invitation the admin token's organization was made with stands in for an
+ * owner; once the first owner joins (here made owner in the view) it is
+ * gone from the list at once, while an invitation still to be accepted
+ * stays; the owner, signed in, sees only that one. Real server, real
+ * Chromium.
+ */
+import { describe, expect, it } from 'vitest';
+import { FleetplaneClient } from '../../src/client/index.js';
+import { COOKIES } from '../../src/protocol/index.js';
+import { until } from '../agent/support/harness.js';
+import { addMemberForTest, createUserForTest } from '../server/support/users.js';
+import { hasChromium, seriousViolations, signIn } from './support/browser.js';
+import { useDashboardServer } from './support/dashboard-server.js';
+
+const ADMIN = 'fpa_dashboard_pending_invitations_admin';
+
+describe.runIf(hasChromium())('pending invitations in the dashboard, in Chromium', () => {
+  const env = useDashboardServer(ADMIN);
+
+  it('the owner invitation that stood in for an owner leaves the list when the first owner joins; pending ones stay', async () => {
+    const { url, server, browser } = env();
+    const admin = new FleetplaneClient({ baseUrl: url, token: ADMIN });
+    const created = await admin.organizations.create({ name: `pending-${process.pid}` });
+    const standIn = created.owner_invitation?.id ?? '';
+    expect(standIn).not.toBe('');
+    const pending = await admin.members.invite(created.id, { email: `later-${process.pid}@example.test`, role: 'read' });
+    const user = await createUserForTest(server.db, { email: `owner-${process.pid}@example.test` });
+    await addMemberForTest(server.db, created.id, user.id, 'admin');
+
+    const { page, problems } = await browser.newPage();
+    await signIn(page, url, ADMIN);
+    await page.goto(`${url}/#/orgs/${created.id}/members`);
+    const rows = page.getByTestId('invitation-row');
+    const listed = async (): Promise<(string | null)[]> => rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-invitation-id')));
+    await until(async () => (await listed()).length === 2, 'the owner invitation and the pending one listed');
+    expect(await listed()).toEqual([standIn, pending.id]);
+
+    const member = page.locator(`[data-testid="member-row"][data-user-id="${user.id}"]`);
+    await member.getByTestId('member-role-select').selectOption('owner');
+    await member.getByTestId('member-role-save').click();
+    await page.getByTestId('members-saved').waitFor();
+    await until(async () => (await listed()).length === 1, 'the owner invitation gone without a reload');
+    expect(await listed()).toEqual([pending.id]);
+    expect(await seriousViolations(page)).toEqual([]);
+    expect(problems).toEqual([]);
+
+    // The owner, signed in: no invitation of its own, only the pending one.
+    const owner = await browser.newPage();
+    await owner.context.addCookies([{ name: COOKIES.session, value: user.session, url, httpOnly: true }]);
+    await owner.page.goto(`${url}/#/orgs/${created.id}/members`);
+    await owner.page.locator(`[data-testid="member-row"][data-user-id="${user.id}"]`).waitFor();
+    await owner.page.getByTestId('invitation-row').first().waitFor();
+    expect(await owner.page.getByTestId('invitation-row').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-invitation-id')))).toEqual([pending.id]);
+    expect(owner.problems).toEqual([]);
+  }, 120_000);
+});
