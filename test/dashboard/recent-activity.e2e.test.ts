@@ -101,6 +101,13 @@ describe.runIf(hasChromium())('the overview’s recent activity, in Chromium', (
     await until(async () => (await rows(page)).length === 1, 'the live change');
     expect((await rows(page))[0]).toMatch(/^\d+ created device after$/);
     expect(await seriousViolations(page)).toEqual([]);
+
+    // The events view says the same, once a change asks for its author.
+    await page.goto(`${url}/#/orgs/${org}/events`);
+    await page.locator('h1').first().waitFor();
+    await admin.devices.create(org, { hostname: 'later', public_key: key() });
+    await page.getByTestId('events-audit-note').waitFor();
+    expect(await page.getByTestId('events-audit-note').textContent()).toBe('this credential may not read the audit log: who made each change is not shown');
     expect(problems).toEqual([]);
   }, 120_000);
 });

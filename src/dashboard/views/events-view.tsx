@@ -27,7 +27,8 @@ export function EventsView(props: { org: string }): JSX.Element {
           return next;
         });
       } catch (err) {
-        if (ac.signal.aborted || err instanceof AuthError) return;
+        // A 401 signs the page out elsewhere; a 403 (an AuthError too) is this credential's role, said here.
+        if (ac.signal.aborted || (err instanceof AuthError && err.status !== 403)) return;
         setAuditNote(err instanceof FleetplaneError && err.status === 403 ? 'this credential may not read the audit log: who made each change is not shown' : `the audit log could not be read: ${String(err)}`);
       }
     })();
@@ -36,7 +37,7 @@ export function EventsView(props: { org: string }): JSX.Element {
     <main>
       <h1>Events</h1>
       <p class="muted">Changes as they happen, newest first (the last {MAX_EVENTS} since this page was opened).</p>
-      {auditNote ? <div class="banner warn" role="status">{auditNote}</div> : null}
+      {auditNote ? <div class="banner warn" role="status" data-testid="events-audit-note">{auditNote}</div> : null}
       {events.length === 0 ? (
         <div class="panel" role="status">No change since this page opened.</div>
       ) : (
