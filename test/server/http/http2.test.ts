@@ -6,6 +6,7 @@
  * working on the same port.
  */
 import { mkdtempSync } from 'node:fs';
+import { constants } from 'node:http2';
 import { get as httpsGet } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -128,6 +129,39 @@ describe.skipIf(!requireBinary('openssl', which('openssl') !== undefined))('HTTP
     } finally {
       idle?.destroy();
       third?.destroy();
+      c.close();
+    }
+  });
+});
+
+describe.skipIf(!requireBinary('openssl', which('openssl') !== undefined))('a slow HTTP/2 stream', () => {
+  let server: FleetServer;
+  let h: Harness;
+  beforeAll(async () => {
+    server = await start({ watchBufferLimit: 16_384, slowConsumerTimeout: 0.5 });
+    h = new Harness(server);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  // Decision: a stream over its bound is cut alone (RST_STREAM), as an HTTP/1.1 one loses its connection.
+  it('is bounded like any stream: cut alone for slow_consumer, and the connection goes on', async () => {
+    const { org } = await h.createOrgWithDevices(300);
+    const c = await H2Client.connect(server.url ?? '', caPem);
+    try {
+      const stalled = await c.lines('POST', paths.events(org), h.admin, [{ kind: 'device' }]);
+      // The client stops reading: once HTTP/2's flow-control window is full, what is written waits in the server.
+      stalled.stream.pause();
+      const closed = new Promise<number>((resolve) => stalled.stream.once('close', () => resolve(stalled.stream.rstCode ?? -1)));
+      expect(await closed).toBe(constants.NGHTTP2_CANCEL);
+      expect(await server.ctx.metrics.registry.getSingleMetricAsString('fleetplane_watch_slow_consumer_closes_total')).toMatch(/_total 1$/m);
+
+      const other = (await h.createOrg()).id;
+      const live = await c.lines('POST', paths.events(other), h.admin, [{ kind: 'security-group' }]);
+      const group = await h.createGroup(other, { name: 'after-the-cut' });
+      await eventually('the connection carries another stream', () => hasGroup(live, group.id));
+    } finally {
       c.close();
     }
   });
