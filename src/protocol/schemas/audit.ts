@@ -23,7 +23,7 @@ export const AuditEntry = Type.Object(
     object_id: OrNull(Type.String()),
     object_name: OrNull(Type.String(), {
       description:
-        "The object's name when the entry was written (an organization's or security group's name, a device's hostname, a token's, registration key's or API key's description, a member's email or else name), so it reads after the object is gone; null when it has none, and in entries written before v1.18.",
+        "The object's name when the entry was written (an organization's or security group's name, a device's hostname, also for its device tokens, a token's, registration key's, API key's or session's description, a member's or user's email or else name, an invitation's email or else subject), so it reads after the object is gone; null when it has none, and in entries written before v1.18.",
     }),
     revision: OrNull(Revision, { description: "The organization revision of the change; null for changes that take none (credentials, denials)." }),
     source: OrNull(Type.String(), { description: 'The caller address as the server saw it.' }),

@@ -13,9 +13,11 @@ export interface AuditRecord {
   readonly objectId: string | null;
   /**
    * The object's name as it is after the change (before it, for a delete):
-   * an organization's or group's name, a device's hostname, a token's,
-   * registration key's or API key's description, a member's email (else
-   * its name). Omitted, null or empty: it has none. An issued secret in it
+   * an organization's or group's name, a device's hostname (also for its
+   * device tokens), a token's, registration key's, API key's or session's
+   * description, a member's or user's email (else its name), an
+   * invitation's email (else its subject). Omitted, null or empty: it has
+   * none. An issued secret in it
    * is redacted, as in `details`.
    */
   readonly objectName?: string | null | undefined;

@@ -32,17 +32,20 @@ const iso = (v: unknown): string => new Date(v as string).toISOString();
 
 /**
  * Locks the device's row for the transaction, so that a change to its tokens
- * and a delete of the device never both succeed; 404 when it (or its
- * organization) is gone.
+ * and a delete of the device never both succeed, and answers its hostname
+ * (what names its tokens' audit entries); 404 when it (or its organization)
+ * is gone.
  */
-async function lockLiveDevice(tx: Queryable, orgId: string, deviceId: string): Promise<void> {
-  const device = await tx.query(
-    `SELECT o.id FROM objects o JOIN orgs g ON g.id = o.org_id
+async function lockLiveDevice(tx: Queryable, orgId: string, deviceId: string): Promise<{ hostname: string | null }> {
+  const device = await tx.query<{ hostname: string | null }>(
+    `SELECT o.value->>'hostname' AS hostname FROM objects o JOIN orgs g ON g.id = o.org_id
       WHERE o.id = $1 AND o.org_id = $2 AND o.kind = 'device' AND NOT o.deleted AND g.deleted_at IS NULL
       FOR UPDATE OF o`,
     [deviceId, orgId],
   );
-  if (device.length === 0) throw notFound('device');
+  const row = device[0];
+  if (!row) throw notFound('device');
+  return row;
 }
 
 /**
@@ -60,7 +63,7 @@ export async function renewDeviceToken(
   overlapSeconds: number,
 ): Promise<RenewedDeviceToken> {
   return db.transaction(async (tx) => {
-    await lockLiveDevice(tx, orgId, deviceId);
+    const device = await lockLiveDevice(tx, orgId, deviceId);
     const valid = await tx.query<{ n: number; next_s: number | null }>(
       `SELECT count(*)::int AS n, EXTRACT(EPOCH FROM min(expires_at) - now())::float8 AS next_s FROM tokens
         WHERE device_id = $1 AND kind = 'device' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
@@ -94,7 +97,7 @@ export async function renewDeviceToken(
     );
     const row = rows[0];
     if (!row) throw new Error('inserting the renewed device token returned no row');
-    await recordAudit(tx, { orgId, action: 'renew', kind: 'device_token', objectId: deviceId, details: { token_id: tokenId } });
+    await recordAudit(tx, { orgId, action: 'renew', kind: 'device_token', objectId: deviceId, objectName: device.hostname, details: { token_id: tokenId } });
     return {
       device_token: secret,
       expires_at: row.expires_at === null || row.expires_at === undefined ? null : iso(row.expires_at),
@@ -114,7 +117,7 @@ export async function renewDeviceToken(
  */
 export async function expireDeviceTokens(db: Database, orgId: string, deviceId: string): Promise<string[]> {
   return db.transaction(async (tx) => {
-    await lockLiveDevice(tx, orgId, deviceId);
+    const device = await lockLiveDevice(tx, orgId, deviceId);
     const rows = await tx.query<{ id: string }>(
       `UPDATE tokens SET revoked_at = now()
         WHERE device_id = $1 AND kind = 'device' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
@@ -122,7 +125,7 @@ export async function expireDeviceTokens(db: Database, orgId: string, deviceId: 
       [deviceId],
     );
     const ids = rows.map((r) => r.id);
-    await recordAudit(tx, { orgId, action: 'revoke', kind: 'device_token', objectId: deviceId, details: { tokens: ids.length } });
+    await recordAudit(tx, { orgId, action: 'revoke', kind: 'device_token', objectId: deviceId, objectName: device.hostname, details: { tokens: ids.length } });
     return ids;
   });
 }

@@ -36,6 +36,11 @@ function toInvitation(r: Record<string, unknown>): Invitation {
   };
 }
 
+/** What names an invitation to a person (an audit entry's `object_name`): who it is for, its email, else its subject; null for one claimed by token. */
+export function invitationName(i: Pick<Invitation, 'email' | 'subject'>): string | null {
+  return i.email ?? i.subject;
+}
+
 const OPEN = 'accepted_at IS NULL AND revoked_at IS NULL AND expires_at > now()';
 /** Roles ranked in SQL as MEMBER_ROLES ranks them (weakest first). */
 const RANK = (column: string): string => `array_position(ARRAY[${MEMBER_ROLES.map((r) => `'${r}'`).join(', ')}], ${column})`;
@@ -109,7 +114,7 @@ export async function acceptInvitationToken(q: Queryable, token: string, userId:
   const row = rows[0];
   if (!row?.member) throw notFound('invitation');
   const invitation = toInvitation(row.invitation);
-  await recordAudit(q, { orgId: invitation.organization_id, action: 'update', kind: 'invitation', objectId: invitation.id, details: { accepted_by: userId, role: invitation.role } });
+  await recordAudit(q, { orgId: invitation.organization_id, action: 'update', kind: 'invitation', objectId: invitation.id, objectName: invitationName(invitation), details: { accepted_by: userId, role: invitation.role } });
   if (invitation.role === 'owner') await endOwnerStandIns(q, invitation.organization_id, userId);
   return { invitation, member: toMember(row.member) };
 }
@@ -121,17 +126,22 @@ export async function listInvitations(q: Queryable, orgId: string): Promise<Invi
   return rows.map(toInvitation);
 }
 
-/** Revokes an open invitation; 404 when there is none, 403 for an owner invitation when `owners` is false. */
-export async function revokeInvitation(q: Queryable, orgId: string, id: string, scope: { owners: boolean }): Promise<void> {
-  const rows = await q.query<{ role: MemberRole; revoked: boolean }>(
-    `WITH target AS (SELECT id, role FROM invitations WHERE id = $1 AND org_id = $2 AND ${OPEN}),
+/**
+ * Revokes an open invitation, answering who it was for (its email and
+ * subject); 404 when there is none, 403 for an owner invitation when
+ * `owners` is false.
+ */
+export async function revokeInvitation(q: Queryable, orgId: string, id: string, scope: { owners: boolean }): Promise<Pick<Invitation, 'email' | 'subject'>> {
+  const rows = await q.query<{ role: MemberRole; email: string | null; subject: string | null; revoked: boolean }>(
+    `WITH target AS (SELECT id, role, email, subject FROM invitations WHERE id = $1 AND org_id = $2 AND ${OPEN}),
      revoked AS (UPDATE invitations i SET revoked_at = now() FROM target t WHERE i.id = t.id AND ($3 OR t.role <> 'owner') RETURNING i.id)
-     SELECT t.role, EXISTS (SELECT 1 FROM revoked) AS revoked FROM target t`,
+     SELECT t.role, t.email, t.subject, EXISTS (SELECT 1 FROM revoked) AS revoked FROM target t`,
     [id, orgId, scope.owners],
   );
   const row = rows[0];
   if (!row) throw notFound('invitation');
   if (!row.revoked) throw new ApiError('forbidden', 'only an owner may revoke an owner invitation');
+  return { email: row.email, subject: row.subject };
 }
 
 /** Who logs in, for matching invitations. */
@@ -155,24 +165,24 @@ export async function acceptInvitations(q: Queryable, user: InvitedUser, actor: 
   const email = user.emailVerified ? user.email : null;
   // The membership insert runs to completion though the final SELECT does not read it (PostgreSQL
   // executes every data-modifying CTE exactly once).
-  const rows = await q.query<{ id: string; org_id: string; role: string }>(
+  const rows = await q.query<{ id: string; org_id: string; role: string; email: string | null; subject: string | null }>(
     `WITH accepted AS (
        UPDATE invitations i SET accepted_at = now(), accepted_by = $1
         WHERE i.accepted_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > now()
           AND (i.subject = $2 OR ($3::text IS NOT NULL AND i.email IS NOT NULL AND lower(i.email) = lower($3::text)))
           AND EXISTS (SELECT 1 FROM orgs g WHERE g.id = i.org_id AND g.deleted_at IS NULL)
-        RETURNING i.id, i.org_id, i.role),
+        RETURNING i.id, i.org_id, i.role, i.email, i.subject),
      best AS (SELECT DISTINCT ON (org_id) org_id, role FROM accepted ORDER BY org_id, ${RANK('role')} DESC),
      joined AS (
        INSERT INTO memberships (org_id, user_id, role) SELECT org_id, $1, role FROM best
        ON CONFLICT (org_id, user_id) DO UPDATE
          SET role = CASE WHEN ${RANK('excluded.role')} > ${RANK('memberships.role')} THEN excluded.role ELSE memberships.role END
        RETURNING org_id)
-     SELECT id, org_id, role FROM accepted`,
+     SELECT id, org_id, role, email, subject FROM accepted`,
     [user.id, user.subject, email],
   );
   for (const r of rows) {
-    await recordAudit(q, { orgId: r.org_id, action: 'update', kind: 'invitation', objectId: r.id, actor, details: { accepted_by: user.id, role: r.role } });
+    await recordAudit(q, { orgId: r.org_id, action: 'update', kind: 'invitation', objectId: r.id, objectName: invitationName(r), actor, details: { accepted_by: user.id, role: r.role } });
   }
   for (const org of new Set(rows.filter((r) => r.role === 'owner').map((r) => r.org_id))) await endOwnerStandIns(q, org, user.id, actor);
   return rows.length;
@@ -189,14 +199,14 @@ export async function acceptInvitations(q: Queryable, user: InvitedUser, actor: 
  * another owner: an owner invitation the admin token makes then is meant.
  */
 export async function endOwnerStandIns(q: Queryable, orgId: string, userId: string, actor?: Actor): Promise<void> {
-  const rows = await q.query<{ id: string }>(
+  const rows = await q.query<{ id: string; email: string | null; subject: string | null }>(
     `UPDATE invitations SET revoked_at = now()
       WHERE org_id = $1 AND role = 'owner' AND email IS NULL AND subject IS NULL AND created_by = $3 AND ${OPEN}
         AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.org_id = $1 AND m.role = 'owner' AND m.user_id <> $2)
-      RETURNING id`,
+      RETURNING id, email, subject`,
     [orgId, userId, INVITED_BY_ADMIN],
   );
   for (const r of rows) {
-    await recordAudit(q, { orgId, action: 'revoke', kind: 'invitation', objectId: r.id, actor, details: { reason: OWNER_JOINED, owner_user_id: userId } });
+    await recordAudit(q, { orgId, action: 'revoke', kind: 'invitation', objectId: r.id, objectName: invitationName(r), actor, details: { reason: OWNER_JOINED, owner_user_id: userId } });
   }
 }

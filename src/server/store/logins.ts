@@ -8,7 +8,7 @@ import { hashSecret } from './secrets.js';
 import type { TokenIndex } from './token-index.js';
 import { afterCommit } from './token-index-change.js';
 import { endMadeBy } from './makers.js';
-import { getUser, upsertUser, type BootstrapAdmins, type LoginIdentity } from './users.js';
+import { getUser, upsertUser, userName, type BootstrapAdmins, type LoginIdentity } from './users.js';
 
 /** How a login's session is made. */
 export interface SessionTerms {
@@ -50,12 +50,14 @@ export class Logins {
         { id: user.id, email: identity.email ?? null, emailVerified: identity.emailVerified, subject: identity.subject },
         actor,
       );
-      if (isNew) await recordAudit(tx, { orgId: null, action: 'create', kind: 'user', objectId: user.id, actor });
-      await recordAudit(tx, { orgId: null, action: 'create', kind: 'session', objectId: created.session.id, actor, details: { description: terms.description } });
-      for (const id of created.revoked) await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'session', objectId: id, actor, details: { reason: 'session_limit' } });
+      if (isNew) await recordAudit(tx, { orgId: null, action: 'create', kind: 'user', objectId: user.id, objectName: userName(user), actor });
+      await recordAudit(tx, { orgId: null, action: 'create', kind: 'session', objectId: created.session.id, objectName: created.session.description, actor, details: { description: terms.description } });
+      for (const r of created.revoked) {
+        await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'session', objectId: r.id, objectName: r.description, actor, details: { reason: 'session_limit' } });
+      }
       const made: string[] = [];
-      for (const id of created.revoked) made.push(...(await endMadeBy(tx, [id], { kind: 'session', id }, actor)));
-      return { user, invitationsAccepted, ...created, revoked: [...created.revoked, ...made] };
+      for (const { id } of created.revoked) made.push(...(await endMadeBy(tx, [id], { kind: 'session', id }, actor)));
+      return { user, invitationsAccepted, ...created, revoked: [...created.revoked.map((r) => r.id), ...made] };
     });
     const done = await afterCommit(this.tokens, signIn, (d) => ({
       revoked: d.revoked,
@@ -80,7 +82,7 @@ export class Logins {
   refreshSession(id: string, ttlSeconds: number): Promise<Session | undefined> {
     const refresh = this.db.transaction(async (tx) => {
       const refreshed = await sessions.refreshSession(tx, id, ttlSeconds);
-      if (refreshed) await recordAudit(tx, { orgId: null, action: 'renew', kind: 'session', objectId: id, details: { expires_at: refreshed.expires_at } });
+      if (refreshed) await recordAudit(tx, { orgId: null, action: 'renew', kind: 'session', objectId: id, objectName: refreshed.description, details: { expires_at: refreshed.expires_at } });
       return refreshed;
     });
     return afterCommit(this.tokens, refresh, (session) => ({ extended: session ? [{ tokenId: id, expiresAt: Date.parse(session.expires_at) }] : [] }));
@@ -89,8 +91,8 @@ export class Logins {
   /** Revokes a session and what it made; their streams and tunnels end through the revocation follower. */
   async revokeSession(userId: string, id: string): Promise<void> {
     const revoke = this.db.transaction(async (tx) => {
-      await sessions.revokeSession(tx, userId, id);
-      await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'session', objectId: id, details: { user_id: userId } });
+      const revoked = await sessions.revokeSession(tx, userId, id);
+      await recordAudit(tx, { orgId: null, action: 'revoke', kind: 'session', objectId: id, objectName: revoked.description, details: { user_id: userId } });
       return [id, ...(await endMadeBy(tx, [id], { kind: 'session', id }))];
     });
     await afterCommit(this.tokens, revoke, (revoked) => ({ revoked }));

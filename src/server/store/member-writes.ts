@@ -41,7 +41,7 @@ export function removeMember(db: Database, orgId: string, userId: string, scope:
 export function createInvitation(db: Database, orgId: string, input: InvitationCreate, createdBy: string) {
   return db.transaction(async (tx) => {
     const created = await invitations.createInvitation(tx, orgId, input, createdBy);
-    await recordAudit(tx, { orgId, action: 'create', kind: 'invitation', objectId: created.id, details: { role: created.role } });
+    await recordAudit(tx, { orgId, action: 'create', kind: 'invitation', objectId: created.id, objectName: invitations.invitationName(created), details: { role: created.role } });
     return created;
   });
 }
@@ -53,8 +53,8 @@ export function acceptInvitationToken(db: Database, token: string, userId: strin
 
 export function revokeInvitation(db: Database, orgId: string, id: string, scope: { owners: boolean }) {
   return db.transaction(async (tx) => {
-    await invitations.revokeInvitation(tx, orgId, id, scope);
-    await recordAudit(tx, { orgId, action: 'revoke', kind: 'invitation', objectId: id });
+    const revoked = await invitations.revokeInvitation(tx, orgId, id, scope);
+    await recordAudit(tx, { orgId, action: 'revoke', kind: 'invitation', objectId: id, objectName: invitations.invitationName(revoked) });
   });
 }
 

@@ -40,8 +40,8 @@ export interface SessionCreate {
 export interface CreatedSessionRow {
   session: Session;
   token: string;
-  /** Ids of the user's oldest sessions revoked to stay within MAX_SESSIONS_PER_USER. */
-  revoked: string[];
+  /** The user's oldest sessions revoked to stay within MAX_SESSIONS_PER_USER: their ids and descriptions (what names them in the audit log). */
+  revoked: Pick<Session, 'id' | 'description'>[];
 }
 
 /**
@@ -60,13 +60,13 @@ export async function createSession(q: Queryable, input: SessionCreate): Promise
   );
   const row = rows[0];
   if (!row) throw new Error('creating a session returned no row');
-  const revoked = await q.query<{ id: string }>(
+  const revoked = await q.query<{ id: string; description: string }>(
     `UPDATE tokens SET revoked_at = now() WHERE id IN (
        SELECT id FROM tokens WHERE user_id = $1 AND ${LIVE} ORDER BY created_at DESC, id OFFSET $2)
-     RETURNING id`,
+     RETURNING id, description`,
     [input.userId, MAX_SESSIONS_PER_USER],
   );
-  return { session: toSession(row), token, revoked: revoked.map((r) => r.id) };
+  return { session: toSession(row), token, revoked: revoked.map((r) => ({ id: r.id, description: r.description })) };
 }
 
 /** A live session by id (and user, when given). */
@@ -95,8 +95,13 @@ export async function refreshSession(q: Queryable, id: string, ttlSeconds: numbe
   return rows[0] ? toSession(rows[0]) : undefined;
 }
 
-/** Revokes one of a user's live sessions; 404 when there is none of that id. */
-export async function revokeSession(q: Queryable, userId: string, id: string): Promise<void> {
-  const rows = await q.query(`UPDATE tokens SET revoked_at = now() WHERE id = $1 AND user_id = $2 AND ${LIVE} RETURNING id`, [id, userId]);
-  if (rows.length === 0) throw notFound('session');
+/** Revokes one of a user's live sessions, answering its description; 404 when there is none of that id. */
+export async function revokeSession(q: Queryable, userId: string, id: string): Promise<Pick<Session, 'description'>> {
+  const rows = await q.query<{ description: string }>(
+    `UPDATE tokens SET revoked_at = now() WHERE id = $1 AND user_id = $2 AND ${LIVE} RETURNING description`,
+    [id, userId],
+  );
+  const row = rows[0];
+  if (!row) throw notFound('session');
+  return row;
 }

@@ -18,6 +18,11 @@ export function toUser(r: Record<string, unknown>): User {
   };
 }
 
+/** What names a user to a person (an audit entry's `object_name`): its email, else its name; null with neither. */
+export function userName(u: Pick<User, 'email' | 'name'>): string | null {
+  return u.email ?? u.name;
+}
+
 /** Who the issuer vouched for at a login (policy already applied). */
 export interface LoginIdentity {
   issuer: string;
