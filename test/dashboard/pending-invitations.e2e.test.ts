@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FleetplaneClient } from '../../src/client/index.js';
-import { COOKIES } from '../../src/protocol/index.js';
+import { COOKIES, HEADERS, MEDIA, paths } from '../../src/protocol/index.js';
 import { until } from '../agent/support/harness.js';
 import { addMemberForTest, createUserForTest } from '../server/support/users.js';
 import { hasChromium, seriousViolations, signIn } from './support/browser.js';
@@ -54,5 +54,35 @@ describe.runIf(hasChromium())('pending invitations in the dashboard, in Chromium
     await owner.page.getByTestId('invitation-row').first().waitFor();
     expect(await owner.page.getByTestId('invitation-row').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-invitation-id')))).toEqual([pending.id]);
     expect(owner.problems).toEqual([]);
+  }, 120_000);
+
+  it('an organization created with the admin token shows its owner invitation once, and that token makes its owner', async () => {
+    const { url, server, browser } = env();
+    const { page, problems } = await browser.newPage();
+    await signIn(page, url, ADMIN);
+    const name = `made-here-${process.pid}`;
+    await page.getByTestId('org-name').fill(name);
+    await page.getByTestId('org-create').click();
+    const shown = page.getByTestId('org-owner-invitation');
+    await shown.waitFor();
+    expect(await shown.textContent()).toContain(`${name} was created without an owner`);
+    const token = (await shown.getByTestId('secret-value').textContent())?.trim() ?? '';
+    expect(token).toMatch(/^fpi_/);
+    expect(await seriousViolations(page)).toEqual([]);
+    await shown.getByRole('button', { name: 'Done' }).click();
+    await page.getByTestId('fleet-at-head').waitFor();
+
+    // The token shown is the invitation's: a signed-in user who presents it becomes the owner.
+    const org = new URL(page.url()).hash.split('/')[2] ?? '';
+    const user = await createUserForTest(server.db, { email: `made-here-${process.pid}@example.test` });
+    const res = await fetch(`${url}${paths.acceptInvitation()}`, {
+      method: 'POST',
+      headers: { [HEADERS.cookie]: `${COOKIES.session}=${user.session}`, [HEADERS.contentType]: MEDIA.json, [HEADERS.origin]: url },
+      body: JSON.stringify({ token }),
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const admin = new FleetplaneClient({ baseUrl: url, token: ADMIN });
+    expect((await admin.members.list(org)).map((m) => [m.user_id, m.role])).toEqual([[user.id, 'owner']]);
+    expect(problems).toEqual([]);
   }, 120_000);
 });

@@ -1,7 +1,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { Organization } from '../../client/index.js';
-import { EmptyState, ErrorState, FieldError, fieldError } from '../components/ui.js';
+import { EmptyState, ErrorState, FieldError, fieldError, SecretOnce } from '../components/ui.js';
 import { useClient } from '../live/context.js';
 import { href } from '../router.js';
 
@@ -13,6 +13,8 @@ export function OrganizationsView(): JSX.Element {
   const [name, setName] = useState('');
   const [cidr, setCidr] = useState('');
   const [createError, setCreateError] = useState<unknown>(undefined);
+  // The owner invitation an organization made without an owner comes with a token the server shows once.
+  const [ownerInvitation, setOwnerInvitation] = useState<{ org: Organization; token: string } | undefined>(undefined);
   const load = async (): Promise<void> => {
     try {
       setOrgs((await client.organizations.list()).items);
@@ -29,7 +31,9 @@ export function OrganizationsView(): JSX.Element {
       setName('');
       setCidr('');
       setCreateError(undefined);
-      location.hash = href('fleet', org.id);
+      const token = org.owner_invitation?.token;
+      if (token === undefined) location.hash = href('fleet', org.id);
+      else setOwnerInvitation({ org, token });
     } catch (err) {
       setCreateError(err);
     }
@@ -65,6 +69,19 @@ export function OrganizationsView(): JSX.Element {
         </div>
       ) : null}
       <h2>Create an organization</h2>
+      {ownerInvitation ? (
+        <div data-testid="org-owner-invitation">
+          <SecretOnce
+            label={`${ownerInvitation.org.name} was created without an owner. Its owner invitation: give it to whoever will own it (they sign in and accept it: fleetplane ctl invitations accept TOKEN)`}
+            secret={ownerInvitation.token}
+            onDone={() => {
+              const id = ownerInvitation.org.id;
+              setOwnerInvitation(undefined);
+              location.hash = href('fleet', id);
+            }}
+          />
+        </div>
+      ) : null}
       <form class="panel" onSubmit={(e) => void create(e)}>
         <label for="org-name">Name</label>
         <input id="org-name" data-testid="org-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required />
