@@ -1,10 +1,10 @@
 import type { JSX } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
-import { MEMBER_ROLES, type ApiKey, type MemberRole } from '../../protocol/wire.js';
-import type { Organization } from '../../client/index.js';
+import { useState } from 'preact/hooks';
+import { MEMBER_ROLES, type MemberRole } from '../../protocol/wire.js';
 import { EmptyState, ErrorState, FieldError, SecretOnce, fieldError } from '../components/ui.js';
 import { useClient } from '../live/context.js';
 import { ConfirmAction } from '../components/confirm-action.js';
+import { useListActions } from './use-list-actions.js';
 
 /** Fields whose server errors the create form shows at the field; any other shows above the list. */
 const FIELD_PATHS = ['/organizations', '/role', '/description', '/expires_at'];
@@ -17,37 +17,20 @@ const FIELD_PATHS = ['/organizations', '/role', '/description', '/expires_at'];
  */
 export function ApiKeysSection(props: { canCreate: boolean }): JSX.Element {
   const client = useClient();
-  const [keys, setKeys] = useState<ApiKey[] | undefined>(undefined);
-  const [orgs, setOrgs] = useState<Organization[]>([]);
-  const [loadError, setLoadError] = useState<unknown>(undefined);
-  const [error, setError] = useState<unknown>(undefined);
-  const [saved, setSaved] = useState<string | undefined>(undefined);
+  const { data, loadError, error, saved, act } = useListActions(
+    async () => {
+      const [keys, orgs] = await Promise.all([client.apiKeys.list(), client.organizations.list()]);
+      return { keys, orgs: orgs.items };
+    },
+    [client],
+  );
+  const keys = data?.keys;
+  const orgs = data?.orgs ?? [];
   const [secret, setSecret] = useState<string | undefined>(undefined);
   const [description, setDescription] = useState('');
   const [chosen, setChosen] = useState<readonly string[]>([]);
   const [role, setRole] = useState<MemberRole>('read');
   const [expires, setExpires] = useState('');
-  const load = async (): Promise<void> => {
-    try {
-      const [k, o] = await Promise.all([client.apiKeys.list(), client.organizations.list()]);
-      setKeys(k);
-      setOrgs(o.items);
-      setLoadError(undefined);
-    } catch (err) {
-      setLoadError(err);
-    }
-  };
-  useEffect(() => void load(), [client]);
-  const act = async (f: () => Promise<string>): Promise<void> => {
-    setError(undefined);
-    setSaved(undefined);
-    try {
-      setSaved(await f());
-    } catch (err) {
-      setError(err);
-    }
-    await load();
-  };
   const create = (e: Event): void => {
     e.preventDefault();
     void act(async () => {

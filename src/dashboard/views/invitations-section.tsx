@@ -1,9 +1,10 @@
 import type { JSX } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
-import { MEMBER_ROLES, type Invitation, type InvitationCreate, type MemberRole } from '../../protocol/wire.js';
+import { useState } from 'preact/hooks';
+import { MEMBER_ROLES, type InvitationCreate, type MemberRole } from '../../protocol/wire.js';
 import { EmptyState, ErrorState, FieldError, SecretOnce, fieldError } from '../components/ui.js';
 import { useClient } from '../live/context.js';
 import { ConfirmAction } from '../components/confirm-action.js';
+import { useListActions } from './use-list-actions.js';
 
 type Invitee = 'email' | 'subject' | 'token';
 const INVITEES: readonly { value: Invitee; label: string }[] = [
@@ -25,33 +26,11 @@ const FIELD_PATHS = ['/email', '/subject', '/role'];
  */
 export function InvitationsSection(props: { org: string; membersChanged: number }): JSX.Element {
   const client = useClient();
-  const [items, setItems] = useState<Invitation[] | undefined>(undefined);
-  const [loadError, setLoadError] = useState<unknown>(undefined);
-  const [error, setError] = useState<unknown>(undefined);
-  const [saved, setSaved] = useState<string | undefined>(undefined);
+  const { data: items, loadError, error, saved, act } = useListActions(() => client.members.invitations(props.org), [client, props.org, props.membersChanged]);
   const [secret, setSecret] = useState<string | undefined>(undefined);
   const [invitee, setInvitee] = useState<Invitee>('email');
   const [value, setValue] = useState('');
   const [role, setRole] = useState<MemberRole>('read');
-  const load = async (): Promise<void> => {
-    try {
-      setItems(await client.members.invitations(props.org));
-      setLoadError(undefined);
-    } catch (err) {
-      setLoadError(err);
-    }
-  };
-  useEffect(() => void load(), [client, props.org, props.membersChanged]);
-  const act = async (f: () => Promise<string>): Promise<void> => {
-    setError(undefined);
-    setSaved(undefined);
-    try {
-      setSaved(await f());
-    } catch (err) {
-      setError(err);
-    }
-    await load();
-  };
   const invite = (e: Event): void => {
     e.preventDefault();
     const body: InvitationCreate = { role };

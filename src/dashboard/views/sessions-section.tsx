@@ -1,9 +1,9 @@
 import type { JSX } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
 import { USER_SELF, type Session } from '../../protocol/wire.js';
 import { Ago, EmptyState, ErrorState } from '../components/ui.js';
 import { useClient } from '../live/context.js';
 import { ConfirmAction } from '../components/confirm-action.js';
+import { useListActions } from './use-list-actions.js';
 
 /**
  * The signed-in user's live sessions (browser, ctl, agent logins), the one
@@ -12,30 +12,12 @@ import { ConfirmAction } from '../components/confirm-action.js';
  */
 export function SessionsSection(props: { current: string }): JSX.Element {
   const client = useClient();
-  const [sessions, setSessions] = useState<Session[] | undefined>(undefined);
-  const [loadError, setLoadError] = useState<unknown>(undefined);
-  const [error, setError] = useState<unknown>(undefined);
-  const [saved, setSaved] = useState<string | undefined>(undefined);
-  const load = async (): Promise<void> => {
-    try {
-      setSessions(await client.auth.listSessions(USER_SELF));
-      setLoadError(undefined);
-    } catch (err) {
-      setLoadError(err);
-    }
-  };
-  useEffect(() => void load(), [client]);
-  const revoke = async (s: Session): Promise<void> => {
-    setError(undefined);
-    setSaved(undefined);
-    try {
+  const { data: sessions, loadError, error, saved, act } = useListActions(() => client.auth.listSessions(USER_SELF), [client]);
+  const revoke = (s: Session): Promise<void> =>
+    act(async () => {
       await client.auth.revokeSession(USER_SELF, s.id);
-      setSaved(`Revoked the ${s.description} session from ${s.source ?? 'an unknown address'}`);
-    } catch (err) {
-      setError(err);
-    }
-    await load();
-  };
+      return `Revoked the ${s.description} session from ${s.source ?? 'an unknown address'}`;
+    });
   const now = Date.now();
   return (
     <section aria-labelledby="sessions-title">

@@ -16,17 +16,26 @@ export function connectionsCheckingIntervalMs(headersTimeoutMs: number): number 
   return Math.max(10, Math.min(1_000, Math.floor(headersTimeoutMs / 5)));
 }
 
-/** node:http's options for the public listener. */
-export function httpListenerOptions(settings: Settings, connections: ConnectionLimiter): ServerOptions {
-  const headersTimeout = Math.max(1, Math.round(settings.headersTimeout * 1000));
+/** `--headers-timeout` in milliseconds, as node:http and node:tls take it. */
+function headersTimeoutMs(settings: Settings): number {
+  return Math.max(1, Math.round(settings.headersTimeout * 1000));
+}
+
+/** The limits of the public listener's HTTP/1.1 connections, whichever server serves them. */
+function http1Limits(settings: Settings): { headersTimeout: number; connectionsCheckingInterval: number; requestTimeout: number } {
+  const headersTimeout = headersTimeoutMs(settings);
   return {
     headersTimeout,
     connectionsCheckingInterval: connectionsCheckingIntervalMs(headersTimeout),
     // Off, as Fastify has it: bodies have their own timeout (--body-timeout), which starts after authentication.
     requestTimeout: 0,
-    // So that the limiter sees when a request's headers are complete, upgrades included.
-    IncomingMessage: connections.IncomingMessage,
   };
+}
+
+/** node:http's options for the public listener. */
+export function httpListenerOptions(settings: Settings, connections: ConnectionLimiter): ServerOptions {
+  // IncomingMessage: so that the limiter sees when a request's headers are complete, upgrades included.
+  return { ...http1Limits(settings), IncomingMessage: connections.IncomingMessage };
 }
 
 /**
@@ -49,26 +58,23 @@ export function http2ListenerOptions(connections: ConnectionLimiter): { allowHTT
 }
 
 /**
- * node:http2 takes the HTTP/1.1 timeouts of its connections as the server's
+ * node:http2 takes the HTTP/1.1 limits of its connections as the server's
  * properties, not as options (and defaults them to node:http's, which are
  * not ours): set them before it listens, when it starts checking them.
  */
 export function applyHttp1Timeouts(server: object, settings: Settings): void {
-  const headersTimeout = Math.max(1, Math.round(settings.headersTimeout * 1000));
-  Object.assign(server, {
-    headersTimeout,
-    requestTimeout: 0,
-    connectionsCheckingInterval: connectionsCheckingIntervalMs(headersTimeout),
-    // node:http's default; node:http2 sets none, and a kept-alive HTTP/1.1 connection would then wait forever.
-    keepAliveTimeout: 5_000,
-  });
+  // Fastify sets the keep-alive timeout (72 s, docs/protocol.md) on the servers it makes for HTTP/1.1 only.
+  Object.assign(server, { ...http1Limits(settings), keepAliveTimeout: HTTP1_KEEP_ALIVE_TIMEOUT_MS });
 }
+
+/** How long a kept-alive HTTP/1.1 connection may wait for its next request: Fastify's default, which the plain listener has. */
+export const HTTP1_KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 /** What node:https takes besides the certificate and httpListenerOptions(). */
 export function tlsListenerOptions(settings: Settings): { handshakeTimeout: number; allowHalfOpen: boolean } {
   return {
     // The handshake comes before the headers and is as cheap to drag out: the same bound (Node's default is 120 s).
-    handshakeTimeout: Math.max(1, Math.round(settings.headersTimeout * 1000)),
+    handshakeTimeout: headersTimeoutMs(settings),
     // node:https leaves its TCP sockets closing their side at the client's end of input, before any answer (node:http keeps them open).
     allowHalfOpen: true,
   };
