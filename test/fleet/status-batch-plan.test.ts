@@ -11,6 +11,7 @@ interface PlanNode {
   'Node Type': string;
   'Actual Loops'?: number;
   'Actual Rows'?: number;
+  'Subplan Name'?: string;
   Plans?: PlanNode[];
 }
 
@@ -82,6 +83,15 @@ describe.each(backends())('a status batch is one pass over its reports ($name)',
     expect(plan['Actual Rows']).toBe(0);
   });
 
+  it.runIf(available)('reads back no stored status the writer says it last wrote; reads the others', async () => {
+    const prevRows = (plan: PlanNode) => nodes(plan).find((n) => n['Subplan Name'] === 'CTE prev')?.['Actual Rows'];
+    expect(prevRows(await planOf(db, batch))).toBe(DEVICES);
+    const input = (batch.statuses[0] as StatusWrite).input;
+    const half = batch.statuses.map((_, i) => (i % 2 === 0 ? { ...input, applied_revision: 1 } : undefined));
+    expect(prevRows(await planOf(db, { ...batch, lastWritten: half }))).toBe(DEVICES / 2);
+    expect(prevRows(await planOf(db, { ...batch, lastWritten: batch.statuses.map(() => ({ ...input, applied_revision: 1 })) }))).toBe(0);
+  });
+
   it.runIf(available)('replacing the statuses adds no index entries: the updates are HOT (device_status pages are half full)', async () => {
     const [table] = await db.query<{ options: string[] | null }>(`SELECT reloptions AS options FROM pg_class WHERE relname = 'device_status'`);
     expect(table?.options).toContain('fillfactor=50');
@@ -118,5 +128,26 @@ describe.each(backends())('a status batch is one pass over its reports ($name)',
     });
     expect([...result.gone]).toEqual([missing]);
     expect([...result.repeated]).toEqual([first.deviceId]);
+
+    // The same, decided from what the writer says it last wrote (the database holds revision 7 and no error for the
+    // first two): a repeat, a NACK, a change, and a gone device whose last written status it repeats.
+    await writeStatusBatch(db, { replicaId: 'r', statuses: [{ ...first, input: status(7) }, { ...second, input: status(7) }], connected: [], disconnected: [] });
+    const known = await writeStatusBatch(db, {
+      replicaId: 'r',
+      statuses: [
+        { ...first, input: { ...status(7), os: 'other' } },
+        { ...second, input: status(7, 'nft failed') },
+        { ...third, input: status(9) },
+        { ...first, deviceId: missing, input: status(8) },
+      ],
+      connected: [],
+      disconnected: [],
+      lastWritten: [status(7), status(7), status(8), status(8)],
+    });
+    expect([...known.gone]).toEqual([missing]);
+    expect([...known.repeated]).toEqual([first.deviceId]);
+    // What the writer says wins: it is not read back (a third device said to hold 9 repeats, whatever is stored).
+    const trusted = await writeStatusBatch(db, { replicaId: 'r', statuses: [{ ...third, input: status(9) }], connected: [], disconnected: [], lastWritten: [status(9)] });
+    expect([...trusted.repeated]).toEqual([third.deviceId]);
   });
 });

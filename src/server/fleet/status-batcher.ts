@@ -55,6 +55,11 @@ const OK: StatusOutcome = { ok: true };
  * - A tunnel status equal to the last one written for a device that is
  *   still connected here is acknowledged without a write: liveness comes
  *   from the connection, not from repeated reports.
+ * - Whether a tunnel status repeats the stored applied revision and error
+ *   is decided against the last status written here for that device, while
+ *   it stays connected here, without reading it back; a PUT of the same
+ *   device through another replica meanwhile can make one ACK count as new
+ *   in `onChanged` (its latency is observed once more), nothing else.
  * - Presence changes that fail to be written are kept and written with the
  *   next batch; statuses are not (their senders are told and send again).
  * - Memory: at most `maxPending` pending statuses plus one presence change
@@ -193,6 +198,8 @@ export class StatusBatcher {
       statuses: taken.map((p) => p.write),
       connected: [...presence].filter(([, v]) => v.in).map(([id]) => id),
       disconnected: [...presence].filter(([, v]) => !v.in).map(([id]) => id),
+      // What this replica last wrote for a device still connected here is what the database holds.
+      lastWritten: taken.map((p) => (p.write.via === 'tunnel' ? this.#written.get(p.write.deviceId) : undefined)),
     };
     let exceptions: StatusBatchExceptions;
     try {

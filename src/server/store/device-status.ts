@@ -88,6 +88,19 @@ export interface StatusBatch {
   readonly connected: readonly string[];
   /** Devices whose last connection on this replica closed: their `last_seen` becomes now. */
   readonly disconnected: readonly string[];
+  /**
+   * By position in `statuses`: the status this writer last recorded for
+   * that device, when it knows the database still holds it (undefined, or
+   * past the array's end: the stored one is read). A known one decides
+   * `repeated` here instead of being read back: reading a fleet's 10,000
+   * stored statuses was a third of the batch statement's time.
+   */
+  readonly lastWritten?: readonly (DeviceStatusInput | undefined)[];
+}
+
+/** Whether `next` repeats `stored`'s applied revision and error (an absent error is no error). */
+function repeats(stored: DeviceStatusInput, next: DeviceStatusInput): boolean {
+  return stored.applied_revision === next.applied_revision && (stored.apply_error ?? null) === (next.apply_error ?? null);
 }
 
 /**
@@ -116,13 +129,15 @@ const EMPTY_STORED = JSON.stringify(stored({ ...EMPTY_STATUS, last_seen: undefin
  * devices that went away. Every status row it writes, and this replica's
  * row when its presence changed, carry the writing transaction's id: what
  * a convergence view's next read fetches (convergence-view.ts). Returns the statuses not recorded (a deleted
- * device's) and those that repeated the stored applied revision and error.
+ * device's) and those that repeated the stored applied revision and error (as `lastWritten` says, where it knows).
  */
 export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promise<StatusBatchExceptions> {
   const reported = new Set(batch.statuses.map((s) => s.deviceId));
   const seen = batch.disconnected.filter((id) => !reported.has(id));
-  const records = batch.statuses.map((s) => ({
+  const known = batch.lastWritten ?? [];
+  const records = batch.statuses.map((s, i) => ({
     id: s.deviceId,
+    known: known[i] !== undefined,
     org: s.orgId,
     status: stored(s.input),
     online: s.via === 'put' ? s.input.online ?? true : false,
@@ -135,11 +150,11 @@ export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promis
     // recordset on the inner side of a nested loop was rescanned per row
     // (10,000 statuses took 15 s of database time).
     `WITH v AS MATERIALIZED (
-       SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS v(id uuid, org uuid, status jsonb, online boolean, peers jsonb, peers_truncated boolean)
+       SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS v(id uuid, org uuid, known boolean, status jsonb, online boolean, peers jsonb, peers_truncated boolean)
      ), prev AS MATERIALIZED (
-       -- Every part of one statement sees the rows as they were before it: the statuses st replaces.
+       -- Every part of one statement sees the rows as they were before it: the statuses st replaces (those the writer doesn't know).
        SELECT s.device_id, s.status->'applied_revision' AS applied, s.status->'apply_error' AS failed
-         FROM device_status s JOIN v ON s.device_id = v.id
+         FROM device_status s JOIN v ON s.device_id = v.id WHERE NOT v.known
      ), st AS (
        INSERT INTO device_status (device_id, org_id, status, last_seen, reported_online, peers, peers_truncated)
        SELECT o.id, o.org_id, v.status, now(), v.online, v.peers, v.peers_truncated
@@ -173,6 +188,10 @@ export async function writeStatusBatch(q: Queryable, batch: StatusBatch): Promis
   const gone = new Set<string>();
   const repeated = new Set<string>();
   for (const r of rows) (r.recorded === true ? repeated : gone).add(r.device_id);
+  batch.statuses.forEach((s, i) => {
+    const stored = known[i];
+    if (stored !== undefined && !gone.has(s.deviceId) && repeats(stored, s.input)) repeated.add(s.deviceId);
+  });
   return { gone, repeated };
 }
 
