@@ -8,6 +8,7 @@ import { Ajv } from 'ajv';
 import { isNode, LineCounter, parseDocument } from 'yaml';
 import { FORMATS, PolicyDocument } from '../../protocol/index.js';
 import { withoutIds } from '../../util/without-ids.js';
+import { readPlainYaml } from './fast-yaml.js';
 
 /** Where a problem is: a JSON pointer into the document, and 1-based line and column (0 when it has no place, e.g. the whole text). */
 export interface PolicyProblem {
@@ -46,10 +47,31 @@ function pointer(path: readonly string[]): string {
   return path.length === 0 ? '/' : `/${path.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')}`;
 }
 
+function parseWithPlaces(text: string): { doc: ReturnType<typeof parseDocument>; lines: LineCounter } {
+  const lines = new LineCounter();
+  return { doc: parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true }), lines };
+}
+
 /** Parses and checks `text`. An empty text is an empty document (everything it may hold left out). */
 export function parsePolicy(text: string): ParsedPolicy {
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const plain = readPlainYaml(text);
+  if (plain !== undefined) {
+    const value = plain.value ?? {};
+    if (validate(value)) {
+      // Places are wanted only when a later check refuses the document: read them then.
+      let placed: ReturnType<typeof parseWithPlaces> | undefined;
+      return {
+        ok: true,
+        document: value,
+        locate: (path) => {
+          placed ??= parseWithPlaces(text);
+          return placeOf(placed.doc, placed.lines, segments(path));
+        },
+      };
+    }
+  }
+  // A document the quick reading refused, or didn't read: read again for the problem's place.
+  const { doc, lines } = parseWithPlaces(text);
   const [syntax] = doc.errors;
   if (syntax) {
     const at = lines.linePos(syntax.pos[0]);
