@@ -146,16 +146,18 @@ describe('initial lists from the in-memory snapshot', () => {
 describe('admission and the global queue bound', () => {
   it('lists paging the database beyond the concurrency bound wait, and past the wait get 503 with Retry-After', async () => {
     const ws = await startWatchServer('pglite', { maxConcurrentLists: 2, listQueueTimeout: 0.3, snapshotBudget: 0 });
+    let release = (): void => undefined;
     try {
       const org = (await ws.h.createOrg()).id;
       const readChanges = ws.server.ctx.store.changes.read;
-      // The lists' page reads hold the two turns for a while.
+      // The lists' page reads hold the two turns until the refused and the resumed requests were answered.
+      const held = new Promise<void>((resolve) => (release = resolve));
       ws.server.ctx.store.changes.read = async (...args) => {
-        await delay(1_000);
+        await held;
         return readChanges(...args);
       };
       const holding = [openWatch(ws.target(org), ALL), openWatch(ws.target(org), ALL)];
-      await delay(50);
+      await eventually(() => ws.server.watch.admission.active === 2, 'both lists hold a turn');
       const refused = await watchRequest(ws.target(org), ALL);
       expect(refused.status).toBe(503);
       expect(refused.code).toBe('unavailable');
@@ -163,6 +165,7 @@ describe('admission and the global queue bound', () => {
       // A resume needs no list turn.
       const resumed = await openWatch(ws.target(org), WATCH_KINDS.map((kind) => ({ kind, gt_revision: 1, at_tail: true })));
       ws.server.ctx.store.changes.read = readChanges;
+      release();
       for (const s of await Promise.all(holding)) {
         await s.waitFor((e) => e.type === 'tail' && e.kind === 'organization');
         s.destroy();
@@ -175,6 +178,7 @@ describe('admission and the global queue bound', () => {
       expect(ws.server.watch.admission.active).toBe(0);
       expect(await ws.metric('fleetplane_watch_list_admissions_total', { outcome: 'refused' })).toBe(1);
     } finally {
+      release();
       await ws.close();
     }
   });
