@@ -6,14 +6,16 @@ import { ResumingClient, plain, serverState } from './support/client-state.js';
 import { burst, chunkBytes, openTracked } from './support/stall.js';
 
 const LIMIT = 64 * 1024;
-/** Writes after the stalled watcher paused, to show its buffer stays put. */
-const AFTER_PAUSE = 8;
+/** Events the tail cache keeps: fewer than the writes after the pause, so the stalled stream falls off it. */
+const RING = 2;
+/** Writes after the stalled watcher paused, to show its buffer stays put (each is a ~340 KB write to the database). */
+const AFTER_PAUSE = RING + 2;
 const ALL = WATCH_KINDS.map((kind) => ({ kind }));
 
 describe('backpressure', () => {
   let ws: WatchServer;
   beforeAll(async () => {
-    ws = await startWatchServer('pglite', { watchBufferLimit: LIMIT, tailCacheSize: 8, slowConsumerTimeout: 3600 });
+    ws = await startWatchServer('pglite', { watchBufferLimit: LIMIT, tailCacheSize: RING, slowConsumerTimeout: 3600 });
   });
   afterAll(async () => {
     await ws.close();
@@ -51,7 +53,7 @@ describe('backpressure', () => {
       r.destroy();
     }
 
-    // The stalled stream fell off the 8-event ring: once it reads again it catches up from the database.
+    // The stalled stream fell off the ring: once it reads again it catches up from the database.
     const catchUpsBefore = await ws.metric('fleetplane_watch_catchup_queries_total');
     stalled.stream.resume();
     await stalled.stream.waitFor((e) => e.type === 'change' && e.value.id === last, 20_000);

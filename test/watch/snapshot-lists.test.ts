@@ -4,7 +4,7 @@ import { LIST_HIGH_WATER } from '../../src/server/watch/watcher.js';
 import { openWatch, watchRequest, type WatchStream } from './support/watch-client.js';
 import { delay, eventually, startWatchServer, type WatchServer } from './support/watch-server.js';
 import { ResumingClient, plain, serverState } from './support/client-state.js';
-import { chunkBytes, createBigGroup, openTracked } from './support/stall.js';
+import { burst, chunkBytes, createBigGroup, openTracked } from './support/stall.js';
 import { patchDevice } from './support/objects.js';
 
 const ALL = WATCH_KINDS.map((kind) => ({ kind }));
@@ -16,14 +16,38 @@ function consistent(events: readonly WatchEvent[]): ResumingClient {
   return c;
 }
 
+// One server for the tests whose settings it reads when it uses them (watchQueueLimit); the others start their own.
+let ws: WatchServer;
+beforeAll(async () => {
+  ws = await startWatchServer('pglite', { slowConsumerTimeout: 3600 });
+});
+afterAll(async () => {
+  await ws?.close();
+});
+
+let bigOrg: Promise<string> | undefined;
+/** An organization of 17 big security groups (about 5.8 MB listed, more than a loopback send buffer takes), made once: the tests only list it. */
+function bigOrgOnce(): Promise<string> {
+  bigOrg ??= (async () => {
+    const org = (await ws.h.createOrg()).id;
+    for (let i = 0; i < 17; i++) await createBigGroup(ws, org, i);
+    return org;
+  })();
+  return bigOrg;
+}
+
+/** Runs `fn` with the server's global queue limit at `bytes`, then puts it back. */
+async function withQueueLimit<T>(bytes: number, fn: () => Promise<T>): Promise<T> {
+  const before = ws.settings.watchQueueLimit;
+  ws.settings.watchQueueLimit = bytes;
+  try {
+    return await fn();
+  } finally {
+    ws.settings.watchQueueLimit = before;
+  }
+}
+
 describe('initial lists from the in-memory snapshot', () => {
-  let ws: WatchServer;
-  beforeAll(async () => {
-    ws = await startWatchServer('pglite', { slowConsumerTimeout: 3600 });
-  });
-  afterAll(async () => {
-    await ws.close();
-  });
 
   it('joiners after the first cost no database query, share the encoded objects, and end equal to the server', async () => {
     const org = (await ws.h.createOrg()).id;
@@ -57,9 +81,8 @@ describe('initial lists from the in-memory snapshot', () => {
   });
 
   it('300 stalled joiners on a 5 MB organization each hold at most the list high-water mark, and the objects are held once', async () => {
-    const org = (await ws.h.createOrg()).id;
     // About 17 × 300 KB of security groups.
-    for (let i = 0; i < 17; i++) await createBigGroup(ws, org, i);
+    const org = await bigOrgOnce();
     const reader = await openWatch(ws.target(org), ALL);
     await reader.waitFor((e) => e.type === 'tail' && e.kind === 'security-group');
     const biggest = Math.max(...reader.events.map(chunkBytes));
@@ -123,16 +146,18 @@ describe('initial lists from the in-memory snapshot', () => {
 describe('admission and the global queue bound', () => {
   it('lists paging the database beyond the concurrency bound wait, and past the wait get 503 with Retry-After', async () => {
     const ws = await startWatchServer('pglite', { maxConcurrentLists: 2, listQueueTimeout: 0.3, snapshotBudget: 0 });
+    let release = (): void => undefined;
     try {
       const org = (await ws.h.createOrg()).id;
       const readChanges = ws.server.ctx.store.changes.read;
-      // The lists' page reads hold the two turns for a while.
+      // The lists' page reads hold the two turns until the refused and the resumed requests were answered.
+      const held = new Promise<void>((resolve) => (release = resolve));
       ws.server.ctx.store.changes.read = async (...args) => {
-        await delay(1_000);
+        await held;
         return readChanges(...args);
       };
       const holding = [openWatch(ws.target(org), ALL), openWatch(ws.target(org), ALL)];
-      await delay(50);
+      await eventually(() => ws.server.watch.admission.active === 2, 'both lists hold a turn');
       const refused = await watchRequest(ws.target(org), ALL);
       expect(refused.status).toBe(503);
       expect(refused.code).toBe('unavailable');
@@ -140,6 +165,7 @@ describe('admission and the global queue bound', () => {
       // A resume needs no list turn.
       const resumed = await openWatch(ws.target(org), WATCH_KINDS.map((kind) => ({ kind, gt_revision: 1, at_tail: true })));
       ws.server.ctx.store.changes.read = readChanges;
+      release();
       for (const s of await Promise.all(holding)) {
         await s.waitFor((e) => e.type === 'tail' && e.kind === 'organization');
         s.destroy();
@@ -152,50 +178,61 @@ describe('admission and the global queue bound', () => {
       expect(ws.server.watch.admission.active).toBe(0);
       expect(await ws.metric('fleetplane_watch_list_admissions_total', { outcome: 'refused' })).toBe(1);
     } finally {
+      release();
       await ws.close();
     }
   });
 
   it('past the global queue limit, the watchers with the most queued are closed with slow_consumer', async () => {
-    // Lists paged from the database: what a stalled watcher has queued is its own.
-    const ws = await startWatchServer('pglite', { slowConsumerTimeout: 3600, snapshotBudget: 0 });
+    const org = (await ws.h.createOrg()).id;
+    const stalled: Awaited<ReturnType<typeof openTracked>>[] = [];
     try {
-      const org = (await ws.h.createOrg()).id;
-      for (let i = 0; i < 20; i++) await createBigGroup(ws, org, i);
-      const stalled = [];
       for (let i = 0; i < 6; i++) stalled.push(await openTracked(ws, org, { paused: true }));
+      // Live changes, each written to every stalled watcher at once, until each has filled its kernel buffers and queued
+      // past its buffer limit: bytes each holds alone (not views of the snapshot's lists).
+      await burst(ws, org, stalled[0]!.watcher, () => stalled.every((s) => s.watcher.paused));
+      expect(stalled.every((s) => s.watcher.paused)).toBe(true);
+      const held = new Map(stalled.map((s) => [s, s.watcher.held]));
+      expect([...held.values()].reduce((n, b) => n + b, 0)).toBeGreaterThan(600 * 1024);
+      const closesBefore = await ws.metric('fleetplane_watch_slow_consumer_closes_total');
       // The engine reads the limit when it checks: lowered once every stalled watcher is in place.
-      ws.server.ctx.settings.watchQueueLimit = 600 * 1024;
-      ws.server.streams.checkQueue(true);
+      await withQueueLimit(600 * 1024, async () => ws.server.streams.checkQueue(true));
       const open = stalled.filter((s) => !s.watcher.closed);
+      const closed = stalled.filter((s) => s.watcher.closed);
       const total = open.reduce((n, s) => n + s.watcher.held, 0);
       expect(total).toBeLessThanOrEqual(600 * 1024);
       expect(open.length).toBeLessThan(stalled.length);
-      expect(await ws.metric('fleetplane_watch_slow_consumer_closes_total')).toBeGreaterThan(0);
-      for (const s of stalled) s.stream.destroy();
+      // Those closed held at least as much as any left open.
+      const heldBy = (s: (typeof stalled)[number]): number => held.get(s) ?? 0;
+      expect(Math.min(...closed.map(heldBy))).toBeGreaterThanOrEqual(Math.max(0, ...open.map(heldBy)));
+      expect(await ws.metric('fleetplane_watch_slow_consumer_closes_total')).toBe(closesBefore + closed.length);
     } finally {
-      await ws.close();
+      // The server is shared: no stalled stream outlives the test.
+      for (const s of stalled) s.stream.destroy();
     }
+    await eventually(() => ws.server.watch.watcherCount === 0, 'every stream is closed');
   });
 
   it('views of the shared snapshot lists queued to stalled joiners do not count against the global limit', async () => {
-    const ws = await startWatchServer('pglite', { watchQueueLimit: 600 * 1024, slowConsumerTimeout: 3600 });
-    try {
-      const org = (await ws.h.createOrg()).id;
-      for (let i = 0; i < 20; i++) await createBigGroup(ws, org, i);
-      const stalled = [];
-      for (let i = 0; i < 12; i++) stalled.push(await openTracked(ws, org, { paused: true }));
-      ws.server.streams.checkQueue(true);
-      // Far more than the limit is queued, but it is the snapshot's bytes, held once.
-      expect(stalled.reduce((n, s) => n + s.watcher.buffered, 0)).toBeGreaterThan(600 * 1024);
-      for (const s of stalled) {
-        expect(s.watcher.closed).toBe(false);
-        expect(s.watcher.held).toBeLessThan(4096);
+    const org = await bigOrgOnce();
+    const closesBefore = await ws.metric('fleetplane_watch_slow_consumer_closes_total');
+    // The limit is low while they list: each pause checks the queue against it.
+    await withQueueLimit(600 * 1024, async () => {
+      const stalled: Awaited<ReturnType<typeof openTracked>>[] = [];
+      try {
+        for (let i = 0; i < 12; i++) stalled.push(await openTracked(ws, org, { paused: true }));
+        ws.server.streams.checkQueue(true);
+        // Far more than the limit is queued, but it is the snapshot's bytes, held once.
+        expect(stalled.reduce((n, s) => n + s.watcher.buffered, 0)).toBeGreaterThan(600 * 1024);
+        for (const s of stalled) {
+          expect(s.watcher.closed).toBe(false);
+          expect(s.watcher.held).toBeLessThan(4096);
+        }
+        expect(await ws.metric('fleetplane_watch_slow_consumer_closes_total')).toBe(closesBefore);
+      } finally {
+        for (const s of stalled) s.stream.destroy();
       }
-      expect(await ws.metric('fleetplane_watch_slow_consumer_closes_total')).toBe(0);
-      for (const s of stalled) s.stream.destroy();
-    } finally {
-      await ws.close();
-    }
+      await eventually(() => ws.server.watch.watcherCount === 0, 'every stream is closed');
+    });
   });
 });
