@@ -6,7 +6,7 @@ import { CONNECTION_FLAGS, FLAGS, type FlagName, type FlagSpec } from '../ctl/fl
 import { CLI_KINDS } from '../ctl/kinds.js';
 import { OUTPUT_MODES } from '../ctl/output.js';
 import { WATCH_KINDS } from '../../protocol/wire.js';
-import { SYNC_FLAGS } from '../../sync/index.js';
+import { SYNC_FLAGS } from '../../sync/options.js';
 
 /** A flag as completion offers it. */
 export interface CompletionFlag {
