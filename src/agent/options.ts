@@ -4,11 +4,12 @@
  * over the default.
  */
 import { hostname as osHostname } from 'node:os';
-import { AGENT_LOCAL_ADDRESS_FILE, AGENT_LOCAL_DEFAULT_PORT, AGENT_LOCAL_HOST, isEndpointAddress, routePrefix, STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../protocol/index.js';
+import { AGENT_LOCAL_ADDRESS_FILE, AGENT_LOCAL_DEFAULT_PORT, AGENT_LOCAL_HOST, isEndpointAddress, routePrefix, STUN_DEFAULT_ALT_PORT, STUN_DEFAULT_PORT } from '../protocol/wire.js';
 import { parseCommandLine, type CommandLineGrammar } from '../util/command-line.js';
 import { DURATION_EXAMPLES, parseDuration } from '../util/duration.js';
 import { didYouMeanFlag } from '../util/nearest-name.js';
-import { DEFAULT_LISTEN_PORT, isInterfaceName, type DataplaneMode } from './dataplane/index.js';
+import { DEFAULT_LISTEN_PORT, isInterfaceName } from './dataplane/desired-state.js';
+import type { DataplaneMode } from './dataplane/index.js';
 
 export type AgentLogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 

@@ -1,4 +1,4 @@
-import { parseSyncOptions, startSyncService, syncHelp, SyncOptionsError, type ConnectionFlagName, type SyncOptions } from '../sync/index.js';
+import { parseSyncOptions, syncHelp, SyncOptionsError, type ConnectionFlagName, type SyncOptions } from '../sync/options.js';
 import type { FleetplaneClient } from '../client/index.js';
 import { cliLogger } from './cli-logger.js';
 import { openClient } from './ctl/connect.js';
@@ -48,6 +48,8 @@ export async function runSync(argv: readonly string[]): Promise<number> {
   const logger = cliLogger({ level: options.logLevel, base: { service: 'fleetplane-sync' } });
   const stop = stopOnSignals(logger);
   try {
+    // The service (its listener and syncer) loads only once it is to run, not for --help or --version.
+    const { startSyncService } = await import('../sync/index.js');
     const service = await startSyncService({
       client: client.policy,
       org: orgResolver(client, org),

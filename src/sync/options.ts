@@ -4,7 +4,7 @@
  * flags are ctl's, with ctl's environment and config file (FLEETPLANE_URL,
  * FLEETPLANE_TOKEN, a context).
  */
-import { SYNC_DEFAULT_HOST, SYNC_DEFAULT_PORT } from '../protocol/index.js';
+import { SYNC_DEFAULT_HOST, SYNC_DEFAULT_PORT } from '../protocol/wire.js';
 import { parseCommandLine, type CommandLineGrammar } from '../util/command-line.js';
 import { DURATION_EXAMPLES, parseDuration } from '../util/duration.js';
 import { didYouMeanFlag } from '../util/nearest-name.js';

@@ -1,22 +1,31 @@
 /**
- * `fleetplane ctl` and device tokens over time, as a real process against a
- * real server: `devices list --expiring-within`, the TOKEN EXPIRES and
- * EPHEMERAL columns of `-o wide`, and `registration-keys create --ephemeral`.
+ * `fleetplane ctl` and device tokens over time, against a real server:
+ * `devices list --expiring-within`, the TOKEN EXPIRES and EPHEMERAL columns of
+ * `-o wide`, and `registration-keys create --ephemeral`. The first command runs
+ * as a real process; the rest run in process through `runCtl`, the function
+ * that process calls (ctl-process.test.ts covers what a process adds, and a
+ * process start costs seconds under load).
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedRegistrationKey, Device } from '../../src/client/index.js';
+import { ctlAt } from '../client/support/ctl-runner.js';
 import { buildDist, fleetplane } from '../support/fleetplane-process.js';
 import { ADMIN_TOKEN, startRealServer, uniqueName, wgKey, type RealServer } from './support/real-server.js';
 
 const TTL_S = 3 * 86_400;
 let rs: RealServer;
 
-function run(args: readonly string[], token = ADMIN_TOKEN) {
+function runProcess(args: readonly string[], token = ADMIN_TOKEN) {
   const config = join(mkdtempSync(join(tmpdir(), 'fp-ctl-tokens-')), 'config.json');
   return fleetplane(['ctl', ...args], { FLEETPLANE_URL: rs.url, FLEETPLANE_TOKEN: token, FLEETPLANE_CONFIG: config }).exit;
+}
+
+async function run(args: readonly string[], token = ADMIN_TOKEN) {
+  const { code, out, err } = await ctlAt(rs.url, token, [...args]);
+  return { code, stdout: out, stderr: err };
 }
 
 beforeAll(async () => {
@@ -31,7 +40,7 @@ describe('ctl and device token expiry', () => {
   it('lists only the devices expiring within a duration, and shows the expiry and ephemeral in -o wide', async () => {
     const name = uniqueName('ctl-expiry');
     const org = (await rs.admin.organizations.create({ name })).id;
-    const created = await run(['registration-keys', 'create', '--org', name, '--ephemeral', '-o', 'json']);
+    const created = await runProcess(['registration-keys', 'create', '--org', name, '--ephemeral', '-o', 'json']);
     expect(created.code, created.stderr).toBe(0);
     const key = JSON.parse(created.stdout) as CreatedRegistrationKey;
     expect(key.ephemeral).toBe(true);

@@ -1,22 +1,31 @@
 /**
- * `fleetplane ctl members`, `ctl invitations` and `ctl api-keys` as a real
- * process against a real server, with a user's session as the token (made by
- * SQL, as a login would).
+ * `fleetplane ctl members`, `ctl invitations` and `ctl api-keys` against a real
+ * server, with a user's session as the token (made by SQL, as a login would).
+ * The first command runs as a real process (the session token from its
+ * environment); the rest run in process through `runCtl`, the function that
+ * process calls: ctl-process.test.ts covers what a process adds (exit codes,
+ * stdout and stderr), and a process start costs seconds under load.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiKey, CreatedApiKey, Invitation, Member } from '../../src/protocol/index.js';
+import { ctlAt } from '../client/support/ctl-runner.js';
 import { buildDist, fleetplane } from '../support/fleetplane-process.js';
 import { addMemberForTest, createUserForTest } from '../server/support/users.js';
 import { startRealServer, uniqueName, type RealServer } from './support/real-server.js';
 
 let rs: RealServer;
 
-function run(args: readonly string[], token: string) {
+function runProcess(args: readonly string[], token: string) {
   const config = join(mkdtempSync(join(tmpdir(), 'fp-ctl-members-')), 'config.json');
   return fleetplane(['ctl', ...args], { FLEETPLANE_URL: rs.url, FLEETPLANE_TOKEN: token, FLEETPLANE_CONFIG: config }).exit;
+}
+
+async function run(args: readonly string[], token: string) {
+  const { code, out, err } = await ctlAt(rs.url, token, [...args]);
+  return { code, stdout: out, stderr: err };
 }
 
 beforeAll(async () => {
@@ -36,7 +45,7 @@ describe('ctl members, invitations and api-keys', () => {
     await addMemberForTest(rs.server.db, org, owner.id, 'owner');
     await addMemberForTest(rs.server.db, org, other.id, 'read');
 
-    const listed = await run(['members', 'list', '--org', name, '-o', 'json'], owner.session);
+    const listed = await runProcess(['members', 'list', '--org', name, '-o', 'json'], owner.session);
     expect(listed.code, listed.stderr).toBe(0);
     expect((JSON.parse(listed.stdout) as Member[]).map((m) => m.role).sort()).toEqual(['owner', 'read']);
     const promoted = await run(['members', 'set-role', 'other@example.test', '--role', 'admin', '--org', name, '-o', 'json'], owner.session);

@@ -40,27 +40,32 @@ afterAll(async () => {
 describe('fleetplane ctl as a real process against a real server', () => {
   it('orgs create and list, as tables and as JSON', async () => {
     const name = uniqueName('ctl-org');
-    const created = await run(['orgs', 'create', '--name', name, '--description', 'from ctl']);
+    // Independent commands run at once: a process start costs seconds under load.
+    const [created, asJson] = await Promise.all([
+      run(['orgs', 'create', '--name', name, '--description', 'from ctl']),
+      run(['orgs', 'create', '--name', `${name}-json`, '--output', 'json']),
+    ]);
     expect(created).toMatchObject({ code: 0 });
     // The admin token named no owner: the owner invitation's token is printed, and said to be shown once.
     expect(created.stderr).toMatch(/^note: the owner invitation token .* is shown only this once; store it now\n$/);
     expect(created.stdout).toMatch(/^id: +[0-9a-f-]{36}\nname: +/);
     expect(created.stdout).toMatch(new RegExp(`^name: +${name}$`, 'm'));
 
-    const asJson = await run(['orgs', 'create', '--name', `${name}-json`, '--output', 'json']);
     expect(asJson.code).toBe(0);
     const { owner_invitation: invitation, ...org } = json<Organization & { owner_invitation?: { token?: string } }>(asJson.stdout);
     expect(invitation?.token).toMatch(/^fpi_/);
     expect(await rs.admin.organizations.get(org.id)).toEqual(org);
 
-    const table = await run(['orgs', 'list']);
+    const [table, flagged] = await Promise.all([
+      run(['orgs', 'list']),
+      run(['orgs', 'list', '-o', 'json', '--server', rs.url, '--token', ADMIN_TOKEN], { FLEETPLANE_URL: undefined, FLEETPLANE_TOKEN: undefined }),
+    ]);
     expect(table.code).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+NAME\s+CIDR\s+MTU\s+DESCRIPTION$/);
     expect(lines.find((l) => l.startsWith(org.id))).toMatch(new RegExp(`^${org.id}\\s+${name}-json\\s+100\\.64\\.0\\.0/16\\s+1420\\s+-$`));
     expect(lines.some((l) => new RegExp(`\\s${name}\\s.*from ctl$`).test(l))).toBe(true);
 
-    const flagged = await run(['orgs', 'list', '-o', 'json', '--server', rs.url, '--token', ADMIN_TOKEN], { FLEETPLANE_URL: undefined, FLEETPLANE_TOKEN: undefined });
     expect(flagged.code).toBe(0);
     expect(json<Organization[]>(flagged.stdout)).toEqual((await rs.admin.organizations.list()).items);
   });
@@ -69,18 +74,21 @@ describe('fleetplane ctl as a real process against a real server', () => {
     const name = uniqueName('ctl-names');
     const org = (await rs.admin.organizations.create({ name })).id;
     const web = await rs.admin.devices.create(org, { hostname: 'web-1', public_key: wgKey() });
-    const table = await run(['devices', 'list', '--org', name]);
+    const [table, got, group, unknown] = await Promise.all([
+      run(['devices', 'list', '--org', name]),
+      run(['devices', 'get', 'web-1', '--org', name, '-o', 'yaml']),
+      run(['sg', 'create', '--org', name, '--description', 'web', '--allow', 'tcp:22', '--from', '10.0.0.0/8', '--allow', 'icmp', '--egress-allow', 'any', '-o', 'json']),
+      run(['devices', 'list', '--org', `${name}-nope`]),
+    ]);
     expect(table).toMatchObject({ code: 0, stderr: '' });
     expect(table.stdout).toMatch(/^ID\s+HOSTNAME\s+TUNNEL IP\s+ONLINE\s+LAST SEEN\s+APPLIED\n/);
     expect(table.stdout).toMatch(new RegExp(`^${web.id}\\s+web-1\\s+100\\.64\\.0\\.1\\s+false\\s+never\\s+-$`, 'm'));
 
     // -o yaml is the REST object.
-    const got = await run(['devices', 'get', 'web-1', '--org', name, '-o', 'yaml']);
     expect(got.code).toBe(0);
     expect(got.stdout).toMatch(new RegExp(`^id: ${web.id}$`, 'm'));
     expect(parseYaml(got.stdout)).toEqual(await rs.admin.devices.get(org, web.id));
 
-    const group = await run(['sg', 'create', '--org', name, '--description', 'web', '--allow', 'tcp:22', '--from', '10.0.0.0/8', '--allow', 'icmp', '--egress-allow', 'any', '-o', 'json']);
     expect(group.code).toBe(0);
     const sg = json<{ id: string }>(group.stdout);
     expect((await rs.admin.securityGroups.get(org, sg.id)).inbound_rules).toEqual([
@@ -96,8 +104,6 @@ describe('fleetplane ctl as a real process against a real server', () => {
     expect(ambiguous.stderr).toBe(`error: "web-1" is ambiguous: 2 devices in organization ${name} have that name (${web.id}, ${twin.id}); use an id instead\n`);
     const byId = await run(['devices', 'delete', twin.id, '--org', name]);
     expect(byId).toMatchObject({ code: 0, stdout: `deleted device ${twin.id}\n` });
-
-    const unknown = await run(['devices', 'list', '--org', `${name}-nope`]);
     expect([unknown.code, unknown.stderr]).toEqual([1, `error: no organization named "${name}-nope"\n`]);
   });
 
@@ -112,14 +118,16 @@ describe('fleetplane ctl as a real process against a real server', () => {
     expect((await stat(config)).mode & 0o777).toBe(0o600);
     expect(JSON.parse(await readFile(config, 'utf8'))).toEqual({ 'current-context': 'e2e', contexts: { e2e: { server: rs.url, token: ADMIN_TOKEN, org: name } } });
 
-    const listed = await run(['devices', 'list', '-o', 'json'], noEnv);
+    const [listed, contexts, envToken] = await Promise.all([
+      run(['devices', 'list', '-o', 'json'], noEnv),
+      run(['config', 'get-contexts'], noEnv),
+      run(['devices', 'list'], { ...noEnv, FLEETPLANE_TOKEN: 'fpt_not_a_token' }),
+    ]);
     expect(listed).toMatchObject({ code: 0, stderr: '' });
     expect(json<Device[]>(listed.stdout).map((x) => x.id)).toEqual([d.id]);
-    const contexts = await run(['config', 'get-contexts'], noEnv);
     expect(contexts.stdout).toMatch(new RegExp(`^\\*\\s+e2e\\s+${rs.url}\\s+${name}\\s+-$`, 'm'));
     expect(contexts.stdout).not.toContain(ADMIN_TOKEN);
     // The environment beats the context: a bad token from it is used, and refused.
-    const envToken = await run(['devices', 'list'], { ...noEnv, FLEETPLANE_TOKEN: 'fpt_not_a_token' });
     expect([envToken.code, envToken.stderr]).toEqual([1, expect.stringMatching(/\(unauthorized, HTTP 401\)\n$/)]);
   });
 
@@ -142,7 +150,7 @@ describe('fleetplane ctl as a real process against a real server', () => {
     await report(good.device_token, good.id, null);
     await report(bad.device_token, bad.id, 'nft: syntax error');
 
-    const table = await run(['status', '--org', name]);
+    const [table, yaml] = await Promise.all([run(['status', '--org', name]), run(['status', '--org', name, '-o', 'yaml'])]);
     expect(table).toMatchObject({ code: 0, stderr: '' });
     const lines = table.stdout.split('\n');
     expect(lines.slice(0, 4)).toEqual([
@@ -155,7 +163,6 @@ describe('fleetplane ctl as a real process against a real server', () => {
     expect(table.stdout).toMatch(new RegExp(`^bad\\s+${bad.id}\\s+${head}\\s+\\d+s\\s+nft: syntax error$`, 'm'));
     expect(table.stdout).toMatch(/^silent\s+\S+\s+-\s+never\s+-$/m);
 
-    const yaml = await run(['status', '--org', name, '-o', 'yaml']);
     expect(parseYaml(yaml.stdout)).toMatchObject({ revision: head, devices: 3, at_head: 1, error: 1, stale: 1 });
   });
 
@@ -163,21 +170,23 @@ describe('fleetplane ctl as a real process against a real server', () => {
     const org = (await rs.admin.organizations.create({ name: uniqueName('ctl-dev') })).id;
     const d = await rs.admin.devices.create(org, { hostname: 'ctl-host', public_key: wgKey() });
 
-    const token = await run(['tokens', 'create', '--org', org, '--role', 'read', '--description', 'ci', '-o', 'json']);
+    const [token, tableToken, key] = await Promise.all([
+      run(['tokens', 'create', '--org', org, '--role', 'read', '--description', 'ci', '-o', 'json']),
+      run(['token', 'create', '--org', org, '--role', 'admin']),
+      run(['registration-keys', 'create', '--org', org, '--single-use', '-o', 'json']),
+    ]);
     expect(token).toMatchObject({ code: 0, stderr: '' });
     const created = json<CreatedOrgToken>(token.stdout);
     expect(created).toMatchObject({ role: 'read', description: 'ci', organization_id: org });
     // The printed token works, with its role.
     const reader = new FleetplaneClient({ baseUrl: rs.url, token: created.token });
     expect((await reader.devices.list(org)).items.map((x) => x.id)).toEqual([d.id]);
-    const tableToken = await run(['token', 'create', '--org', org, '--role', 'admin']);
     expect(tableToken.code).toBe(0);
     expect(tableToken.stdout).toMatch(/^token: +fpt_\S+$/m);
     expect(tableToken.stderr).toMatch(/shown only this once/);
     // Revoked by its description.
     expect(await run(['tokens', 'delete', 'ci', '--org', org])).toMatchObject({ code: 0, stdout: `revoked token ci (${created.id})\n` });
 
-    const key = await run(['registration-keys', 'create', '--org', org, '--single-use', '-o', 'json']);
     expect(key.code).toBe(0);
     const k = json<CreatedRegistrationKey>(key.stdout);
     expect(k).toMatchObject({ single_use: true, used: false });
@@ -207,31 +216,34 @@ describe('fleetplane ctl as a real process against a real server', () => {
   });
 
   it('exit codes: 2 for usage, 1 for the server and the network, 0 for help and version', async () => {
-    const flag = await run(['devices', 'list', '--no-such-flag']);
+    // None depends on another: all start at once, and are checked in order.
+    const versionArgs = [['--version'], ['ctl', '--version'], ['agent', '--version'], ['serve', '--version'], ['sync', '--version']];
+    const versions = Promise.all(versionArgs.map((args) => fleetplane(args, {}).exit));
+    const [flag, resource, missing, noServer, badToken, down, help, completion, tcsh] = await Promise.all([
+      run(['devices', 'list', '--no-such-flag']),
+      run(['gadgets', 'list']),
+      run(['devices', 'get', '--org', 'acme']),
+      run(['orgs', 'list'], { FLEETPLANE_URL: undefined, FLEETPLANE_TOKEN: undefined }),
+      run(['orgs', 'list'], { FLEETPLANE_TOKEN: 'fpt_not_a_token' }),
+      run(['orgs', 'list', '--server', 'http://127.0.0.1:1']),
+      run(['sg', 'create', '--help']),
+      fleetplane(['completion', 'bash'], {}).exit,
+      fleetplane(['completion', 'tcsh'], {}).exit,
+    ]);
     expect([flag.code, flag.stdout, flag.stderr]).toEqual([2, '', 'fleetplane ctl devices list: unknown flag --no-such-flag (see --help)\n']);
-    const resource = await run(['gadgets', 'list']);
     expect([resource.code, resource.stderr]).toEqual([2, 'fleetplane ctl: unknown command or resource "gadgets" (see --help)\n']);
-    const missing = await run(['devices', 'get', '--org', 'acme']);
     expect([missing.code, missing.stderr]).toEqual([2, 'fleetplane ctl devices get: missing <device> (see --help)\n']);
-    const noServer = await run(['orgs', 'list'], { FLEETPLANE_URL: undefined, FLEETPLANE_TOKEN: undefined });
     expect(noServer.code).toBe(2);
 
-    const badToken = await run(['orgs', 'list'], { FLEETPLANE_TOKEN: 'fpt_not_a_token' });
     expect([badToken.code, badToken.stdout]).toEqual([1, '']);
     expect(badToken.stderr).toMatch(/^error: .+ \(unauthorized, HTTP 401\)\n$/);
-    const down = await run(['orgs', 'list', '--server', 'http://127.0.0.1:1']);
     expect([down.code, down.stderr]).toEqual([1, expect.stringMatching(/^error: GET \/api\/organizations: fetch failed.*\(network_error\)\n$/)]);
 
-    const help = await run(['sg', 'create', '--help']);
     expect([help.code, help.stderr]).toEqual([0, '']);
     expect(help.stdout).toContain('--allow PROTO[:PORTS]');
-    for (const args of [['--version'], ['ctl', '--version'], ['agent', '--version'], ['serve', '--version'], ['sync', '--version']]) {
-      const version = await fleetplane(args, {}).exit;
-      expect([version.code, version.stdout]).toEqual([0, expectedVersionLine()]);
-    }
-    const completion = await fleetplane(['completion', 'bash'], {}).exit;
+    for (const version of await versions) expect([version.code, version.stdout]).toEqual([0, expectedVersionLine()]);
     expect([completion.code, completion.stdout]).toEqual([0, expect.stringContaining('complete -F _fleetplane fleetplane')]);
-    expect((await fleetplane(['completion', 'tcsh'], {}).exit).code).toBe(2);
+    expect(tcsh.code).toBe(2);
   });
 });
 

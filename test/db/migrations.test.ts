@@ -1,19 +1,27 @@
-import { describe, expect, inject, it } from 'vitest';
-import { migrate, MIGRATIONS, openPglite, openPostgres } from '../../src/server/db/index.js';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { migrate, MIGRATIONS, openPglite, openPostgres, pgliteTemplate } from '../../src/server/db/index.js';
 import { createDatabase } from '../support/postgres-server.js';
 
 const ALL = MIGRATIONS.map((m) => m.version);
 
+// A new in-memory database is initdb's output; dumped once, each test loads it instead of running initdb
+// again (most of the seconds a new PGlite takes), and starts from the same unmigrated database.
+let blank: Blob;
+const newPglite = () => openPglite(undefined, blank);
+beforeAll(async () => {
+  blank = await pgliteTemplate(async () => undefined);
+});
+
 describe('migrations', () => {
   it('apply on PGlite once', async () => {
-    const db = await openPglite(undefined);
+    const db = await newPglite();
     expect(await migrate(db)).toEqual(ALL);
     expect(await migrate(db)).toEqual([]);
     await db.close();
   });
 
   it('5 gives devices stored before it no approved routes, and organizations no auto-approval rules', async () => {
-    const db = await openPglite(undefined);
+    const db = await newPglite();
     await migrate(db);
     const org = '00000000-0000-4000-8000-000000000001';
     const device = '00000000-0000-4000-8000-000000000002';
@@ -55,7 +63,7 @@ describe('migrations', () => {
 
 describe('migration 15 (credential makers)', () => {
   it('gives tokens and keys made before their maker from the audit log, and revokes what a revoked maker made', async () => {
-    const db = await openPglite(undefined);
+    const db = await newPglite();
     await migrate(db, MIGRATIONS.filter((m) => m.version < 15));
     const id = (n: number): string => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
     const [org, user, session, key, t1, t2, t3, t4, t5, r1, r2] = [id(1), id(2), id(3), id(4), id(5), id(6), id(7), id(8), id(9), id(10), id(11)] as const;

@@ -3,7 +3,7 @@
  * `wg show` and `ip -j` print, so desired and current state compare as
  * strings), and address intervals for firewall sets.
  */
-import { cidrNetwork, formatIpv4, formatIpv6, ipv6Groups, isEndpointAddress, isIpv6, parseCidr, parseIpv4, type IpFamily } from '../../protocol/index.js';
+import { cidrNetwork, formatIpv4, formatIpv6, ipv6Groups, isEndpointAddress, isIpv6, parseCidr, parseIpv4, type IpFamily } from '../../protocol/wire.js';
 
 export interface IpValue {
   family: IpFamily;

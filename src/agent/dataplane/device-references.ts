@@ -5,7 +5,7 @@
  * device joining or leaving a tag or group changes every agent's firewall
  * through that device's one change event.
  */
-import { parseDeviceReference, type DeviceObject } from '../../protocol/index.js';
+import { parseDeviceReference, type DeviceObject } from '../../protocol/wire.js';
 import type { GroupRules } from './group-binding.js';
 import { hostCidr, rangeToInterval, type IpInterval } from './addresses.js';
 

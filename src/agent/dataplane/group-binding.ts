@@ -6,7 +6,7 @@
  * `security_group_id` names, or else in the first group, by name, whose
  * `applies_to` holds one of its tags. Pure.
  */
-import { bindingOrder, boundGroupId, type BindableGroup, type DeviceObject, type Organization, type Rule } from '../../protocol/index.js';
+import { bindingOrder, boundGroupId, type BindableGroup, type DeviceObject, type Organization, type Rule } from '../../protocol/wire.js';
 
 /** What the firewall reads of a group, an object's or a policy document's. */
 export interface GroupRules extends BindableGroup {

@@ -7,7 +7,7 @@
  * `assertOwnTableOnly` (nft-own-table.ts) checks it before `nft` sees it.
  */
 import type { AddressSet, DesiredDataplane, FirewallRule } from './desired-state.js';
-import { IP_PROTOCOLS } from '../../protocol/index.js';
+import { IP_PROTOCOLS } from '../../protocol/wire.js';
 import { renderRoutingChains } from './render-nftables-routing.js';
 import {
   addressRange,

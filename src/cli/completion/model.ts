@@ -5,8 +5,8 @@ import { ENTRIES } from '../ctl/commands.js';
 import { CONNECTION_FLAGS, FLAGS, type FlagName, type FlagSpec } from '../ctl/flags.js';
 import { CLI_KINDS } from '../ctl/kinds.js';
 import { OUTPUT_MODES } from '../ctl/output.js';
-import { WATCH_KINDS } from '../../protocol/index.js';
-import { SYNC_FLAGS } from '../../sync/index.js';
+import { WATCH_KINDS } from '../../protocol/wire.js';
+import { SYNC_FLAGS } from '../../sync/options.js';
 
 /** A flag as completion offers it. */
 export interface CompletionFlag {

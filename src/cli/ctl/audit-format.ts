@@ -1,4 +1,4 @@
-import { AUDIT_REDACTED, auditChanges, isAuditTruncated, type AuditEntry } from '../../protocol/index.js';
+import { AUDIT_REDACTED, auditChanges, isAuditTruncated, type AuditEntry } from '../../protocol/wire.js';
 
 /** Longest value shown in a table cell; -o json has it whole. */
 const SHOWN_VALUE_MAX = 60;

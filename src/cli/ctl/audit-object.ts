@@ -1,4 +1,4 @@
-import type { AuditKind } from '../../protocol/index.js';
+import type { AuditKind } from '../../protocol/wire.js';
 import { UsageError } from '../exit-codes.js';
 import { orgLabel, type CtlContext } from './context.js';
 import { cliKind } from './kinds.js';

@@ -1,4 +1,4 @@
-import { AUDIT_ACTIONS, type AuditEntry } from '../../protocol/index.js';
+import { AUDIT_ACTIONS, type AuditEntry } from '../../protocol/wire.js';
 import type { AuditFilter } from '../../client/index.js';
 import { UsageError } from '../exit-codes.js';
 import { changesCell, otherDetails } from './audit-format.js';

@@ -1,4 +1,4 @@
-import { FORMATS } from '../../protocol/index.js';
+import { FORMATS } from '../../protocol/wire.js';
 import { DURATION_EXAMPLES, parseDuration } from '../../util/duration.js';
 import { UsageError } from '../exit-codes.js';
 

@@ -1,4 +1,4 @@
-import { AUDIT_KINDS, WATCH_KINDS, isWatchKind, type AuditKind, type WatchKind } from '../../protocol/index.js';
+import { AUDIT_KINDS, WATCH_KINDS, isWatchKind, type AuditKind, type WatchKind } from '../../protocol/wire.js';
 import { UsageError } from '../exit-codes.js';
 import type { CommandGroup } from './command-spec.js';
 import { sessionsGroup } from './login-commands.js';

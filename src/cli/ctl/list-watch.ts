@@ -1,4 +1,4 @@
-import type { KindValue, WatchKind } from '../../protocol/index.js';
+import type { KindValue, WatchKind } from '../../protocol/wire.js';
 import type { ChangeType } from './change-type.js';
 import type { CtlContext, OrgRef } from './context.js';
 import { cliInformers, followInformers } from './informer-session.js';

@@ -1,5 +1,5 @@
 import { deviceLoginPrompt, FleetplaneClient } from '../../client/index.js';
-import { SECRET_PREFIX, type Session } from '../../protocol/index.js';
+import { SECRET_PREFIX, type Session } from '../../protocol/wire.js';
 import { UsageError } from '../exit-codes.js';
 import type { Command, CommandGroup, LocalCommand } from './command-spec.js';
 import { ctlFetch } from './connect.js';

@@ -1,4 +1,4 @@
-import { FORMATS } from '../../protocol/index.js';
+import { FORMATS } from '../../protocol/wire.js';
 import type { FleetplaneClient } from '../../client/index.js';
 import type { OrgRef } from './context.js';
 

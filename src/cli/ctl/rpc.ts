@@ -1,4 +1,4 @@
-import { RPC_WAIT_MAX_S } from '../../protocol/index.js';
+import { RPC_WAIT_MAX_S } from '../../protocol/wire.js';
 import { UsageError } from '../exit-codes.js';
 import type { RemoteCommand } from './command-spec.js';
 import { optionalDuration } from './duration.js';

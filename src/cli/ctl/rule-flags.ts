@@ -1,4 +1,4 @@
-import { IP_PROTOCOLS, isIpRange, parseDeviceReference, type Rule } from '../../protocol/index.js';
+import { IP_PROTOCOLS, isIpRange, parseDeviceReference, type Rule } from '../../protocol/wire.js';
 import { UsageError } from '../exit-codes.js';
 import type { Flags } from './argv.js';
 

@@ -1,4 +1,4 @@
-import { WATCH_KINDS, type KindValue, type WatchKind } from '../../protocol/index.js';
+import { WATCH_KINDS, type KindValue, type WatchKind } from '../../protocol/wire.js';
 import type { Informer } from '../../client/index.js';
 import type { ChangeType } from './change-type.js';
 import type { RemoteCommand } from './command-spec.js';

@@ -1,4 +1,4 @@
-import type { ApiKey } from '../../../protocol/index.js';
+import type { ApiKey } from '../../../protocol/wire.js';
 import type { CommandGroup } from '../command-spec.js';
 import { expiresAt } from '../duration.js';
 import { defined, noExtraArgs, requireArg } from '../flag-values.js';

@@ -1,5 +1,5 @@
 import { ConflictError, type Device, type DeviceObject } from '../../../client/index.js';
-import { cidrNetwork, routePrefix } from '../../../protocol/index.js';
+import { cidrNetwork, routePrefix } from '../../../protocol/wire.js';
 import { UsageError } from '../../exit-codes.js';
 import type { RemoteCommand } from '../command-spec.js';
 import type { CtlContext } from '../context.js';

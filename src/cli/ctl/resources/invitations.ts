@@ -1,4 +1,4 @@
-import type { Invitation } from '../../../protocol/index.js';
+import type { Invitation } from '../../../protocol/wire.js';
 import { UsageError } from '../../exit-codes.js';
 import type { CommandGroup } from '../command-spec.js';
 import { expiryFields } from '../duration.js';

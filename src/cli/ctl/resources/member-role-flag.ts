@@ -1,4 +1,4 @@
-import { MEMBER_ROLES, type MemberRole } from '../../../protocol/index.js';
+import { MEMBER_ROLES, type MemberRole } from '../../../protocol/wire.js';
 import { UsageError } from '../../exit-codes.js';
 import type { CtlContext } from '../context.js';
 import { requireArg } from '../flag-values.js';

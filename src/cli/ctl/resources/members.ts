@@ -1,4 +1,4 @@
-import type { Member } from '../../../protocol/index.js';
+import type { Member } from '../../../protocol/wire.js';
 import type { CommandGroup } from '../command-spec.js';
 import type { CtlContext } from '../context.js';
 import { noExtraArgs, requireArg } from '../flag-values.js';

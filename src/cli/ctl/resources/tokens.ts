@@ -1,4 +1,4 @@
-import { TOKEN_ROLES, type TokenRole } from '../../../protocol/index.js';
+import { TOKEN_ROLES, type TokenRole } from '../../../protocol/wire.js';
 import type { OrgToken } from '../../../client/index.js';
 import { UsageError } from '../../exit-codes.js';
 import type { CommandGroup } from '../command-spec.js';
