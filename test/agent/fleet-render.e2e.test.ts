@@ -24,6 +24,12 @@ const CHANGES = 200;
  */
 const DEADLINE_MS = 150_000;
 const ADMIN = 'fpa_fleet_render_e2e';
+/**
+ * Between two polls of /convergence. `until` polls every 20 ms: for the minute the 50 agents take, that is
+ * thousands of requests to the server they all wait on, on 2 cores shared with them.
+ */
+const POLL_MS = 250;
+const pause = (): Promise<void> => new Promise((r) => setTimeout(r, POLL_MS));
 
 interface AgentProc {
   proc: Proc;
@@ -96,6 +102,7 @@ describe('50 agents in render mode, as real processes', () => {
         return [JSON.stringify({ ...last, not_converged: last?.not_converged.length }), ...logs].join('\n');
       };
       const before = await until(async () => {
+        await pause();
         const c = (last = await admin.convergence(org.id));
         return c.devices === AGENTS && c.at_head === AGENTS ? c : undefined;
       }, 'all agents enrolled and at the head', DEADLINE_MS).catch(async (err: unknown) => {
@@ -130,6 +137,7 @@ describe('50 agents in render mode, as real processes', () => {
       const head = before.revision + CHANGES;
 
       const after = await until(async () => {
+        await pause();
         const c = (last = await admin.convergence(org.id));
         return c.revision === head && c.at_head === AGENTS ? c : undefined;
       }, 'every agent at the head after the burst', DEADLINE_MS).catch(async (err: unknown) => {

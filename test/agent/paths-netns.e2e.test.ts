@@ -54,6 +54,8 @@ describe.runIf(enabled)('agents behind NATs: direct, local and relayed paths (re
   let pg: PostgresServer | undefined;
   let redis: RedisServer | undefined;
   const procs: Proc[] = [];
+  /** What carries the replicas to PostgreSQL and Redis: stopped after the replicas, whose stop still talks to both. */
+  const storeForwarders: Proc[] = [];
   const replicas: Replica[] = [];
   const agents = new Map<HostName, Proc>();
   const interfaces = new Map<HostName, string>();
@@ -191,7 +193,7 @@ describe.runIf(enabled)('agents behind NATs: direct, local and relayed paths (re
     // PostgreSQL and Redis listen outside the lab; the replicas reach them through their unix sockets.
     for (const [port, socket] of [[15432, pg.socketPath], [16379, redis.socketPath]] as const) {
       const fwd = spawnNode(['-e', TCP_TO_UNIX_SOURCE, '127.0.0.1', String(port), socket], { prefix: lab.server.prefix });
-      procs.push(fwd);
+      storeForwarders.push(fwd);
       await waitForOutput(fwd, /forwarding/);
     }
     dbUrl = (await createDatabase(pg.adminUrl, 'paths')).replace(`127.0.0.1:${pg.port}`, '127.0.0.1:15432');
@@ -226,6 +228,7 @@ describe.runIf(enabled)('agents behind NATs: direct, local and relayed paths (re
   afterAll(async () => {
     await Promise.all([...agents.values()].map((p) => p.stop(10_000)));
     await Promise.all(procs.map((p) => p.stop(5_000)));
+    await Promise.all(storeForwarders.map((p) => p.stop(5_000)));
     await lab?.destroy();
     await redis?.dispose();
     pg?.stop();
@@ -266,16 +269,6 @@ describe.runIf(enabled)('agents behind NATs: direct, local and relayed paths (re
     expect(h1.get('h2')?.latest_handshake).not.toBeNull();
     expect(h1.get('h3')).toMatchObject({ via: 'server', endpoint: null });
     expect(h1.get('h3')?.relay_id).toMatch(/.+/);
-  }, 60_000);
-
-  it('a NAT that remaps its ports and forgets its flows: connectivity back within 30 s', async () => {
-    const ea = lab.nat('ea');
-    await connected('h1', 'h2', (e) => e !== null && !isLoopback(e), 'h1 and h2 direct before the remap', 20_000);
-    await ea.setKind('endpoint-independent', [30000, 30999]);
-    await ea.forgetFlows();
-    // Traffic keeps flowing from h1 (as an application would), so a broken path shows.
-    await connected('h1', 'h2', (e) => e !== null, 'h1 to reach h2 again after its NAT remapped', 30_000);
-    await connected('h2', 'h1', (e) => e !== null, 'h2 to reach h1 again', 5_000);
   }, 60_000);
 
   it('the replica holding a relay session is killed: the pair is relayed again within 10 s', async () => {
@@ -348,5 +341,18 @@ describe.runIf(enabled)('agents behind NATs: direct, local and relayed paths (re
     await admin.devices.delete(org, (await device('h3')).id);
     const code = await Promise.race([closed, new Promise<number>((r) => setTimeout(() => r(-1), 20_000))]);
     expect(code).toBe(RELAY_CLOSE_CODES.revoked);
+  }, 60_000);
+
+  // Last: forgetting its flows also cuts h1's connections to the server without a word (the NAT drops what
+  // would end them), and h1 notices its watch is gone only after its silence limit (45 s). A case after this
+  // one that needs h1 to follow the organization would wait that out.
+  it('a NAT that remaps its ports and forgets its flows: connectivity back within 30 s', async () => {
+    const ea = lab.nat('ea');
+    await connected('h1', 'h2', (e) => e !== null && !isLoopback(e), 'h1 and h2 direct before the remap', 20_000);
+    await ea.setKind('endpoint-independent', [30000, 30999]);
+    await ea.forgetFlows();
+    // Traffic keeps flowing from h1 (as an application would), so a broken path shows.
+    await connected('h1', 'h2', (e) => e !== null, 'h1 to reach h2 again after its NAT remapped', 30_000);
+    await connected('h2', 'h1', (e) => e !== null, 'h2 to reach h1 again', 5_000);
   }, 60_000);
 });
