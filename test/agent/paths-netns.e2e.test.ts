@@ -207,11 +207,16 @@ describe.runIf(enabled)('agents behind NATs: direct, local and relayed paths (re
       replicas.push(r);
       // One STUN responder is enough (both would bind the same ports); the second replica runs relay and API only.
       startReplica(r, dbUrl, i === 0 ? stunFlags : ['--stun=false']);
-      await waitForOutput(r.proc as Proc, /listening on/, 90_000);
-      const fwd = spawnNode(['-e', FORWARDER_SOURCE, socket, lab.server.ip, String(port)], { prefix: lab.server.prefix });
-      procs.push(fwd);
-      await waitForOutput(fwd, /forwarding/);
     }
+    // The replicas start together, as a deployment's do (the migrations run once between them).
+    await Promise.all(
+      replicas.map(async (r) => {
+        await waitForOutput(r.proc as Proc, /listening on/, 90_000);
+        const fwd = spawnNode(['-e', FORWARDER_SOURCE, r.socket, lab.server.ip, String(r.port)], { prefix: lab.server.prefix });
+        procs.push(fwd);
+        await waitForOutput(fwd, /forwarding/);
+      }),
+    );
     await until(async () => ((await admin.relays.list()).items.length === 2 ? true : undefined), 'both relays listed', 30_000);
     org = (await admin.organizations.create({ name: 'paths' })).id;
     const key = await admin.registrationKeys.create(org, { description: 'paths', single_use: false });
