@@ -6,20 +6,19 @@
  * that process calls (ctl-process.test.ts covers what a process adds, and a
  * process start costs seconds under load).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedRegistrationKey, Device } from '../../src/client/index.js';
 import { ctlAt } from '../client/support/ctl-runner.js';
 import { buildDist, fleetplane } from '../support/fleetplane-process.js';
 import { ADMIN_TOKEN, startRealServer, uniqueName, wgKey, type RealServer } from './support/real-server.js';
+import { scratchDir } from '../support/scratch-dir.js';
 
 const TTL_S = 3 * 86_400;
 let rs: RealServer;
 
 function runProcess(args: readonly string[], token = ADMIN_TOKEN) {
-  const config = join(mkdtempSync(join(tmpdir(), 'fp-ctl-tokens-')), 'config.json');
+  const config = join(scratchDir('ctl-tokens'), 'config.json');
   return fleetplane(['ctl', ...args], { FLEETPLANE_URL: rs.url, FLEETPLANE_TOKEN: token, FLEETPLANE_CONFIG: config }).exit;
 }
 

@@ -6,8 +6,6 @@
  * process calls: ctl-process.test.ts covers what a process adds (exit codes,
  * stdout and stderr), and a process start costs seconds under load.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiKey, CreatedApiKey, Invitation, Member } from '../../src/protocol/index.js';
@@ -15,11 +13,12 @@ import { ctlAt } from '../client/support/ctl-runner.js';
 import { buildDist, fleetplane } from '../support/fleetplane-process.js';
 import { addMemberForTest, createUserForTest } from '../server/support/users.js';
 import { startRealServer, uniqueName, type RealServer } from './support/real-server.js';
+import { scratchDir } from '../support/scratch-dir.js';
 
 let rs: RealServer;
 
 function runProcess(args: readonly string[], token: string) {
-  const config = join(mkdtempSync(join(tmpdir(), 'fp-ctl-members-')), 'config.json');
+  const config = join(scratchDir('ctl-members'), 'config.json');
   return fleetplane(['ctl', ...args], { FLEETPLANE_URL: rs.url, FLEETPLANE_TOKEN: token, FLEETPLANE_CONFIG: config }).exit;
 }
 

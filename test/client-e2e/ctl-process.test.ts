@@ -1,6 +1,6 @@
 import { mkdtempSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -9,11 +9,12 @@ import { packageVersion } from '../../src/cli/version.js';
 import { expectedVersionLine } from '../support/version-line.js';
 import { buildDist, fleetplane, type Run } from '../support/fleetplane-process.js';
 import { ADMIN_TOKEN, startRealServer, uniqueName, until, wgKey, type RealServer } from './support/real-server.js';
+import { scratchDir } from '../support/scratch-dir.js';
 
 let rs: RealServer;
 
 /** A config path nobody wrote: no test reads the real ~/.config. */
-const freshConfig = (): string => join(mkdtempSync(join(tmpdir(), 'fp-ctl-e2e-')), 'config.json');
+const freshConfig = (): string => join(scratchDir('ctl-e2e'), 'config.json');
 
 /** `fleetplane ctl ...args`; the server URL and admin token come from the environment unless `env` says otherwise. */
 function ctl(args: readonly string[], env: Record<string, string | undefined> = {}): Run {

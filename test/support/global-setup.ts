@@ -1,11 +1,12 @@
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
-import { rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrate, pgliteTemplate } from '../../src/server/db/index.js';
 import { hasPostgres, IN_CI } from './binaries.js';
 import { startPostgres, type PostgresServer } from './postgres-server.js';
+import { SCRATCH_ROOT_ENV } from './scratch-dir.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -16,6 +17,7 @@ declare module 'vitest' {
 
 let pg: PostgresServer | undefined;
 let template: string | undefined;
+let scratchRoot: string | undefined;
 
 /**
  * A migrated, empty in-memory database, dumped once: every server the suite
@@ -33,6 +35,8 @@ async function memoryTemplate(): Promise<string> {
 
 /** One PostgreSQL cluster for the whole run; each suite creates its own database on it. */
 export async function setup(project: TestProject): Promise<void> {
+  scratchRoot = await mkdtemp(join(tmpdir(), 'fp-test-'));
+  process.env[SCRATCH_ROOT_ENV] = scratchRoot;
   template = await memoryTemplate();
   process.env.FLEETPLANE_MEMORY_TEMPLATE = template;
   // Many servers run at once (in-process and as processes, in two forks): none may hold the STUN ports 3478/3479.
@@ -51,4 +55,5 @@ export async function setup(project: TestProject): Promise<void> {
 export async function teardown(): Promise<void> {
   pg?.stop();
   if (template) await rm(template, { force: true });
+  if (scratchRoot) await rm(scratchRoot, { recursive: true, force: true });
 }

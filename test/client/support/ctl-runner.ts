@@ -1,9 +1,8 @@
 /** Runs `fleetplane ctl` in process against a fake server, with buffers for stdout and stderr. */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCtl } from '../../../src/cli/ctl/index.js';
 import type { FakeFleetServer } from './fake-fleet-server.js';
+import { scratchDir } from '../../support/scratch-dir.js';
 
 export class TextBuffer {
   text = '';
@@ -38,7 +37,7 @@ export interface CtlResult {
 
 /** A config file path in a fresh directory: no test reads the real ~/.config. */
 export function freshConfigPath(): string {
-  return join(mkdtempSync(join(tmpdir(), 'fp-ctl-config-')), 'config.json');
+  return join(scratchDir('ctl-config'), 'config.json');
 }
 
 export function ctlRunner(server: () => FakeFleetServer) {
