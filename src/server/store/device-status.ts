@@ -98,9 +98,9 @@ export interface StatusBatch {
   readonly lastWritten?: readonly (DeviceStatusInput | undefined)[];
 }
 
-/** Whether `next` repeats `stored`'s applied revision and error (an absent error is no error). */
+/** Whether `next` repeats `stored`'s applied revision and error (both required: the batcher's inputs passed the schema). */
 function repeats(stored: DeviceStatusInput, next: DeviceStatusInput): boolean {
-  return stored.applied_revision === next.applied_revision && (stored.apply_error ?? null) === (next.apply_error ?? null);
+  return stored.applied_revision === next.applied_revision && stored.apply_error === next.apply_error;
 }
 
 /**
