@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -250,7 +248,7 @@ describe('fleetplane ctl as a real process against a real server', () => {
 
 describe('fleetplane ctl watch across a server restart', () => {
   it('keeps running while the server is down, says it is reconnecting, and prints what changed after', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'fp-ctl-restart-'));
+    const dataDir = scratchDir('fp-ctl-restart');
     let server = await startRealServer({ memory: false, dataDir, port: 0 });
     const port = Number(new URL(server.url).port);
     const name = uniqueName('ctl-restart');

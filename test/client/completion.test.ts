@@ -1,16 +1,16 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { completionScript, runCompletion } from '../../src/cli/completion/index.js';
 import { TextBuffer } from './support/ctl-runner.js';
+import { scratchDir } from '../support/scratch-dir.js';
 
 const has = (bin: string): boolean => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
 
 /** What bash offers for the command line `line` (the cursor at its end), using the generated script. */
 function bashComplete(script: string, line: string): string[] {
-  const dir = mkdtempSync(join(tmpdir(), 'fp-completion-'));
+  const dir = scratchDir('fp-completion');
   const file = join(dir, 'fleetplane.bash');
   writeFileSync(file, script);
   const words = line.split(' ');

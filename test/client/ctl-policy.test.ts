@@ -5,8 +5,7 @@
  * is reported by file, line and column, adopt and release move an
  * organization between objects and a document.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,9 +13,10 @@ import { runCtl } from '../../src/cli/ctl/index.js';
 import { ADMIN_TOKEN, startRealServer, uniqueName, type RealServer } from '../client-e2e/support/real-server.js';
 import { TextBuffer, freshConfigPath, type CtlResult } from './support/ctl-runner.js';
 import { POLICY_SAMPLE } from '../support/policy-sample.js';
+import { scratchDir } from '../support/scratch-dir.js';
 
 let rs: RealServer;
-const dir = mkdtempSync(join(tmpdir(), 'fp-ctl-policy-'));
+const dir = scratchDir('fp-ctl-policy');
 
 beforeAll(async () => {
   rs = await startRealServer();

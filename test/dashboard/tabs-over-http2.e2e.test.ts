@@ -7,9 +7,6 @@
  * forever. Over HTTP/2 every tab is live, a Save from one answers, and the
  * others show it.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { FleetplaneClient } from '../../src/client/index.js';
@@ -21,6 +18,7 @@ import { hasChromium, signIn } from './support/browser.js';
 import { useDashboardServer } from './support/dashboard-server.js';
 import { saveGroupName } from './support/save-group-name.js';
 import { metricSum } from '../server/support/server-metric.js';
+import { scratchDir } from '../support/scratch-dir.js';
 
 const ADMIN = 'fpa_dashboard_tabs_over_http2_admin_token';
 const TABS = 12;
@@ -31,7 +29,7 @@ describe.runIf(runs)('twelve dashboard tabs, each with its own stream, over HTTP
   let ca: TestCa | undefined;
   let cert: ServerCert | undefined;
   const env = useDashboardServer(ADMIN, () => {
-    ca = makeTestCa(mkdtempSync(join(tmpdir(), 'fleetplane-tabs-h2-')));
+    ca = makeTestCa(scratchDir('fleetplane-tabs-h2'));
     cert = issueServerCert(ca, 'server');
     return cert;
   });

@@ -8,10 +8,9 @@
  * instead: http/slow-headers.test.ts.) Loopback is one source per address,
  * so the per-source case uses 127.0.0.1 and 127.0.0.2 as two sources.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { metricSum } from './support/server-metric.js';
 import { connect as tlsConnect } from 'node:tls';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEADERS, MEDIA, paths } from '../../src/protocol/index.js';
@@ -21,6 +20,7 @@ import { openFilesLimit } from '../../src/util/open-files-limit.js';
 import { RawConnection, codeOf, requestHead } from './support/raw-connection.js';
 import { requireBinary, which } from '../support/binaries.js';
 import { issueServerCert, makeTestCa } from '../support/test-ca.js';
+import { scratchDir } from '../support/scratch-dir.js';
 
 
 /** Polls until the server counts `n` open connections (it counts a close when its socket's close event runs). */
@@ -166,7 +166,7 @@ describe.skipIf(!requireBinary('openssl', which('openssl') !== undefined))('--ma
   let ca: string;
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fleetplane-limits-tls-'));
+    const dir = scratchDir('fleetplane-limits-tls');
     const testCa = makeTestCa(dir);
     const cert = issueServerCert(testCa, 'server');
     ca = testCa.pem;
@@ -213,7 +213,7 @@ describe('the total limit and the open-files limit', () => {
   });
 
   it('reads the soft limit from /proc/self/limits, and nothing where there is no number', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fleetplane-limits-'));
+    const dir = scratchDir('fleetplane-limits');
     const file = (text: string): string => {
       const path = join(dir, `limits-${Math.random().toString(36).slice(2)}`);
       writeFileSync(path, text);

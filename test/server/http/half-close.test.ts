@@ -6,9 +6,6 @@
  * PostgreSQL every time; on PGlite whenever the request waited on a timer,
  * as a device's status does for its batch).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEADERS, MEDIA, paths, QUERY, type Organization } from '../../../src/protocol/index.js';
 import { startServer, type FleetServer, type Settings } from '../../../src/server/index.js';
@@ -18,6 +15,7 @@ import { issueServerCert, makeTestCa } from '../../support/test-ca.js';
 import { backends, Harness, pgAdminUrl, uniqueName, wgKey } from '../fixtures.js';
 import { RawConnection, requestHead, type RawResponse } from '../support/raw-connection.js';
 import { eventually } from '../../gateway/support.js';
+import { scratchDir } from '../../support/scratch-dir.js';
 
 /** Writes a whole request with a JSON body, ends the client's side at once, and reads the answer. */
 async function halfClosed(url: string, method: string, path: string, token: string, body: unknown, tls?: { ca: string }): Promise<RawResponse> {
@@ -107,7 +105,7 @@ describe.skipIf(!requireBinary('openssl', which('openssl') !== undefined))('half
   let server: FleetServer;
   let tls: { ca: string };
   beforeAll(async () => {
-    const ca = makeTestCa(mkdtempSync(join(tmpdir(), 'fleetplane-half-close-')));
+    const ca = makeTestCa(scratchDir('fleetplane-half-close'));
     const cert = issueServerCert(ca, 'server');
     tls = { ca: ca.pem };
     server = await start({ memory: true, tlsCert: cert.certFile, tlsKey: cert.keyFile });

@@ -5,11 +5,8 @@
  * like any other, and HTTP/1.1 clients (agents, `ctl`, WebSockets) keep
  * working on the same port.
  */
-import { mkdtempSync } from 'node:fs';
 import { constants } from 'node:http2';
 import { get as httpsGet } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEADERS, MEDIA, paths } from '../../../src/protocol/index.js';
@@ -22,6 +19,7 @@ import { RawConnection } from '../support/raw-connection.js';
 import { metricSum } from '../support/server-metric.js';
 import { H2Client, type H2LineStream } from '../support/h2-client.js';
 import { bigGroupSpec } from '../../watch/support/objects.js';
+import { scratchDir } from '../../support/scratch-dir.js';
 
 const PAGE = { watches: [{ kind: 'device' }, { kind: 'security-group' }], convergence: true, statuses: true };
 
@@ -31,7 +29,7 @@ let caPem = '';
 function start(overrides: Partial<Settings>, logger?: Logger): Promise<FleetServer> {
   // One CA and certificate for the file's servers: each is three openssl runs.
   if (!tls) {
-    const ca = makeTestCa(mkdtempSync(join(tmpdir(), 'fleetplane-h2-')));
+    const ca = makeTestCa(scratchDir('fleetplane-h2'));
     tls = issueServerCert(ca, 'server');
     caPem = ca.pem;
   }

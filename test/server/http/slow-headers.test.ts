@@ -10,10 +10,7 @@
  * set small with the settings; loopback is one source per address, so the
  * slow clients, the health check and the operator all come from 127.0.0.1.
  */
-import { mkdtempSync } from 'node:fs';
 import { metricSum } from '../support/server-metric.js';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { HEADERS, MEDIA, paths, ROUTES } from '../../../src/protocol/index.js';
@@ -23,6 +20,7 @@ import { eventually, Fleet } from '../../gateway/support.js';
 import { requireBinary, which } from '../../support/binaries.js';
 import { issueServerCert, makeTestCa } from '../../support/test-ca.js';
 import { RawConnection, codeOf, requestHead, type RawResponse } from '../support/raw-connection.js';
+import { scratchDir } from '../../support/scratch-dir.js';
 
 const SLOW_CLIENTS = 300;
 const MAX_CONNECTIONS = 64;
@@ -252,7 +250,7 @@ describe.skipIf(!requireBinary('openssl', which('openssl') !== undefined))('slow
   let certificate: { tlsCert: string; tlsKey: string };
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fleetplane-slow-tls-'));
+    const dir = scratchDir('fleetplane-slow-tls');
     const ca = makeTestCa(dir);
     const cert = issueServerCert(ca, 'server');
     tls = { ca: ca.pem };
