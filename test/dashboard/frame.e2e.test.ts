@@ -112,6 +112,13 @@ describe.runIf(hasChromium())('the dashboard’s frame, in Chromium', () => {
     await page.getByTestId('me-link').click();
     await until(async () => page.url().endsWith('#/me'), 'the keys and sessions view');
     await page.getByTestId('me-link').waitFor({ state: 'hidden' });
+    // A choice taken at once, before the page has rendered the opening, closes it as well.
+    await page.evaluate((to) => {
+      document.querySelector<HTMLElement>('[data-testid="account-menu"]')?.click();
+      location.hash = to;
+    }, `#/orgs/${org}/devices`);
+    await page.evaluate(() => new Promise<void>((done) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 100)))));
+    expect(await page.locator('details.account-menu').evaluate((e) => (e as HTMLDetailsElement).open)).toBe(false);
 
     // Narrower: brand, organization and the menu on the first line, the tabs below; nothing leaves the page, the menu's items included.
     await page.goto(`${url}/#/orgs/${org}/devices`);

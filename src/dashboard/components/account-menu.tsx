@@ -11,8 +11,9 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 export function AccountMenu(props: { children: ComponentChildren }): JSX.Element {
   const [open, setOpen] = useState(false);
   const ref = useRef<HTMLDetailsElement>(null);
+  // Listening from the first render, not from the opening: a link chosen before an effect tied to
+  // `open` had run left the menu open on the next page.
   useEffect(() => {
-    if (!open) return;
     const outside = (e: Event): void => {
       if (!(e.target instanceof Node) || !ref.current?.contains(e.target)) setOpen(false);
     };
@@ -23,7 +24,7 @@ export function AccountMenu(props: { children: ComponentChildren }): JSX.Element
       document.removeEventListener('pointerdown', outside);
       removeEventListener('hashchange', close);
     };
-  }, [open]);
+  }, []);
   return (
     <details
       ref={ref}
