@@ -103,6 +103,8 @@ export interface ServerTestHooks {
   bus?: Partial<Omit<ReliabilityOptions, 'logger'>>;
   /** Where the kernel guard reads the host's TCP memory (default /proc; tests: a host under pressure). */
   tcpMemory?: TcpMemorySource;
+  /** Compile every route's schemas when the routes are registered: a schema Ajv refuses fails the start. */
+  eagerValidation?: boolean;
 }
 
 interface OpenedDatabase {
@@ -271,7 +273,7 @@ export async function startServerWithHooks(overrides: Partial<Settings> | Settin
   };
   const watch = new WatchEngine(store, bus, settings, watchMetrics, logger, streams, fleet.presence);
   const loginModules = [authRoutes(login), userSessionRoutes(), dashboardRoutes(opts.dashboardDir)];
-  const app = await buildApp(ctx, [watchRoutes(watch), pageRoutes(watch, fleet.convergence), fleet.routes(), replicaRoutes(), gateway.routes(), relay.routes(), ...loginModules, ...(opts.modules ?? [])], tls);
+  const app = await buildApp(ctx, [watchRoutes(watch), pageRoutes(watch, fleet.convergence), fleet.routes(), replicaRoutes(), gateway.routes(), relay.routes(), ...loginModules, ...(opts.modules ?? [])], tls, { eagerValidation: hooks.eagerValidation === true });
   streams.start();
   watch.start();
   const tokensAt = performance.now();

@@ -45,7 +45,13 @@ export type App = FastifyInstance<
  * fields rejected, formats enforced), and the same schemas feed the OpenAPI
  * document, so the two can't drift.
  */
-export async function buildApp(ctx: ServerContext, modules: readonly RouteModule[] = [], https?: TlsPair): Promise<App> {
+/** What only tests set when building the app (through `ServerTestHooks`). */
+export interface AppTestHooks {
+  /** Compile every route's schemas as the route is registered, not at its first request (see validator.ts). */
+  eagerValidation?: boolean;
+}
+
+export async function buildApp(ctx: ServerContext, modules: readonly RouteModule[] = [], https?: TlsPair, testHooks: AppTestHooks = {}): Promise<App> {
   const options = {
     loggerInstance: ctx.logger,
     bodyLimit: ctx.settings.bodyLimit,
@@ -83,7 +89,7 @@ export async function buildApp(ctx: ServerContext, modules: readonly RouteModule
   // (bindings, level functions) is about 0.5 KB of each of 10,000 agents' share. The few lines logged for a
   // request name it themselves (error-handler.ts).
   app.setChildLoggerFactory((logger) => logger);
-  app.setValidatorCompiler(validatorCompiler());
+  app.setValidatorCompiler(validatorCompiler(testHooks.eagerValidation === true));
   acceptJsonBodies(app);
   // Hostile or slow clients: bounded connections, bounded body time, and no connection kept for one that can't proceed.
   ctx.connections.attach(app.server, { listener: 'api', perSource: true, evictIdle: true, logger: ctx.logger });
