@@ -4,7 +4,7 @@
  * input with, applied by the agent to what the server sends it.
  */
 import type { Static, TSchema } from '@sinclair/typebox';
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { FORMATS } from '../../protocol/index.js';
 import { withoutIds } from '../../util/without-ids.js';
 
@@ -27,13 +27,16 @@ function firstProblem(errors: readonly ErrorObject[] | null | undefined): string
 }
 
 /**
- * Compiles `schema` (once: call at module load or construction, not per
- * value). `refine` adds checks the schema can't state; it returns a problem
- * or undefined.
+ * The check of `schema` (call at module load or construction, not per
+ * value), compiled when it first checks a value: an agent starts without
+ * compiling what it may never receive (a renewed token, a tunnel request).
+ * `refine` adds checks the schema can't state; it returns a problem or
+ * undefined. `test/agent/received-checks.test.ts` compiles them all.
  */
 export function compileCheck<S extends TSchema>(schema: S, refine?: (value: Static<S>) => string | undefined): Check<Static<S>> {
-  const validate = ajv.compile<Static<S>>(withoutIds(schema) as object);
+  let validate: ValidateFunction<Static<S>> | undefined;
   return (value: unknown): CheckResult<Static<S>> => {
+    validate ??= ajv.compile<Static<S>>(withoutIds(schema) as object);
     if (!validate(value)) return { ok: false, problem: firstProblem(validate.errors) };
     const problem = refine?.(value);
     return problem === undefined ? { ok: true, value } : { ok: false, problem: shownText(problem, 200) };
