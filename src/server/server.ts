@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import pino, { type Logger } from 'pino';
-import { instrument, migrate, openEmbedded, openPglite, openPostgres, type Database } from './db/index.js';
+import { instrument, migrate, openEmbedded, openKeptPglite, openPglite, openPostgres, type Database } from './db/index.js';
 import { createBus, type BusStats, type ReliabilityOptions, type SignalBus } from './bus/index.js';
 import { listReplicas, ReplicaRegistry } from './replicas/index.js';
 import { replicaRoutes } from './http/routes/replicas.js';
@@ -130,7 +130,10 @@ function memoryTemplate(path: string): Promise<Blob> {
 async function openDatabase(settings: Settings, logger: Logger): Promise<OpenedDatabase> {
   const onNotice = (message: string): void => logger.debug({ message }, 'postgres notice');
   if (settings.databaseUrl) return { db: await openPostgres(settings.databaseUrl, { onNotice, max: settings.dbPoolSize }) };
-  if (settings.memory) return { db: await openPglite(undefined, settings.memoryTemplate ? await memoryTemplate(settings.memoryTemplate) : undefined) };
+  if (settings.memory) {
+    // From a template, the database is kept when this server closes, emptied for the process's next one.
+    return { db: settings.memoryTemplate ? await openKeptPglite(await memoryTemplate(settings.memoryTemplate)) : await openPglite(undefined) };
+  }
   const embedded = await openEmbedded({ dataDir: settings.dataDir, logger }, { onNotice, max: settings.dbPoolSize });
   return { db: embedded.db, embeddedExit: embedded.exited };
 }

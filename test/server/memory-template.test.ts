@@ -42,6 +42,48 @@ describe('--memory-template', () => {
     }
   });
 
+  it("keeps a closed server's database for the process's next server, emptied back to the dump", async () => {
+    const first = await startServer({ memory: true, memoryTemplate: file, logLevel: 'silent' }, { listen: false });
+    const a = new Harness(first);
+    const org = await a.createOrg();
+    await first.db.query("SELECT set_config('application_name', 'first', false)");
+    const heard: string[] = [];
+    await first.db.listen('fp_kept_test', { onMessage: (p) => heard.push(`first:${p}`), onConnect: () => undefined });
+    const [before] = await first.db.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid');
+    const db = first.db;
+    await first.close();
+    // A closed server's late query reaches nothing.
+    await expect(db.query('SELECT 1')).rejects.toThrow(/closed/);
+
+    const second = await startServer({ memory: true, memoryTemplate: file, logLevel: 'silent' }, { listen: false });
+    try {
+      const b = new Harness(second);
+      // The same database: its transaction ids go on from the first server's (a new copy of the dump starts below them).
+      const [after] = await second.db.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid');
+      expect(BigInt(after?.xid ?? '0')).toBeGreaterThan(BigInt(before?.xid ?? '0'));
+      // Emptied: no organization, no audit entry, the sequences restarted, the session's settings reset; the dump's own table and versions stay.
+      expect((await b.call('GET', `/api/organizations/${org.id}`, { token: b.admin })).statusCode).toBe(404);
+      const [counts] = await second.db.query<{ orgs: number; audit: number; versions: number }>(
+        'SELECT (SELECT count(*)::int FROM orgs) AS orgs, (SELECT count(*)::int FROM audit_log) AS audit, (SELECT count(*)::int FROM schema_migrations) AS versions',
+      );
+      expect(counts).toEqual({ orgs: 0, audit: 0, versions: MIGRATIONS.length });
+      const [marker] = await second.db.query<{ t: string | null }>("SELECT to_regclass('made_in_the_template')::text AS t");
+      expect(marker?.t).toBe('made_in_the_template');
+      const [name] = await second.db.query<{ name: string }>("SELECT current_setting('application_name') AS name");
+      expect(name?.name).not.toBe('first');
+      await b.createOrg();
+      const [ids] = await second.db.query<{ min: string }>('SELECT min(id)::text AS min FROM audit_log');
+      expect(ids?.min).toBe('1');
+      // Its LISTENs were ended with the first server: only the second's listener hears.
+      await second.db.listen('fp_kept_test', { onMessage: (p) => heard.push(`second:${p}`), onConnect: () => undefined });
+      await second.db.query("SELECT pg_notify('fp_kept_test', 'x')");
+      await new Promise((r) => setTimeout(r, 50));
+      expect(heard).toEqual(['second:x']);
+    } finally {
+      await second.close();
+    }
+  });
+
   it('fails to start, naming the file, when the dump cannot be read', async () => {
     await expect(startServer({ memory: true, memoryTemplate: join(dir, 'missing.tar'), logLevel: 'silent' }, { listen: false })).rejects.toThrow(/missing\.tar/);
   });

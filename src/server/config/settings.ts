@@ -235,7 +235,7 @@ export const SETTING_SPECS: readonly SettingSpec[] = [
   { key: 'tlsKey', flag: 'tls-key', env: 'FLEETPLANE_TLS_KEY', kind: 'string', help: 'PEM private key file of --tls-cert.' },
   { key: 'dataDir', flag: 'data-dir', env: 'FLEETPLANE_DATA_DIR', kind: 'string', help: 'Data directory of the embedded PostgreSQL (the default storage; durable: fsync at every commit).' },
   { key: 'memory', flag: 'memory', env: 'FLEETPLANE_MEMORY', kind: 'bool', help: 'Keep everything in memory (PGlite), for development and tests: NOT durable, nothing survives a restart.' },
-  { key: 'memoryTemplate', flag: 'memory-template', env: 'FLEETPLANE_MEMORY_TEMPLATE', kind: 'string', help: 'With --memory: start from this dump of a migrated empty database instead of creating one (0.4 s instead of 2 s; for test suites).' },
+  { key: 'memoryTemplate', flag: 'memory-template', env: 'FLEETPLANE_MEMORY_TEMPLATE', kind: 'string', help: 'With --memory: start from this dump of a migrated empty database instead of creating one; a process starting several servers empties a closed one\'s database for the next (for test suites).' },
   { key: 'databaseUrl', flag: 'database-url', env: 'DATABASE_URL', kind: 'string', help: 'PostgreSQL URL (libpq form; ?host=/dir for a Unix socket); replaces the embedded PostgreSQL.' },
   { key: 'dbPoolSize', flag: 'db-pool-size', env: 'FLEETPLANE_DB_POOL_SIZE', kind: 'int', min: 1, max: 1000, help: `Connections each server process pools to PostgreSQL (default: ${DEFAULT_POOL_SIZE} on --database-url, ${EMBEDDED_POOL_SIZE} on the embedded PostgreSQL).` },
   { key: 'adminToken', flag: 'admin-token', env: 'FLEETPLANE_ADMIN_TOKEN', kind: 'string', help: 'Bootstrap admin token (else generated once and kept).' },

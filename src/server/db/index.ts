@@ -1,5 +1,6 @@
 export * from './database.js';
 export { openPglite, pgliteTemplate } from './pglite.js';
+export { openKeptPglite } from './pglite-kept.js';
 export { openPostgres, socketAware, DEFAULT_POOL_SIZE, type PostgresOptions } from './postgres.js';
 export { instrument } from './instrumented.js';
 export { migrate, MIGRATIONS, SCHEMA_VERSION } from './migrations.js';

@@ -33,7 +33,8 @@ function wrapTx(q: { query: PGlite['query'] }): Transaction {
   return tx;
 }
 
-function asDatabase(pg: PGlite): Database {
+/** `pg` as a Database: closing it closes `pg`. */
+export function asDatabase(pg: PGlite): Database {
   const base = wrap(pg);
   return {
     kind: 'pglite',
