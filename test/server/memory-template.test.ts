@@ -1,9 +1,13 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../src/server/index.js';
 import { MIGRATIONS, migrate, pgliteTemplate } from '../../src/server/db/index.js';
+import { KEPT_IDLE_MS } from '../../src/server/db/pglite-kept.js';
+import { buildDist, ROOT } from '../support/fleetplane-process.js';
 import { Harness } from './fixtures.js';
 
 describe('--memory-template', () => {
@@ -83,6 +87,27 @@ describe('--memory-template', () => {
       await second.close();
     }
   });
+
+  it('lets a program whose last server closed end: a database nobody takes is closed after KEPT_IDLE_MS', async () => {
+    await buildDist();
+    // What an embedding program does: start a server from the dump, close it, and return from main.
+    const program = `
+      const { startServer } = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'server', 'index.js')).href)});
+      const s = await startServer({ memory: true, memoryTemplate: ${JSON.stringify(file)}, logLevel: 'silent' }, { listen: false });
+      await s.close();
+      console.log('closed');
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', program], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const ended = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // Generous: the program must end by itself; without the expiry it never does.
+    const timer = setTimeout(() => child.kill('SIGKILL'), KEPT_IDLE_MS + 20_000);
+    const code = await ended;
+    clearTimeout(timer);
+    expect(out.trim()).toBe('closed');
+    expect(code).toBe(0);
+  }, 60_000);
 
   it('fails to start, naming the file, when the dump cannot be read', async () => {
     await expect(startServer({ memory: true, memoryTemplate: join(dir, 'missing.tar'), logLevel: 'silent' }, { listen: false })).rejects.toThrow(/missing\.tar/);

@@ -3,11 +3,19 @@ import type { Database, ListenHandlers, Listener, Transaction } from './database
 import { asDatabase } from './pglite.js';
 
 /**
- * At most this many emptied databases wait per template in a process; one
- * closed past it is closed for real. A test worker runs one file at a time,
- * which starts a few servers at once at most.
+ * At most this many emptied databases wait per template in a process (each
+ * holds about 250 MB); one closed past it is closed for real. A test worker
+ * runs one file at a time, and most start one or two servers at once.
  */
-export const KEPT_LIMIT = 4;
+export const KEPT_LIMIT = 2;
+
+/**
+ * How long an emptied database waits for the next server before it is
+ * closed for real: PostgreSQL's own timers keep the process's event loop
+ * running while it is open, and a program whose last server closed should
+ * not wait on it for long.
+ */
+export const KEPT_IDLE_MS = 5_000;
 
 /** What a template's database holds when loaded: emptying it again restores exactly that. */
 interface Baseline {
@@ -20,6 +28,8 @@ interface Baseline {
 interface Kept {
   pg: PGlite;
   baseline: Baseline;
+  /** While it waits: what closes it at KEPT_IDLE_MS. */
+  expiry?: NodeJS.Timeout;
 }
 
 const idle = new Map<Blob, Kept[]>();
@@ -104,6 +114,13 @@ function lease(kept: Kept, template: Blob): Database {
       }
       waiting.push(kept);
       idle.set(template, waiting);
+      kept.expiry = setTimeout(() => {
+        const at = waiting.indexOf(kept);
+        if (at < 0) return;
+        waiting.splice(at, 1);
+        kept.pg.close().catch((err: unknown) => process.emitWarning(`closing an in-memory database nobody took failed: ${String(err)}`));
+      }, KEPT_IDLE_MS);
+      kept.expiry.unref();
     },
   };
 }
@@ -114,11 +131,15 @@ function lease(kept: Kept, template: Blob): Database {
  * template for the next one: opening one costs about 0.85 s of CPU (the
  * template's files written into the WASM file system, PostgreSQL started),
  * emptying it a few tens of ms. For processes that start many servers (the
- * test suite); the data of one is never seen by the next.
+ * test suite); the data of one is never seen by the next. One nobody takes
+ * within KEPT_IDLE_MS is closed.
  */
 export async function openKeptPglite(template: Blob): Promise<Database> {
   const reused = idle.get(template)?.pop();
-  if (reused) return lease(reused, template);
+  if (reused) {
+    clearTimeout(reused.expiry);
+    return lease(reused, template);
+  }
   const pg = new PGlite({ loadDataDir: template });
   await pg.waitReady;
   return lease({ pg, baseline: await readBaseline(pg) }, template);
