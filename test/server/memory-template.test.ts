@@ -79,9 +79,17 @@ describe('--memory-template', () => {
       const [ids] = await second.db.query<{ min: string }>('SELECT min(id)::text AS min FROM audit_log');
       expect(ids?.min).toBe('1');
       // Its LISTENs were ended with the first server: only the second's listener hears.
-      await second.db.listen('fp_kept_test', { onMessage: (p) => heard.push(`second:${p}`), onConnect: () => undefined });
+      let secondHears = (): void => undefined;
+      const secondHeard = new Promise<void>((resolve) => (secondHears = resolve));
+      await second.db.listen('fp_kept_test', {
+        onMessage: (p) => {
+          heard.push(`second:${p}`);
+          secondHears();
+        },
+        onConnect: () => undefined,
+      });
       await second.db.query("SELECT pg_notify('fp_kept_test', 'x')");
-      await new Promise((r) => setTimeout(r, 50));
+      await secondHeard;
       expect(heard).toEqual(['second:x']);
     } finally {
       await second.close();

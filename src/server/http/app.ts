@@ -40,17 +40,17 @@ export type App = FastifyInstance<
   TypeBoxTypeProvider
 >;
 
-/**
- * Builds the HTTP API. Validation uses the protocol's TypeBox schemas (unknown
- * fields rejected, formats enforced), and the same schemas feed the OpenAPI
- * document, so the two can't drift.
- */
 /** What only tests set when building the app (through `ServerTestHooks`). */
 export interface AppTestHooks {
   /** Compile every route's schemas as the route is registered, not at its first request (see validator.ts). */
   eagerValidation?: boolean;
 }
 
+/**
+ * Builds the HTTP API. Validation uses the protocol's TypeBox schemas (unknown
+ * fields rejected, formats enforced), and the same schemas feed the OpenAPI
+ * document, so the two can't drift.
+ */
 export async function buildApp(ctx: ServerContext, modules: readonly RouteModule[] = [], https?: TlsPair, testHooks: AppTestHooks = {}): Promise<App> {
   const options = {
     loggerInstance: ctx.logger,
